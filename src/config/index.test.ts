@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from './index.js'
+
+describe('loadConfig', () => {
+  it('applies the defaults of SPEC §5 to an empty environment', () => {
+    const config = loadConfig({})
+    expect(config).toMatchObject({
+      rpcUrl: 'http://127.0.0.1:8545',
+      rpcWsUrl: undefined,
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+      redisUrl: 'redis://127.0.0.1:6379',
+      builderApiUrl: undefined,
+      indexAddresses: [],
+      indexTopics: [],
+      startBlock: 'latest',
+      chunkBlocks: 1000,
+      pendingPollMs: 200,
+      finalityDepth: 64,
+      attributionScope: 'logs',
+      port: 8080,
+      adminUi: false,
+      logLevel: 'info',
+    })
+    expect(Object.isFrozen(config)).toBe(true)
+  })
+
+  it('parses lists, numbers and block numbers', () => {
+    const config = loadConfig({
+      INDEX_ADDRESSES: ' 0xAbCdEf0123456789abcdef0123456789ABCDEF01, 0x0000000000000000000000000000000000000001 ',
+      INDEX_TOPICS: '0x' + 'ab'.repeat(32),
+      START_BLOCK: '123',
+      CHUNK_BLOCKS: '1999',
+      PENDING_POLL_MS: '0',
+      ATTRIBUTION_SCOPE: 'blocks',
+      ADMIN_UI: '1',
+      BUILDER_API_URL: 'https://builder.example/',
+    })
+    expect(config.indexAddresses).toEqual([
+      '0x0000000000000000000000000000000000000001',
+      '0xabcdef0123456789abcdef0123456789abcdef01',
+    ])
+    expect(config.indexTopics).toEqual(['0x' + 'ab'.repeat(32)])
+    expect(config.startBlock).toBe(123n)
+    expect(config.chunkBlocks).toBe(1999)
+    expect(config.pendingPollMs).toBe(0)
+    expect(config.attributionScope).toBe('blocks')
+    expect(config.adminUi).toBe(true)
+    expect(config.builderApiUrl).toBe('https://builder.example')
+  })
+
+  it.each([
+    ['CHUNK_BLOCKS', '2000', 'invalid CHUNK_BLOCKS="2000": expected an integer from 1 to 1999'],
+    ['CHUNK_BLOCKS', 'lots', 'invalid CHUNK_BLOCKS="lots": expected an integer from 1 to 1999'],
+    ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:8545": expected a http or https URL'],
+    ['RPC_WS_URL', 'http://x', 'invalid RPC_WS_URL="http://x": expected a ws or wss URL'],
+    ['START_BLOCK', '-1', 'invalid START_BLOCK="-1": expected "latest" or a block number'],
+    ['ATTRIBUTION_SCOPE', 'all', 'invalid ATTRIBUTION_SCOPE="all": expected logs, blocks'],
+    ['INDEX_ADDRESSES', '0x12', 'invalid INDEX_ADDRESSES="0x12": expected comma-separated 0x-prefixed 20-byte addresses'],
+    ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
+  ])('rejects %s=%s with one line naming it', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
+    expect(() => loadConfig({ [name]: value })).toThrow(message)
+  })
+})

@@ -1,0 +1,132 @@
+import { z } from 'zod'
+
+export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
+export type Role = (typeof ROLES)[number]
+
+const MAX_CHUNK_BLOCKS = 1999
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+const hexAddress = /^0x[0-9a-fA-F]{40}$/
+const hexTopic = /^0x[0-9a-fA-F]{64}$/
+
+const url = (protocols: string[]) =>
+  z.string().refine((value) => {
+    try {
+      return protocols.includes(new URL(value).protocol)
+    } catch {
+      return false
+    }
+  }, `a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL`)
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `an integer from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `an integer from ${min} to ${max}`)
+
+const list = (pattern: RegExp, what: string) =>
+  z
+    .string()
+    .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
+    .refine((items) => items.every((item) => pattern.test(item)), `comma-separated ${what}`)
+    .transform((items) => [...new Set(items.map((item) => item.toLowerCase() as `0x${string}`))].sort())
+
+/** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
+const schema = z.object({
+  RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
+  RPC_WS_URL: url(['ws:', 'wss:']).optional(),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).default('postgres://postgres@127.0.0.1:5432/postgres'),
+  REDIS_URL: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1–64)').default('codetrail'),
+  BUILDER_API_URL: url(['http:', 'https:']).optional(),
+  INDEX_ADDRESSES: list(hexAddress, '0x-prefixed 20-byte addresses').default([]),
+  INDEX_TOPICS: list(hexTopic, '0x-prefixed 32-byte topics').default([]),
+  START_BLOCK: z
+    .string()
+    .regex(/^(latest|\d+)$/, '"latest" or a block number')
+    .transform((value) => (value === 'latest' ? ('latest' as const) : BigInt(value)))
+    .default('latest'),
+  CHUNK_BLOCKS: integer(1, MAX_CHUNK_BLOCKS).default(1000),
+  PENDING_POLL_MS: integer(0, 60_000).default(200),
+  FINALITY_DEPTH: integer(1, 100_000).default(64),
+  ATTRIBUTION_SCOPE: z.enum(['logs', 'blocks']).default('logs'),
+  PORT: integer(0, 65_535).default(8080),
+  ADMIN_UI: z.enum(['0', '1']).transform((value) => value === '1').default(false),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  WORKER_CONCURRENCY: integer(1, 64).default(4),
+  JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
+  RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
+})
+
+type Parsed = z.output<typeof schema>
+
+export type Config = Readonly<{
+  rpcUrl: string
+  rpcWsUrl: string | undefined
+  databaseUrl: string
+  redisUrl: string
+  redisPrefix: string
+  builderApiUrl: string | undefined
+  indexAddresses: readonly `0x${string}`[]
+  indexTopics: readonly `0x${string}`[]
+  startBlock: bigint | 'latest'
+  chunkBlocks: number
+  pendingPollMs: number
+  finalityDepth: number
+  attributionScope: 'logs' | 'blocks'
+  port: number
+  adminUi: boolean
+  logLevel: (typeof LOG_LEVELS)[number]
+  workerConcurrency: number
+  jobLockMs: number
+  rpcTimeoutMs: number
+}>
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/**
+ * Reads and validates the environment once. Empty strings count as unset.
+ * Throws a `ConfigError` whose message is one line naming the variable, the value and what is allowed.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {}
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key]?.trim()
+    if (value) input[key] = value
+  }
+  const result = schema.safeParse(input)
+  if (!result.success) {
+    const issue = result.error.issues[0]!
+    const name = String(issue.path[0])
+    const allowed = issue.code === 'invalid_value' ? issue.values.map(String).join(', ') : issue.message
+    throw new ConfigError(`invalid ${name}=${JSON.stringify(input[name])}: expected ${allowed}`)
+  }
+  return Object.freeze(toConfig(result.data))
+}
+
+function toConfig(p: Parsed): Config {
+  return {
+    rpcUrl: p.RPC_URL,
+    rpcWsUrl: p.RPC_WS_URL,
+    databaseUrl: p.DATABASE_URL,
+    redisUrl: p.REDIS_URL,
+    redisPrefix: p.REDIS_PREFIX,
+    builderApiUrl: p.BUILDER_API_URL?.replace(/\/+$/, ''),
+    indexAddresses: Object.freeze(p.INDEX_ADDRESSES),
+    indexTopics: Object.freeze(p.INDEX_TOPICS),
+    startBlock: p.START_BLOCK,
+    chunkBlocks: p.CHUNK_BLOCKS,
+    pendingPollMs: p.PENDING_POLL_MS,
+    finalityDepth: p.FINALITY_DEPTH,
+    attributionScope: p.ATTRIBUTION_SCOPE,
+    port: p.PORT,
+    adminUi: p.ADMIN_UI,
+    logLevel: p.LOG_LEVEL,
+    workerConcurrency: p.WORKER_CONCURRENCY,
+    jobLockMs: p.JOB_LOCK_MS,
+    rpcTimeoutMs: p.RPC_TIMEOUT_MS,
+  }
+}

@@ -1,0 +1,57 @@
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
+import pg from 'pg'
+import * as schema from './schema.js'
+
+// Block numbers, counts and gas fit in a double (< 2^53); refuse silently rounding anything larger.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
+  const n = Number(value)
+  if (!Number.isSafeInteger(n)) throw new RangeError(`int8 ${value} exceeds Number.MAX_SAFE_INTEGER`)
+  return n
+})
+
+export type Database = NodePgDatabase<typeof schema>
+
+export type Store = {
+  pool: pg.Pool
+  db: Database
+  close: () => Promise<void>
+}
+
+export type CreateStoreParameters = {
+  databaseUrl: string
+  /** Connections in the pool; each running chunk job holds one while it writes. */
+  max?: number
+  applicationName?: string
+  /** Per-statement timeout in ms (the API sets one so no query can starve the others). */
+  statementTimeoutMs?: number
+}
+
+/** Opens a connection pool to PostgreSQL. */
+export function createStore({ databaseUrl, max = 10, applicationName = 'codetrail', statementTimeoutMs }: CreateStoreParameters): Store {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    application_name: applicationName,
+    ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
+  })
+  // An idle client's error (e.g. the server restarting) must not crash the process; the pool replaces it.
+  pool.on('error', () => {})
+  const db = drizzle(pool, { schema })
+  return { pool, db, close: () => pool.end() }
+}
+
+/** Runs `fn` inside one database transaction on a dedicated client. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    const result = await fn(client)
+    await client.query('COMMIT')
+    return result
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    client.release()
+  }
+}

@@ -1,0 +1,8 @@
+export { createStore, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
+export { runMigrations } from './migrate.js'
+export { storeLogChunk, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
+export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
+export { LogShapeError, quantity, toLogRows, type LogInput, type LogRow } from './logRows.js'
+export * from './sync.js'
+export * as schema from './schema.js'
+export { STATUSES, ZERO_HASH, type Status } from './schema.js'

@@ -1,0 +1,120 @@
+import type { Status } from './schema.js'
+
+/** A log as a node serves it (hex strings); `blockTimestamp` is the extension some nodes add. */
+export type LogInput = {
+  address: string
+  topics: readonly string[]
+  data: string
+  blockNumber: string | number
+  blockHash: string
+  blockTimestamp?: string | number | null | undefined
+  transactionHash: string
+  transactionIndex: string | number
+  logIndex: string | number
+}
+
+/** One `logs` row as the writers store it (hex lowercased, numbers decoded). */
+export type LogRow = {
+  blockNumber: number
+  blockHash: string
+  blockTimestamp: number
+  transactionHash: string
+  transactionIndex: number
+  logIndex: number
+  txLogOrdinal: number
+  address: string
+  topics: string[]
+  data: string
+}
+
+export class LogShapeError extends Error {
+  override name = 'LogShapeError'
+}
+
+/** Decodes a hex quantity (or a JSON number, which some geth builds send). */
+export function quantity(value: string | number | null | undefined, field: string): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.startsWith('0x') ? Number.parseInt(value, 16) : Number.NaN
+  if (!Number.isSafeInteger(n) || n < 0) throw new LogShapeError(`log field ${field} is not a quantity: ${JSON.stringify(value)}`)
+  return n
+}
+
+/**
+ * Turns node logs into rows sorted by (block, transaction index, log index), with each log's ordinal
+ * within its transaction. Timestamps missing from a log come from `timestampOf(blockNumber)`.
+ */
+export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber: number) => number | undefined): LogRow[] {
+  const rows: LogRow[] = logs.map((log) => {
+    if (log.topics.length > 4) throw new LogShapeError(`log has ${log.topics.length} topics`)
+    const blockNumber = quantity(log.blockNumber, 'blockNumber')
+    const timestamp =
+      log.blockTimestamp === undefined || log.blockTimestamp === null
+        ? timestampOf?.(blockNumber)
+        : quantity(log.blockTimestamp, 'blockTimestamp')
+    if (timestamp === undefined) throw new LogShapeError(`no timestamp for block ${blockNumber}`)
+    return {
+      blockNumber,
+      blockHash: log.blockHash.toLowerCase(),
+      blockTimestamp: timestamp,
+      transactionHash: log.transactionHash.toLowerCase(),
+      transactionIndex: quantity(log.transactionIndex, 'transactionIndex'),
+      logIndex: quantity(log.logIndex, 'logIndex'),
+      txLogOrdinal: 0,
+      address: log.address.toLowerCase(),
+      topics: log.topics.map((topic) => topic.toLowerCase()),
+      data: log.data.toLowerCase(),
+    }
+  })
+  rows.sort((a, b) => a.blockNumber - b.blockNumber || a.transactionIndex - b.transactionIndex || a.logIndex - b.logIndex)
+  for (let i = 1; i < rows.length; i++) {
+    const previous = rows[i - 1]!
+    const row = rows[i]!
+    if (row.transactionHash === previous.transactionHash && row.blockHash === previous.blockHash) {
+      row.txLogOrdinal = previous.txLogOrdinal + 1
+    }
+  }
+  return rows
+}
+
+const isoCache = new Map<number, string>()
+
+/** ISO timestamp for COPY, memoised because every log of a block shares one. */
+function isoTimestamp(seconds: number): string {
+  let iso = isoCache.get(seconds)
+  if (iso === undefined) {
+    if (isoCache.size > 10_000) isoCache.clear()
+    iso = new Date(seconds * 1000).toISOString()
+    isoCache.set(seconds, iso)
+  }
+  return iso
+}
+
+export const LOG_COPY_COLUMNS = [
+  'chain_id',
+  'block_number',
+  'block_hash',
+  'block_timestamp',
+  'transaction_hash',
+  'transaction_index',
+  'log_index',
+  'tx_log_ordinal',
+  'address',
+  'topic0',
+  'topic1',
+  'topic2',
+  'topic3',
+  'data',
+  'status',
+] as const
+
+/** Rows in PostgreSQL COPY text format (hex strings need no escaping). */
+export function toCopyText(rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status): string {
+  let text = ''
+  for (const row of rows) {
+    const t = row.topics
+    text +=
+      `${chainId}\t${row.blockNumber}\t${row.blockHash}\t${isoTimestamp(row.blockTimestamp)}\t${row.transactionHash}\t` +
+      `${row.transactionIndex}\t${row.logIndex}\t${row.txLogOrdinal}\t${row.address}\t` +
+      `${t[0] ?? '\\N'}\t${t[1] ?? '\\N'}\t${t[2] ?? '\\N'}\t${t[3] ?? '\\N'}\t${row.data}\t${statusOf(row)}\n`
+  }
+  return text
+}

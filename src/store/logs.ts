@@ -1,0 +1,85 @@
+import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
+import type pg from 'pg'
+import copyStreams from 'pg-copy-streams'
+import { LOG_COPY_COLUMNS, toCopyText, type LogRow } from './logRows.js'
+import type { Status } from './schema.js'
+
+const UNIQUE_VIOLATION = '23505'
+// Rows per COPY text piece: keeps memory flat for 50 MB chunks without a write per row.
+const COPY_PIECE_ROWS = 2_000
+
+async function copyLogs(client: pg.PoolClient, table: string, rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status) {
+  const pieces = (function* () {
+    for (let i = 0; i < rows.length; i += COPY_PIECE_ROWS) {
+      yield toCopyText(rows.slice(i, i + COPY_PIECE_ROWS), chainId, statusOf)
+    }
+  })()
+  await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
+}
+
+/**
+ * Inserts canonical logs inside the caller's transaction; rows already stored (same chain, block hash
+ * and log index) are left as they are. The fast path is one `COPY` straight into `logs`; only when it
+ * meets an existing row does it fall back to `COPY` into a temporary table and `INSERT … ON CONFLICT`.
+ * Returns how many rows were new.
+ */
+export async function insertCanonicalLogs(
+  client: pg.PoolClient,
+  chainId: number,
+  rows: readonly LogRow[],
+  statusOf: (row: LogRow) => Status,
+): Promise<number> {
+  if (rows.length === 0) return 0
+  await client.query('SAVEPOINT copy_logs')
+  try {
+    await copyLogs(client, 'logs', rows, chainId, statusOf)
+    await client.query('RELEASE SAVEPOINT copy_logs')
+    return rows.length
+  } catch (error) {
+    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+    await client.query('ROLLBACK TO SAVEPOINT copy_logs')
+  }
+  const columns = LOG_COPY_COLUMNS.join(', ')
+  await client.query(`CREATE TEMP TABLE IF NOT EXISTS logs_incoming ON COMMIT DELETE ROWS AS SELECT ${columns} FROM logs WITH NO DATA`)
+  await client.query('TRUNCATE logs_incoming')
+  await copyLogs(client, 'logs_incoming', rows, chainId, statusOf)
+  const result = await client.query(`INSERT INTO logs (${columns}) SELECT ${columns} FROM logs_incoming ON CONFLICT DO NOTHING`)
+  return result.rowCount ?? 0
+}
+
+export type BlockRow = {
+  number: number
+  hash: string
+  parentHash?: string | null
+  timestamp: number
+}
+
+/** Stores block headers (those known only from logs have no parent hash yet), keeping what is there. */
+export async function insertBlocks(client: pg.PoolClient, chainId: number, rows: readonly BlockRow[], statusOf: (number: number) => Status) {
+  if (rows.length === 0) return
+  const sorted = [...rows].sort((a, b) => a.number - b.number)
+  await client.query(
+    `INSERT INTO blocks (chain_id, number, hash, parent_hash, timestamp, status)
+     SELECT $1, n, h, p, to_timestamp(t), s FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(n, h, p, t, s)
+     ON CONFLICT (chain_id, hash) DO UPDATE SET parent_hash = COALESCE(blocks.parent_hash, EXCLUDED.parent_hash)
+     WHERE blocks.parent_hash IS NULL AND EXCLUDED.parent_hash IS NOT NULL`,
+    [
+      chainId,
+      sorted.map((b) => b.number),
+      sorted.map((b) => b.hash.toLowerCase()),
+      sorted.map((b) => b.parentHash?.toLowerCase() ?? null),
+      sorted.map((b) => b.timestamp),
+      sorted.map((b) => statusOf(b.number)),
+    ],
+  )
+}
+
+/** The distinct blocks of a set of log rows, in block order. */
+export function blocksOfLogs(rows: readonly LogRow[]): BlockRow[] {
+  const blocks = new Map<string, BlockRow>()
+  for (const row of rows) {
+    if (!blocks.has(row.blockHash)) blocks.set(row.blockHash, { number: row.blockNumber, hash: row.blockHash, timestamp: row.blockTimestamp })
+  }
+  return [...blocks.values()]
+}

@@ -1,0 +1,24 @@
+import { fileURLToPath } from 'node:url'
+import { migrate } from 'drizzle-orm/node-postgres/migrator'
+import { drizzle } from 'drizzle-orm/node-postgres'
+import type pg from 'pg'
+
+const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url))
+// Any fixed key: serialises concurrent starts so two processes never apply the same migration.
+const MIGRATION_LOCK_KEY = 0x636f6465
+
+/** Applies the drizzle-kit migrations in `migrations/`, once even when several processes start together. */
+export async function runMigrations(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect()
+  try {
+    await client.query('SET client_min_messages = warning')
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
+    try {
+      await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_FOLDER })
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
+    }
+  } finally {
+    client.release()
+  }
+}

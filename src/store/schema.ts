@@ -1,0 +1,235 @@
+import { sql } from 'drizzle-orm'
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
+
+// Hashes and addresses are lowercase 0x hex text: COPY-friendly and exposed as-is by the views.
+
+/** Status of a log, transaction or attribution row: pending → confirmed → finalized. */
+export const STATUSES = ['pending', 'confirmed', 'finalized'] as const
+export type Status = (typeof STATUSES)[number]
+
+export const ZERO_HASH = `0x${'0'.repeat(64)}` as const
+
+const statusCheck = (name: string, column: { name: string }) =>
+  check(name, sql.raw(`"${column.name}" in ('pending', 'confirmed', 'finalized')`))
+
+/**
+ * One row per log. Canonical rows are keyed by (chain, block hash, log index); pre-confirmed rows have
+ * the zero block hash and are keyed by (chain, transaction, ordinal within the transaction), so a
+ * pending log that moves between flashblocks or blocks stays one row. Rows are never deleted: a reorg
+ * or a dropped pending transaction sets `removed`.
+ */
+export const logs = pgTable(
+  'logs',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    chainId: integer('chain_id').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    transactionHash: text('transaction_hash').notNull(),
+    transactionIndex: integer('transaction_index').notNull(),
+    logIndex: integer('log_index').notNull(),
+    txLogOrdinal: integer('tx_log_ordinal').notNull(),
+    address: text('address').notNull(),
+    topic0: text('topic0'),
+    topic1: text('topic1'),
+    topic2: text('topic2'),
+    topic3: text('topic3'),
+    data: text('data').notNull(),
+    status: text('status', { enum: STATUSES }).notNull(),
+    removed: boolean('removed').notNull().default(false),
+    seenAt: timestamp('seen_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('logs_canonical_key').on(t.chainId, t.blockHash, t.logIndex).where(sql`status <> 'pending'`),
+    uniqueIndex('logs_pending_key')
+      .on(t.chainId, t.transactionHash, t.txLogOrdinal)
+      .where(sql`status = 'pending'`),
+    index('logs_block_number').on(t.chainId, t.blockNumber),
+    index('logs_transaction_hash').on(t.chainId, t.transactionHash),
+    index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
+    statusCheck('logs_status_check', t.status),
+  ],
+)
+
+/** Block headers seen by the indexer; `removed` marks orphaned blocks. */
+export const blocks = pgTable(
+  'blocks',
+  {
+    chainId: integer('chain_id').notNull(),
+    number: bigint('number', { mode: 'number' }).notNull(),
+    hash: text('hash').notNull(),
+    parentHash: text('parent_hash'),
+    timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
+    status: text('status', { enum: STATUSES }).notNull(),
+    removed: boolean('removed').notNull().default(false),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.hash] }),
+    index('blocks_number').on(t.chainId, t.number),
+    statusCheck('blocks_status_check', t.status),
+  ],
+)
+
+/**
+ * Transactions behind indexed logs (or every transaction of indexed blocks) with their decoded ERC-8021
+ * suffix. The suffix is part of the signed input, so it is decoded once per hash; position, status and
+ * `removed` follow the transaction's logs.
+ */
+export const transactions = pgTable(
+  'transactions',
+  {
+    chainId: integer('chain_id').notNull(),
+    hash: text('hash').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    transactionIndex: integer('transaction_index').notNull(),
+    fromAddress: text('from_address').notNull(),
+    toAddress: text('to_address'),
+    inputSize: integer('input_size').notNull(),
+    hasSuffix: boolean('has_suffix').notNull(),
+    schemaId: smallint('schema_id'),
+    codes: text('codes').array(),
+    registryAddress: text('registry_address'),
+    registryChainId: numeric('registry_chain_id'),
+    registryVerified: boolean('registry_verified'),
+    cbor: jsonb('cbor'),
+    malformedReason: text('malformed_reason'),
+    userOperations: integer('user_operations').notNull().default(0),
+    gasUsed: bigint('gas_used', { mode: 'number' }),
+    status: text('status', { enum: STATUSES }).notNull(),
+    removed: boolean('removed').notNull().default(false),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.hash] }),
+    index('transactions_block_number').on(t.chainId, t.blockNumber),
+    statusCheck('transactions_status_check', t.status),
+  ],
+)
+
+/** Builder codes issued here (`local`) or by the upstream service (`upstream`): one per wallet, one wallet per code. */
+export const builderCodes = pgTable(
+  'builder_codes',
+  {
+    chainId: integer('chain_id').notNull(),
+    builderCode: text('builder_code').notNull(),
+    walletAddress: text('wallet_address').notNull(),
+    source: text('source', { enum: ['local', 'upstream'] }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.builderCode] }),
+    uniqueIndex('builder_codes_wallet').on(t.chainId, t.walletAddress),
+    check('builder_codes_source_check', sql`source in ('local', 'upstream')`),
+  ],
+)
+
+/**
+ * One row per (transaction or user operation, decoded code). `user_op_hash` is '' for a plain
+ * transaction so it can be part of the key; the views expose it as null.
+ */
+export const attributions = pgTable(
+  'attributions',
+  {
+    chainId: integer('chain_id').notNull(),
+    txHash: text('tx_hash').notNull(),
+    userOpHash: text('user_op_hash').notNull().default(''),
+    builderCode: text('builder_code').notNull(),
+    codeIndex: smallint('code_index').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    fromAddress: text('from_address').notNull(),
+    sender: text('sender').notNull(),
+    toAddress: text('to_address'),
+    schemaId: smallint('schema_id').notNull(),
+    codes: text('codes').array().notNull(),
+    gasUsed: bigint('gas_used', { mode: 'number' }),
+    status: text('status', { enum: STATUSES }).notNull(),
+    removed: boolean('removed').notNull().default(false),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.txHash, t.userOpHash, t.builderCode] }),
+    index('attributions_code_block').on(t.chainId, t.builderCode, t.blockNumber, t.txHash),
+    index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
+    index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
+    statusCheck('attributions_status_check', t.status),
+  ],
+)
+
+/** The log filters the indexer has worked for; `filter_id` is a hash of the normalised filter. */
+export const syncFilters = pgTable(
+  'sync_filters',
+  {
+    chainId: integer('chain_id').notNull(),
+    filterId: text('filter_id').notNull(),
+    addresses: text('addresses').array().notNull(),
+    topics: text('topics').array().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.filterId] })],
+)
+
+/**
+ * Block ranges whose logs are stored for a filter, merged as they grow: the union says what a
+ * backfill may skip and where live indexing resumes.
+ */
+export const syncIntervals = pgTable(
+  'sync_intervals',
+  {
+    chainId: integer('chain_id').notNull(),
+    filterId: text('filter_id').notNull(),
+    fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
+    toBlock: bigint('to_block', { mode: 'number' }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock] }),
+    check('sync_intervals_order', sql`from_block <= to_block`),
+  ],
+)
+
+/** Per chain: the node's head, safe and finalized blocks as last seen, and the live follower's position. */
+export const chainState = pgTable('chain_state', {
+  chainId: integer('chain_id').primaryKey(),
+  headBlock: bigint('head_block', { mode: 'number' }),
+  safeBlock: bigint('safe_block', { mode: 'number' }),
+  finalizedBlock: bigint('finalized_block', { mode: 'number' }),
+  liveBlock: bigint('live_block', { mode: 'number' }),
+  liveHash: text('live_hash'),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/** Every reorg the head follower handled, for audit and metrics. */
+export const reorgs = pgTable(
+  'reorgs',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    chainId: integer('chain_id').notNull(),
+    forkBlock: bigint('fork_block', { mode: 'number' }).notNull(),
+    depth: integer('depth').notNull(),
+    oldHash: text('old_hash').notNull(),
+    newHash: text('new_hash').notNull(),
+    logsRemoved: integer('logs_removed').notNull(),
+    detectedAt: timestamp('detected_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('reorgs_chain').on(t.chainId, t.detectedAt)],
+)

@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { Redis } from 'ioredis'
+import { createStore, runMigrations, type Store } from '../../src/store/index.js'
+
+export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+export type TestDatabase = { url: string; name: string; store: Store; drop: () => Promise<void> }
+
+/** A fresh, migrated database of its own for one test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `codetrail_test_${randomBytes(5).toString('hex')}`
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const url = new URL(ADMIN_DATABASE_URL)
+  url.pathname = `/${name}`
+  const store = createStore({ databaseUrl: url.toString(), max: 5 })
+  await runMigrations(store.pool)
+  return {
+    url: url.toString(),
+    name,
+    store,
+    drop: async () => {
+      await store.close()
+      const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+      await client.connect()
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await client.end()
+    },
+  }
+}
+
+/** A Redis key prefix of its own for one test, and a cleanup that deletes its keys. */
+export function createTestRedisPrefix(): { prefix: string; cleanup: () => Promise<void> } {
+  const prefix = `ct_test_${randomBytes(5).toString('hex')}`
+  return {
+    prefix,
+    cleanup: async () => {
+      const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
+      let cursor = '0'
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+        cursor = next
+        if (keys.length > 0) await redis.del(...keys)
+      } while (cursor !== '0')
+      redis.disconnect()
+    },
+  }
+}

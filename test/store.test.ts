@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getIntervals, storeLogChunk, toLogRows, type LogInput } from '../src/store/index.js'
+import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
+const log = (block: number, tx: number, index: number, overrides: Partial<LogInput> = {}): LogInput => ({
+  address: '0x00000000000000000000000000000000000000AA',
+  topics: [hash(0xabc)],
+  data: '0x',
+  blockNumber: `0x${block.toString(16)}`,
+  blockHash: hash(block + 1_000_000),
+  blockTimestamp: `0x${(1_700_000_000 + block).toString(16)}`,
+  transactionHash: hash(block * 100 + tx),
+  transactionIndex: `0x${tx.toString(16)}`,
+  logIndex: `0x${index.toString(16)}`,
+  ...overrides,
+})
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(async () => {
+  await db?.drop()
+})
+
+describe('storeLogChunk', () => {
+  it('stores a range once, merges sync intervals and keeps overlapping ranges free of duplicates', async () => {
+    const chainId = 31337
+    const first = toLogRows([log(5, 0, 0), log(5, 0, 1), log(7, 1, 0)])
+    expect(first.map((row) => row.txLogOrdinal)).toEqual([0, 1, 0])
+    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], rows: first, finalizedBlock: 6 })
+    expect(stored).toEqual({ stored: true, inserted: 3 })
+
+    const again = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], rows: first, finalizedBlock: 6 })
+    expect(again).toEqual({ stored: false, inserted: 0 })
+
+    // An overlapping range for another filter meets rows already there: only the new one is added.
+    const overlapping = toLogRows([log(7, 1, 0), log(12, 0, 0)])
+    const other = await storeLogChunk(db.store.pool, { chainId, filterId: 'other', range: [7, 12], rows: overlapping, finalizedBlock: 6 })
+    expect(other).toEqual({ stored: true, inserted: 1 })
+
+    await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [10, 19], rows: [], finalizedBlock: 6 })
+    expect(await getIntervals(db.store.pool, chainId, 'all')).toEqual([[0, 19]])
+
+    const { rows } = await db.store.pool.query(
+      `SELECT block_number, log_index, status, topics, removed, block_timestamp FROM analytics.logs ORDER BY block_number, log_index`,
+    )
+    expect(rows.map((row) => [row.block_number, row.log_index, row.status])).toEqual([
+      [5, 0, 'finalized'],
+      [5, 1, 'finalized'],
+      [7, 0, 'confirmed'],
+      [12, 0, 'confirmed'],
+    ])
+    expect(rows[0].topics).toEqual([hash(0xabc)])
+    expect(rows[0].removed).toBe(false)
+    expect(rows[0].block_timestamp.getTime()).toBe((1_700_000_000 + 5) * 1000)
+    const blocks = await db.store.pool.query(`SELECT number, status FROM blocks ORDER BY number`)
+    expect(blocks.rows).toEqual([
+      { number: 5, status: 'finalized' },
+      { number: 7, status: 'confirmed' },
+      { number: 12, status: 'confirmed' },
+    ])
+  })
+})
