@@ -2,9 +2,9 @@ import { pino, type Logger } from 'pino'
 
 export type { Logger }
 
-/** The process logger: JSON lines on stdout, one `msg` and snake_case fields. */
-export function createLogger(level = 'info', bindings: Record<string, unknown> = {}): Logger {
-  return pino({ level, base: { service: 'codetrail', ...bindings } })
+/** The process logger: JSON lines (stdout unless `fd` says otherwise), one `msg` and snake_case fields. */
+export function createLogger(level = 'info', bindings: Record<string, unknown> = {}, fd: 1 | 2 = 1): Logger {
+  return pino({ level, base: { service: 'codetrail', ...bindings } }, pino.destination({ fd, sync: false }))
 }
 
 /** A logger that drops everything, for tests and library callers that pass none. */

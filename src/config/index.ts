@@ -49,6 +49,7 @@ const schema = z.object({
     .default('latest'),
   CHUNK_BLOCKS: integer(1, MAX_CHUNK_BLOCKS).default(1000),
   PENDING_POLL_MS: integer(0, 60_000).default(200),
+  HEAD_POLL_MS: integer(50, 60_000).default(500),
   FINALITY_DEPTH: integer(1, 100_000).default(64),
   ATTRIBUTION_SCOPE: z.enum(['logs', 'blocks']).default('logs'),
   PORT: integer(0, 65_535).default(8080),
@@ -73,6 +74,7 @@ export type Config = Readonly<{
   startBlock: bigint | 'latest'
   chunkBlocks: number
   pendingPollMs: number
+  headPollMs: number
   finalityDepth: number
   attributionScope: 'logs' | 'blocks'
   port: number
@@ -120,6 +122,7 @@ function toConfig(p: Parsed): Config {
     startBlock: p.START_BLOCK,
     chunkBlocks: p.CHUNK_BLOCKS,
     pendingPollMs: p.PENDING_POLL_MS,
+    headPollMs: p.HEAD_POLL_MS,
     finalityDepth: p.FINALITY_DEPTH,
     attributionScope: p.ATTRIBUTION_SCOPE,
     port: p.PORT,

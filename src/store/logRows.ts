@@ -1,16 +1,18 @@
-import type { Status } from './schema.js'
+import { ZERO_HASH, type Status } from './schema.js'
 
 /** A log as a node serves it (hex strings); `blockTimestamp` is the extension some nodes add. */
 export type LogInput = {
   address: string
   topics: readonly string[]
   data: string
-  blockNumber: string | number
-  blockHash: string
+  blockNumber: string | number | null
+  /** Null (some nodes, for pending logs) is stored as the zero hash, as Base serves pending logs. */
+  blockHash: string | null
   blockTimestamp?: string | number | null | undefined
-  transactionHash: string
-  transactionIndex: string | number
-  logIndex: string | number
+  transactionHash: string | null
+  /** Null only for pending logs on some nodes: the log's position in the answer stands in. */
+  transactionIndex: string | number | null
+  logIndex: string | number | null
 }
 
 /** One `logs` row as the writers store it (hex lowercased, numbers decoded). */
@@ -38,12 +40,17 @@ export function quantity(value: string | number | null | undefined, field: strin
   return n
 }
 
+function hash(value: string | null, field: string): string {
+  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(value)) throw new LogShapeError(`log field ${field} is not a hash: ${JSON.stringify(value)}`)
+  return value.toLowerCase()
+}
+
 /**
  * Turns node logs into rows sorted by (block, transaction index, log index), with each log's ordinal
  * within its transaction. Timestamps missing from a log come from `timestampOf(blockNumber)`.
  */
 export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber: number) => number | undefined): LogRow[] {
-  const rows: LogRow[] = logs.map((log) => {
+  const rows: LogRow[] = logs.map((log, position) => {
     if (log.topics.length > 4) throw new LogShapeError(`log has ${log.topics.length} topics`)
     const blockNumber = quantity(log.blockNumber, 'blockNumber')
     const timestamp =
@@ -53,11 +60,11 @@ export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber:
     if (timestamp === undefined) throw new LogShapeError(`no timestamp for block ${blockNumber}`)
     return {
       blockNumber,
-      blockHash: log.blockHash.toLowerCase(),
+      blockHash: log.blockHash?.toLowerCase() ?? ZERO_HASH,
       blockTimestamp: timestamp,
-      transactionHash: log.transactionHash.toLowerCase(),
-      transactionIndex: quantity(log.transactionIndex, 'transactionIndex'),
-      logIndex: quantity(log.logIndex, 'logIndex'),
+      transactionHash: hash(log.transactionHash, 'transactionHash'),
+      transactionIndex: log.transactionIndex === null ? 0 : quantity(log.transactionIndex, 'transactionIndex'),
+      logIndex: log.logIndex === null ? position : quantity(log.logIndex, 'logIndex'),
       txLogOrdinal: 0,
       address: log.address.toLowerCase(),
       topics: log.topics.map((topic) => topic.toLowerCase()),

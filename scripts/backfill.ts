@@ -1,0 +1,189 @@
+/**
+ * npm run backfill -- --from <block> --to <block> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]
+ *
+ * Enqueues the missing part of the range as chunk jobs and, unless --no-wait, works on them itself
+ * while showing progress, so it completes with or without daemons running. Exit 0 only when every
+ * block of the range is stored.
+ */
+import { parseArgs } from 'node:util'
+import cliProgress from 'cli-progress'
+import { loadConfig, ConfigError } from '../src/config/index.js'
+import { createIndexer } from '../src/indexer.js'
+import { createLogger } from '../src/logger.js'
+import { createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId } from '../src/queue/index.js'
+import { planBackfill, storedBlocks } from '../src/sync/historical.js'
+
+const USAGE =
+  'usage: npm run backfill -- --from <block> --to <block|latest|safe|finalized> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]'
+const POLL_MS = 500
+
+class UsageError extends Error {}
+
+type Options = { from: number; to: number | 'latest' | 'safe' | 'finalized'; addresses: string[]; topics: string[]; wait: boolean; json: boolean }
+
+function parseOptions(argv: string[]): Options {
+  let values
+  try {
+    ;({ values } = parseArgs({
+      args: argv,
+      options: {
+        from: { type: 'string' },
+        to: { type: 'string' },
+        address: { type: 'string', multiple: true, default: [] },
+        topic0: { type: 'string', multiple: true, default: [] },
+        'no-wait': { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }))
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]!)
+  }
+  if (values.help) throw new UsageError('')
+  const block = (flag: string, value: string | undefined) => {
+    if (value === undefined) throw new UsageError(`missing --${flag} <block>`)
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${flag} must be a block number, got "${value}"`)
+    return Number(value)
+  }
+  const from = block('from', values.from)
+  const to = values.to === 'latest' || values.to === 'safe' || values.to === 'finalized' ? values.to : block('to', values.to)
+  if (typeof to === 'number' && to < from) throw new UsageError(`--to (${to}) is below --from (${from})`)
+  for (const address of values.address) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new UsageError(`--address must be a 0x-prefixed 20-byte address, got "${address}"`)
+  }
+  for (const topic of values.topic0) {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new UsageError(`--topic0 must be a 0x-prefixed 32-byte topic, got "${topic}"`)
+  }
+  return { from, to, addresses: values.address, topics: values.topic0, wait: !values['no-wait'], json: values.json }
+}
+
+async function main(): Promise<number> {
+  let options: Options
+  try {
+    options = parseOptions(process.argv.slice(2))
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    if (error.message) process.stderr.write(`backfill: ${error.message}\n`)
+    process.stderr.write(`${USAGE}\n`)
+    return 2
+  }
+  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env })
+  const logger = createLogger(config.logLevel, { role: 'backfill' }, 2)
+  const say = (message: string, fields: Record<string, unknown> = {}) =>
+    options.json ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`) : process.stderr.write(`${message}\n`)
+
+  const indexer = await createIndexer(config, logger)
+  const cleanups: (() => Promise<unknown>)[] = [() => indexer.close()]
+  const cleanup = async () => {
+    for (const close of cleanups.reverse()) await close().catch(() => {})
+  }
+  try {
+    const to = typeof options.to === 'number' ? options.to : await indexer.blockNumberAt(options.to)
+    if (to < options.from) {
+      say(`backfill: the node's ${options.to} block (${to}) is below --from (${options.from})`)
+      return 2
+    }
+    const range = [options.from, to] as const
+    const filter = options.addresses.length || options.topics.length ? { addresses: options.addresses, topics: options.topics } : indexer.filter
+    const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
+    if (plan.jobs.length === 0) {
+      say(`blocks ${range[0]}–${range[1]} are already indexed (filter ${plan.filterId}); nothing to do`, { done: true })
+      return 0
+    }
+    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    cleanups.push(() => rangeQueue.close())
+    const { added, retried } = await rangeQueue.enqueue(plan.jobs)
+    say(`enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`, {
+      jobs: plan.jobs.length,
+      added,
+      retried,
+    })
+    if (!options.wait) return 0
+
+    const ids = new Set(plan.jobs.map(rangeJobId))
+    const events = createRangeEvents({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    cleanups.push(() => events.close())
+    let logs = 0
+    events.events.on('completed', ({ jobId, returnvalue }) => {
+      if (!ids.has(jobId)) return
+      const result = typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue
+      logs += Number(result?.logs ?? 0)
+    })
+    const worker = createRangeWorker({
+      redisUrl: config.redisUrl,
+      prefix: config.redisPrefix,
+      concurrency: config.workerConcurrency,
+      lockDurationMs: config.jobLockMs,
+      logger,
+      process: indexer.processRange,
+    })
+    cleanups.push(() => worker.close())
+    let interrupted = false
+    const interrupt = () => (interrupted = true)
+    process.once('SIGINT', interrupt)
+    process.once('SIGTERM', interrupt)
+
+    const started = Date.now()
+    const startDone = plan.doneBlocks
+    const bar = options.json
+      ? undefined
+      : new cliProgress.SingleBar(
+          {
+            format: 'backfill |{bar}| {value}/{total} blocks | {logs} logs | {rate} logs/s | ETA {eta_formatted}',
+            noTTYOutput: true,
+            notTTYSchedule: 2_000,
+            etaBuffer: 20,
+            stream: process.stderr,
+          },
+          cliProgress.Presets.shades_classic,
+        )
+    bar?.start(plan.totalBlocks, plan.doneBlocks, { logs: 0, rate: 0 })
+    for (;;) {
+      const done = await storedBlocks(indexer.store.pool, indexer.chainId, plan.filterId, range)
+      const seconds = (Date.now() - started) / 1000
+      const rate = Math.round(logs / Math.max(seconds, 0.001))
+      const blocksPerSec = (done - startDone) / Math.max(seconds, 0.001)
+      const etaSec = blocksPerSec > 0 ? Math.round((plan.totalBlocks - done) / blocksPerSec) : null
+      bar?.update(done, { logs, rate })
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify({ event: 'progress', blocksDone: done, blocksTotal: plan.totalBlocks, logs, logsPerSec: rate, etaSec })}\n`)
+      }
+      if (done === plan.totalBlocks) {
+        bar?.stop()
+        say(`done: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s)`, {
+          done: true,
+          blocks: plan.totalBlocks,
+          logs,
+          seconds,
+        })
+        return 0
+      }
+      const failed = (await rangeQueue.queue.getFailed()).filter((job) => job.id && ids.has(job.id))
+      if (failed.length > 0 || interrupted) {
+        bar?.stop()
+        for (const job of failed) say(`chunk ${job.data.fromBlock}–${job.data.toBlock} failed: ${job.failedReason}`, { failed: job.id })
+        say(
+          interrupted
+            ? `interrupted with ${plan.totalBlocks - done} blocks left; run the same command again to resume`
+            : `${failed.length} chunk(s) failed after retries; fix the cause and run the same command again to resume`,
+          { done: false },
+        )
+        return 1
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+    }
+  } finally {
+    await cleanup()
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    const message = error instanceof ConfigError ? error.message : `backfill failed: ${(error as Error).message}`
+    process.stderr.write(`${message}\n`)
+    process.exit(1)
+  },
+)

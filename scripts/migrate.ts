@@ -1,0 +1,17 @@
+/** npm run migrate — applies the drizzle-kit migrations in `migrations/` to DATABASE_URL. */
+import { ConfigError, loadConfig } from '../src/config/index.js'
+import { createStore, runMigrations } from '../src/store/index.js'
+
+try {
+  const config = loadConfig()
+  const store = createStore({ databaseUrl: config.databaseUrl, max: 1 })
+  try {
+    await runMigrations(store.pool)
+    process.stdout.write(`migrations applied to ${new URL(config.databaseUrl).pathname.slice(1) || 'postgres'}\n`)
+  } finally {
+    await store.close()
+  }
+} catch (error) {
+  process.stderr.write(`migrate: ${error instanceof ConfigError ? error.message : (error as Error).message}\n`)
+  process.exit(1)
+}

@@ -1,0 +1,119 @@
+import type { Config } from './config/index.js'
+import type { Logger } from './logger.js'
+import { createRpcClient, getLogs, type RpcClient } from './rpc/index.js'
+import { createStore, runMigrations, saveFilter, type LogInput, type Store } from './store/index.js'
+import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
+import { createRangeProcessor } from './sync/historical.js'
+import { createPendingPoller } from './sync/pending.js'
+import { createHeadFollower, type Header } from './sync/realtime.js'
+import type { Interval } from './utils/interval.js'
+
+// The finalized block moves slowly; one look per this long serves every chunk job in between.
+const FINALIZED_CACHE_MS = 2_000
+const POOL_SIZE_PER_JOB = 2
+
+type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string }
+
+export type BlockTag = 'latest' | 'safe' | 'finalized'
+
+const toHeader = (block: RpcBlock): Header => ({
+  number: Number(block.number),
+  hash: block.hash.toLowerCase(),
+  parentHash: block.parentHash.toLowerCase(),
+  timestamp: Number(block.timestamp),
+})
+
+const hex = (n: number) => `0x${n.toString(16)}`
+
+/**
+ * The parts every role shares, wired from the configuration: the database (migrated), the node client,
+ * the chain id and the configured log filter, and the sync parts built on them.
+ */
+export async function createIndexer(config: Config, logger: Logger) {
+  const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
+  try {
+    await runMigrations(store.pool)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  const rpc: RpcClient = createRpcClient({ url: config.rpcUrl, timeoutMs: config.rpcTimeoutMs, logger })
+  const chainId = await rpc.chainId()
+  const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
+  const filterId = filterIdOf(filter)
+  await saveFilter(store.pool, { chainId, filterId, ...filter })
+
+  async function fetchHeader(block: number | BlockTag): Promise<Header | null> {
+    const raw = await rpc.request<RpcBlock | null>('eth_getBlockByNumber', [typeof block === 'number' ? hex(block) : block, false])
+    return raw ? toHeader(raw) : null
+  }
+
+  async function fetchHeaders(numbers: readonly number[]): Promise<Header[]> {
+    const blocks = await rpc.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
+    return blocks.map((block, i) => {
+      if (!block) throw new Error(`node has no block ${numbers[i]}`)
+      return toHeader(block)
+    })
+  }
+
+  /** The node's block number for a tag; `safe`/`finalized` fall back to head − FINALITY_DEPTH where the node has no such tag. */
+  async function blockNumberAt(tag: BlockTag): Promise<number> {
+    if (tag !== 'latest') {
+      const block = await fetchHeader(tag).catch(() => null)
+      if (block) return block.number
+    }
+    const head = Number(await rpc.request<string>('eth_blockNumber', []))
+    return tag === 'latest' ? head : Math.max(0, head - config.finalityDepth)
+  }
+
+  let finalized: { value: number; at: number } | undefined
+  async function finalizedBlock(): Promise<number | null> {
+    if (!finalized || Date.now() - finalized.at > FINALIZED_CACHE_MS) {
+      finalized = { value: await blockNumberAt('finalized'), at: Date.now() }
+    }
+    return finalized.value
+  }
+
+  const fetchLogs = ([fromBlock, toBlock]: Interval, logFilter: LogFilter) =>
+    getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }) as Promise<LogInput[]>
+
+  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock })
+
+  const follower = createHeadFollower({
+    pool: store.pool,
+    logger,
+    chainId,
+    filter,
+    filterId,
+    startBlock: config.startBlock === 'latest' ? 'latest' : Number(config.startBlock),
+    fetchHeader,
+    fetchHeaders,
+    fetchLogs,
+    finalizedBlock,
+  })
+
+  const poller = createPendingPoller({
+    pool: store.pool,
+    logger,
+    chainId,
+    fetchPendingLogs: () => rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }]),
+  })
+
+  return {
+    config,
+    logger,
+    store,
+    rpc,
+    chainId,
+    filter,
+    filterId,
+    processRange,
+    follower,
+    poller,
+    fetchHeader,
+    blockNumberAt,
+    close: () => store.close(),
+  }
+}
+
+export type Indexer = Awaited<ReturnType<typeof createIndexer>>

@@ -1,0 +1,124 @@
+import { Queue, QueueEvents, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq'
+import { Redis } from 'ioredis'
+import type { Logger } from '../logger.js'
+
+export { UnrecoverableError }
+
+export const RANGE_QUEUE = 'ranges'
+const RANGE_ATTEMPTS = 10
+const RANGE_BACKOFF_MS = 1_000
+// A worker SIGKILLed mid-job leaves its job stalled; it may be picked up again this many times.
+const MAX_STALLED_COUNT = 20
+
+/** One historical range job: every log of `[fromBlock, toBlock]` that matches the filter. */
+export type RangeJobData = {
+  chainId: number
+  filterId: string
+  addresses: string[]
+  topics: string[]
+  fromBlock: number
+  toBlock: number
+}
+
+export type RangeJobResult = { logs: number; inserted: number; stored: boolean }
+
+/** Deterministic job id: the same chunk is one job however many times it is planned. */
+export function rangeJobId({ chainId, filterId, fromBlock, toBlock }: Pick<RangeJobData, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>): string {
+  return `range-${chainId}-${filterId}-${fromBlock}-${toBlock}`
+}
+
+export const RANGE_JOB_OPTIONS: JobsOptions = {
+  attempts: RANGE_ATTEMPTS,
+  backoff: { type: 'exponential', delay: RANGE_BACKOFF_MS },
+  removeOnComplete: true,
+  removeOnFail: false,
+}
+
+export type QueueContext = { redisUrl: string; prefix: string }
+
+/** A Redis connection as BullMQ wants it for blocking commands. */
+export function createRedis(redisUrl: string): Redis {
+  return new Redis(redisUrl, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false })
+}
+
+export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
+  const connection = createRedis(redisUrl)
+  const queue = new Queue<RangeJobData, RangeJobResult>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
+  return {
+    queue,
+    /**
+     * Adds the chunks as jobs. A chunk whose job already waits or runs is left alone; one whose job
+     * failed for good is retried, so re-planning a range never leaves a gap behind a failed job.
+     */
+    async enqueue(chunks: readonly RangeJobData[]): Promise<{ added: number; retried: number }> {
+      const ids = new Set(chunks.map(rangeJobId))
+      let retried = 0
+      const failed = await queue.getFailed()
+      for (const job of failed) {
+        if (job.id && ids.has(job.id)) {
+          await job.retry('failed')
+          retried++
+        }
+      }
+      await queue.addBulk(chunks.map((data) => ({ name: 'range', data, opts: { jobId: rangeJobId(data) } })))
+      return { added: chunks.length - retried, retried }
+    },
+    async close() {
+      await queue.close()
+      connection.disconnect()
+    },
+  }
+}
+
+export type RangeQueue = ReturnType<typeof createRangeQueue>
+
+export type CreateRangeWorkerParameters = QueueContext & {
+  concurrency: number
+  lockDurationMs: number
+  logger: Logger
+  process: (data: RangeJobData, job: Job<RangeJobData, RangeJobResult>) => Promise<RangeJobResult>
+}
+
+/** A BullMQ worker for range jobs; errors other than `UnrecoverableError` retry with backoff. */
+export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
+  const connection = createRedis(redisUrl)
+  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => process(job.data, job), {
+    connection,
+    prefix,
+    concurrency,
+    lockDuration: lockDurationMs,
+    stalledInterval: Math.max(1_000, Math.floor(lockDurationMs / 2)),
+    maxStalledCount: MAX_STALLED_COUNT,
+  })
+  worker.on('failed', (job, error) => {
+    const data = job?.data
+    logger.warn(
+      { job_id: job?.id, from_block: data?.fromBlock, to_block: data?.toBlock, attempts: job?.attemptsMade, err: error },
+      'range job failed',
+    )
+  })
+  worker.on('error', (error) => logger.error({ err: error }, 'range worker error'))
+  return {
+    worker,
+    /** Stops taking jobs and waits for those running to finish. */
+    async close() {
+      await worker.close()
+      connection.disconnect()
+    },
+  }
+}
+
+export type RangeWorker = ReturnType<typeof createRangeWorker>
+
+/** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
+export function createRangeEvents({ redisUrl, prefix }: QueueContext) {
+  const connection = createRedis(redisUrl)
+  const events = new QueueEvents(RANGE_QUEUE, { connection, prefix })
+  return {
+    events,
+    async close() {
+      await events.close()
+      connection.disconnect()
+    },
+  }
+}

@@ -1,0 +1,93 @@
+import type { Redis } from 'ioredis'
+import type { Logger } from '../logger.js'
+import { createLease } from '../queue/lock.js'
+import { runEvery, sleep } from '../utils/loop.js'
+import type { FollowEvent, HeadFollower } from './realtime.js'
+import type { PendingPoller } from './pending.js'
+
+/** How long a dead scheduler's lease blocks the next one; renewed every third of it. */
+const LEASE_TTL_MS = 5_000
+
+export type SchedulerContext = {
+  redis: Redis
+  keyPrefix: string
+  chainId: number
+  logger: Logger
+  follower: HeadFollower
+  poller?: PendingPoller
+  headPollMs: number
+  pendingPollMs: number
+  onFollowEvent?: (event: FollowEvent) => void
+  /** Extra single-instance loops (e.g. a `pendingLogs` subscription) run while the lease is held. */
+  whileLeader?: (signal: AbortSignal) => Promise<void>
+}
+
+/**
+ * Runs the head follower and the pending poller once per chain across every process: whoever holds
+ * the chain's lease runs them; the others wait and take over when the lease lapses.
+ */
+export function startScheduler(context: SchedulerContext) {
+  const { logger, chainId } = context
+  const lease = createLease(context.redis, `${context.keyPrefix}:scheduler:${chainId}`, LEASE_TTL_MS)
+  const stopped = new AbortController()
+  let leader = false
+
+  async function lead() {
+    const term = new AbortController()
+    const stop = () => term.abort()
+    stopped.signal.addEventListener('abort', stop, { once: true })
+    leader = true
+    logger.info({ chain_id: chainId }, 'scheduler lease acquired: following the head')
+    const renewing = (async () => {
+      while (!term.signal.aborted) {
+        await sleep(LEASE_TTL_MS / 3, term.signal)
+        if (term.signal.aborted) break
+        const renewed = await lease.renew().catch(() => false)
+        if (!renewed) {
+          logger.warn({ chain_id: chainId }, 'scheduler lease lost: stopping the head follower')
+          term.abort()
+        }
+      }
+    })()
+    const follow = runEvery(
+      context.headPollMs,
+      async () => {
+        // Catching up: step again at once while each step stores blocks.
+        for (;;) {
+          const events = await context.follower.step()
+          for (const event of events) context.onFollowEvent?.(event)
+          if (term.signal.aborted || !events.some((event) => event.type === 'blocks' || event.type === 'reorg')) break
+        }
+      },
+      { signal: term.signal, logger, name: 'head' },
+    )
+    const poll = context.poller && context.pendingPollMs > 0
+      ? runEvery(context.pendingPollMs, () => context.poller!.poll(), { signal: term.signal, logger, name: 'pending' })
+      : Promise.resolve()
+    const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
+    await Promise.all([renewing, follow, poll, extra])
+    stopped.signal.removeEventListener('abort', stop)
+    leader = false
+    await lease.release().catch(() => {})
+  }
+
+  const running = (async () => {
+    while (!stopped.signal.aborted) {
+      const acquired = await lease.acquire().catch((error) => {
+        logger.warn({ err: error }, 'scheduler lease unavailable')
+        return false
+      })
+      if (acquired) await lead()
+      else await sleep(LEASE_TTL_MS / 5, stopped.signal)
+    }
+  })()
+
+  return {
+    isLeader: () => leader,
+    /** Stops the loops after their current step and releases the lease. */
+    async stop() {
+      stopped.abort()
+      await running
+    },
+  }
+}

@@ -1,0 +1,39 @@
+import type { Logger } from '../logger.js'
+
+/**
+ * Runs `task` every `intervalMs` until `signal` aborts, never overlapping: a slow answer delays the
+ * next run instead of piling up concurrent ones. Errors are reported and the loop goes on.
+ */
+export async function runEvery(
+  intervalMs: number,
+  task: () => Promise<unknown>,
+  { signal, logger, name }: { signal: AbortSignal; logger: Logger; name: string },
+): Promise<void> {
+  let failures = 0
+  while (!signal.aborted) {
+    const started = performance.now()
+    try {
+      await task()
+      failures = 0
+    } catch (error) {
+      failures++
+      logger.warn({ loop: name, failures, err: error }, 'loop step failed')
+    }
+    const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
+    const wait = Math.max(backoff, intervalMs - (performance.now() - started))
+    await sleep(wait, signal)
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { storedBlocks } from '../src/sync/historical.js'
+import { buildChain } from './fixtures/chain.js'
+import { startFaultProxy } from './fixtures/faultProxy.js'
+import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
+import { runTs, spawnTs } from './helpers/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+let anvil: Anvil
+let range: [number, number]
+const cleanups: (() => Promise<unknown>)[] = []
+
+beforeAll(async () => {
+  anvil = await startAnvil()
+  cleanups.push(() => anvil.stop())
+  const chain = await buildChain(anvil.url, { blocks: 40, txsPerBlock: 3 })
+  // Block 0 through a few empty blocks after the last logs: empty blocks are part of every range.
+  await fetch(anvil.url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }), headers: { 'content-type': 'application/json' } })
+  range = [0, Number(chain.toBlock) + 5]
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+async function environment(rpcUrl = anvil.url) {
+  const db = await createTestDatabase()
+  const redis = createTestRedisPrefix()
+  cleanups.push(() => db.drop(), () => redis.cleanup())
+  const env = {
+    RPC_URL: rpcUrl,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redis.prefix,
+    CHUNK_BLOCKS: '7',
+    JOB_LOCK_MS: '2000',
+    RPC_TIMEOUT_MS: '2000',
+  }
+  return { db, env }
+}
+
+const backfillArgs = () => ['--from', String(range[0]), '--to', String(range[1])]
+
+async function logCount(db: TestDatabase): Promise<number> {
+  const { rows } = await db.store.pool.query('SELECT count(*) AS n FROM logs')
+  return rows[0].n
+}
+
+describe('npm run backfill', () => {
+  it('stores exactly what the node serves, every field, and a second run changes nothing', async () => {
+    const { db, env } = await environment()
+    const first = await runTs('scripts/backfill.ts', [...backfillArgs(), '--json'], env)
+    expect(first.code, first.output).toBe(0)
+    const events = first.output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+    expect(events.some((event) => event.event === 'progress')).toBe(true)
+    expect(events.at(-1)).toMatchObject({ done: true, blocks: range[1] - range[0] + 1 })
+
+    const logs = await expectIndexMatchesNode(db.store.pool, anvil.url, range)
+    const { rows: shapes } = await db.store.pool.query(`SELECT DISTINCT cardinality(topics) AS n FROM analytics.logs ORDER BY n`)
+    expect(shapes.map((row) => row.n)).toEqual([0, 1, 2, 3, 4])
+
+    const second = await runTs('scripts/backfill.ts', backfillArgs(), env)
+    expect(second.code).toBe(0)
+    expect(second.output).toMatch(/already indexed/)
+    expect(await logCount(db)).toBe(logs)
+  })
+
+  it('filters by address and topic0 and keeps that filter’s progress apart', async () => {
+    const { db, env } = await environment()
+    const { rows } = await db.store.pool.query('SELECT 1') // database is up
+    expect(rows).toHaveLength(1)
+    const [sample] = await (
+      await fetch(anvil.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: 'latest' }] }),
+      }).then((r) => r.json() as Promise<{ result: { address: string; topics: string[] }[] }>)
+    ).result.filter((log) => log.topics.length >= 2)
+    const topic0 = sample!.topics[0]!
+    const result = await runTs('scripts/backfill.ts', [...backfillArgs(), '--address', sample!.address, '--topic0', topic0], env)
+    expect(result.code, result.output).toBe(0)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, range, { address: [sample!.address], topics: [[topic0]] })
+  })
+
+  it('refuses a bad flag with one clear line naming it', async () => {
+    const { env } = await environment()
+    const bad = await runTs('scripts/backfill.ts', ['--from', '10', '--to', 'soon'], env)
+    expect(bad.code).toBe(2)
+    expect(bad.output).toContain('--to must be a block number, got "soon"')
+    expect(bad.output).not.toMatch(/\n\s+at /)
+    const unknown = await runTs('scripts/backfill.ts', ['--from', '1', '--to', '2', '--chunk', '5'], env)
+    expect(unknown.code).toBe(2)
+    expect(unknown.output).toContain("Unknown option '--chunk'")
+    const reversed = await runTs('scripts/backfill.ts', ['--from', '9', '--to', '2'], env)
+    expect(reversed.code).toBe(2)
+    expect(reversed.output).toContain('--to (2) is below --from (9)')
+  })
+
+  it('completes with no gap and no duplicate when a worker is SIGKILLed mid-range and another takes over', async () => {
+    const { db, env } = await environment()
+    const enqueue = await runTs('scripts/backfill.ts', [...backfillArgs(), '--no-wait'], env)
+    expect(enqueue.code, enqueue.output).toBe(0)
+    const chainId = 31337
+    const slowEnv = { ...env, WORKER_CONCURRENCY: '1' }
+    const victim = spawnTs('src/main.ts', ['--role', 'worker'], slowEnv)
+    await waitFor(async () => (await storedBlocks(db.store.pool, chainId, 'all', range)) > 0, 'the first chunks', 60_000, 20)
+    expect(await victim.kill('SIGKILL')).toBe('SIGKILL')
+    const done = await storedBlocks(db.store.pool, chainId, 'all', range)
+    expect(done).toBeLessThan(range[1] - range[0] + 1)
+
+    const survivor = spawnTs('src/main.ts', ['--role', 'worker'], env)
+    cleanups.push(() => survivor.kill())
+    await waitFor(async () => (await storedBlocks(db.store.pool, chainId, 'all', range)) === range[1] - range[0] + 1, 'the whole range', 90_000)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, range)
+    expect(await survivor.kill('SIGTERM')).toBe(0)
+  })
+
+  it('two worker processes at once share the range without duplicates', async () => {
+    const { db, env } = await environment()
+    const enqueue = await runTs('scripts/backfill.ts', [...backfillArgs(), '--no-wait'], env)
+    expect(enqueue.code, enqueue.output).toBe(0)
+    const workers = [spawnTs('src/main.ts', ['--role', 'worker'], env), spawnTs('src/main.ts', ['--role', 'worker'], env)]
+    cleanups.push(...workers.map((worker) => () => worker.kill()))
+    await waitFor(async () => (await storedBlocks(db.store.pool, 31337, 'all', range)) === range[1] - range[0] + 1, 'the whole range', 90_000)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, range)
+    for (const worker of workers) expect(await worker.kill('SIGTERM')).toBe(0)
+  })
+
+  it('gets every log through a provider that caps ranges, rate limits, answers slowly and refuses big results', async () => {
+    const proxy = await startFaultProxy({
+      upstream: anvil.url,
+      faults: {
+        rangeCap: { maxBlocks: 5, style: 'suggested-range' },
+        maxResults: 30,
+        rateLimitProbability: 0.15,
+        slowProbability: 0.05,
+        slowMs: 2_500,
+      },
+    } as never)
+    cleanups.push(() => proxy.stop())
+    const { db, env } = await environment(proxy.url)
+    const result = await runTs('scripts/backfill.ts', backfillArgs(), env)
+    expect(result.code, result.output).toBe(0)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, range)
+    expect(proxy.stats).toBeTruthy()
+  })
+})
