@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Hex } from 'viem'
+import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
+import { spawnTs, type Spawned } from './helpers/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+const cleanups: (() => Promise<unknown>)[] = []
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+async function setup() {
+  const anvil = await startAnvil()
+  const db = await createTestDatabase()
+  const redis = createTestRedisPrefix()
+  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  const env = {
+    RPC_URL: anvil.url,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redis.prefix,
+    START_BLOCK: '0',
+    HEAD_POLL_MS: '100',
+    PENDING_POLL_MS: '0',
+    LOG_LEVEL: 'info',
+  }
+  const client = fixtureClient(anvil.url)
+  return { anvil, db, env, client }
+}
+
+function daemon(env: Record<string, string>, role = 'scheduler'): Spawned {
+  const spawned = spawnTs('src/main.ts', ['--role', role], env)
+  cleanups.push(() => spawned.kill('SIGKILL'))
+  return spawned
+}
+
+async function head(anvil: Anvil) {
+  const block = await fixtureClient(anvil.url).getBlock({ blockTag: 'latest' })
+  return { number: Number(block.number), hash: block.hash }
+}
+
+/** Waits until the follower has stored the node's current head (same number and hash). */
+async function caughtUp(db: TestDatabase, anvil: Anvil) {
+  await waitFor(async () => {
+    const [node, { rows }] = await Promise.all([head(anvil), db.store.pool.query('SELECT live_block, live_hash FROM chain_state')])
+    return rows[0]?.live_block === node.number && rows[0]?.live_hash === node.hash
+  }, 'the follower to reach the head', 60_000, 100)
+}
+
+describe('head follower', () => {
+  it('follows new blocks and five reorgs of depth 1–5, keeping orphaned rows as removed', async () => {
+    const { anvil, db, env, client } = await setup()
+    const { emitter } = await buildChain(anvil.url, { blocks: 6, txsPerBlock: 2 })
+    daemon(env)
+    await caughtUp(db, anvil)
+    await buildChain(anvil.url, { blocks: 6, txsPerBlock: 2, emitter })
+    await caughtUp(db, anvil)
+
+    const replacer = anvilAccount(7)
+    for (let depth = 1; depth <= 5; depth++) {
+      const { number } = await head(anvil)
+      const orphaned = await client.getLogs({ fromBlock: BigInt(number - depth + 1), toBlock: BigInt(number) })
+      expect(orphaned.length).toBeGreaterThan(0)
+      const nonce = await client.getTransactionCount({ address: replacer.address, blockNumber: BigInt(number - depth) })
+      const replacement: Hex = await rawSignedTx(anvil.url, {
+        from: replacer,
+        to: emitter,
+        data: encodeEmitMany(depth + 2, 1000 * depth, '0x1234'),
+        nonce,
+      })
+      await client.request({ method: 'anvil_reorg' as never, params: [depth, [[replacement, 0]]] as never })
+      await caughtUp(db, anvil)
+      const { rows } = await db.store.pool.query(
+        `SELECT count(*) AS n FROM logs WHERE removed AND block_hash = ANY($1::text[])`,
+        [[...new Set(orphaned.map((log) => log.blockHash))]],
+      )
+      expect(rows[0].n).toBe(orphaned.length)
+    }
+
+    const tip = await head(anvil)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, [0, tip.number])
+    const reorgs = await db.store.pool.query('SELECT depth FROM reorgs ORDER BY id')
+    expect(reorgs.rows.map((row) => row.depth)).toEqual([1, 2, 3, 4, 5])
+    const blocks = await db.store.pool.query(
+      `SELECT count(*) AS n FROM blocks WHERE NOT removed AND number <= $1 AND number >= 0`,
+      [tip.number],
+    )
+    expect(blocks.rows[0].n).toBe(tip.number + 1)
+  })
+
+  it('resumes after SIGKILL with no gap and no duplicate', async () => {
+    const { anvil, db, env } = await setup()
+    const { emitter } = await buildChain(anvil.url, { blocks: 4, txsPerBlock: 2 })
+    const first = daemon(env)
+    await caughtUp(db, anvil)
+    await first.kill('SIGKILL')
+    await buildChain(anvil.url, { blocks: 5, txsPerBlock: 3, emitter })
+    daemon(env)
+    await caughtUp(db, anvil)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, [0, (await head(anvil)).number])
+  })
+
+  it('runs one head follower among two daemons, and the other takes over when it dies', async () => {
+    const { anvil, db, env } = await setup()
+    const { emitter } = await buildChain(anvil.url, { blocks: 2, txsPerBlock: 1 })
+    const a = daemon(env)
+    const b = daemon(env)
+    await caughtUp(db, anvil)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    const leaders = [a, b].filter((d) => d.output().includes('scheduler lease acquired'))
+    expect(leaders).toHaveLength(1)
+    const [leader] = leaders
+    const standby = leader === a ? b : a
+    await leader!.kill('SIGKILL')
+    await buildChain(anvil.url, { blocks: 3, txsPerBlock: 2, emitter })
+    await caughtUp(db, anvil)
+    expect(standby.output()).toContain('scheduler lease acquired')
+    await expectIndexMatchesNode(db.store.pool, anvil.url, [0, (await head(anvil)).number])
+  })
+})
