@@ -1,0 +1,32 @@
+export { backoffDelay, type BackoffPolicy } from './backoff.js'
+export {
+  createRpcClient,
+  type CreateRpcClientParameters,
+  type RpcCall,
+  type RpcClient,
+  type RpcRequestEvent,
+  type RpcRequestOptions,
+} from './client.js'
+export {
+  classifyRpcError,
+  parseRetryAfter,
+  rpcErrorPatterns,
+  type RpcErrorAction,
+  type RpcErrorActionKind,
+  type RpcErrorPattern,
+} from './errors.js'
+export {
+  DEFAULT_GET_LOGS_RETRY,
+  getLogs,
+  GetLogsError,
+  MAX_BLOCKS_PER_REQUEST,
+  type GetLogsBackoffEvent,
+  type GetLogsErrorType,
+  type GetLogsHooks,
+  type GetLogsParameters,
+  type GetLogsRangeEvent,
+  type GetLogsRetryPolicy,
+  type GetLogsReturnType,
+  type GetLogsSplitEvent,
+  type RpcLog,
+} from './getLogs.js'
