@@ -1,0 +1,187 @@
+import type { Address, Hex } from 'viem'
+
+/** What Base puts in `blockHash` of a pre-confirmed log: the block has no hash yet. */
+export const ZERO_HASH: Hex = `0x${'0'.repeat(64)}`
+
+/** A transaction of anvil's pending block (`eth_getBlockByNumber("pending", true)`). */
+export type PendingTransaction = {
+  hash: Hex
+  from: Address
+  to: Address | null
+  input: Hex
+  value: Hex
+  gas: Hex
+  nonce: Hex
+  gasPrice?: Hex
+  maxFeePerGas?: Hex
+  maxPriorityFeePerGas?: Hex
+  accessList?: unknown[]
+  authorizationList?: unknown[]
+}
+
+/** Anvil's pending block: the pool in the order anvil will mine it, on top of `parentHash`. */
+export type PendingBlock = {
+  number: Hex
+  parentHash: Hex
+  timestamp: Hex
+  gasLimit: Hex
+  miner: Address
+  baseFeePerGas?: Hex
+  transactions: PendingTransaction[]
+}
+
+/** One call result of `eth_simulateV1` (only what a log needs). */
+export type SimulatedCall = {
+  status: Hex
+  logs: Array<{ address: Address; topics: Hex[]; data: Hex }>
+}
+
+export type PreconfLog = {
+  address: Address
+  topics: Hex[]
+  data: Hex
+  blockHash: Hex
+  blockNumber: Hex
+  blockTimestamp: Hex
+  transactionHash: Hex
+  transactionIndex: Hex
+  logIndex: Hex
+  removed: false
+}
+
+export type LogFilter = {
+  address?: Address | Address[] | null
+  topics?: Array<Hex | Hex[] | null> | null
+}
+
+/** `txpool_content`: sender → nonce → transaction. */
+export type TxpoolContent = {
+  pending: Record<string, Record<string, { hash: Hex }>>
+  queued: Record<string, Record<string, { hash: Hex }>>
+}
+
+const hex = (n: number | bigint): Hex => `0x${n.toString(16)}`
+
+/** Identity of the pending simulation's inputs: the head it builds on and the executable pool. */
+export function poolKey(headHash: Hex, pool: TxpoolContent): string {
+  const hashes = Object.values(pool.pending).flatMap((byNonce) => Object.values(byNonce).map((tx) => tx.hash))
+  return `${headHash}:${hashes.sort().join(',')}`
+}
+
+/**
+ * Timestamp of the next block, fixed when the pending block opens so every pre-confirmed answer and the
+ * mined block agree: the expected mining time, and always after the parent.
+ */
+export function nextBlockTimestamp(parameters: { parentTimestamp: bigint; nowMs: number; blockTimeMs: number }): bigint {
+  const expected = BigInt(Math.floor((parameters.nowMs + parameters.blockTimeMs) / 1000))
+  return expected > parameters.parentTimestamp ? expected : parameters.parentTimestamp + 1n
+}
+
+/** Index of the first contract creation, or -1 (anvil 1.7's `eth_simulateV1` cannot simulate creations). */
+export function firstCreationIndex(transactions: PendingTransaction[]): number {
+  return transactions.findIndex((tx) => !tx.to)
+}
+
+/** `eth_simulateV1` parameters that replay `transactions` as the pending block on top of its parent. */
+export function simulationParams(block: PendingBlock, transactions: PendingTransaction[]): unknown[] {
+  const calls = transactions.map((tx) => {
+    const fees =
+      tx.maxFeePerGas !== undefined
+        ? { maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas }
+        : { gasPrice: tx.gasPrice }
+    return {
+      from: tx.from,
+      ...(tx.to ? { to: tx.to } : {}),
+      input: tx.input,
+      value: tx.value,
+      gas: tx.gas,
+      nonce: tx.nonce,
+      ...fees,
+      ...(tx.accessList?.length ? { accessList: tx.accessList } : {}),
+      ...(tx.authorizationList?.length ? { authorizationList: tx.authorizationList } : {}),
+    }
+  })
+  const blockOverrides = {
+    number: block.number,
+    time: block.timestamp,
+    gasLimit: block.gasLimit,
+    feeRecipient: block.miner,
+    ...(block.baseFeePerGas ? { baseFeePerGas: block.baseFeePerGas } : {}),
+  }
+  return [{ blockStateCalls: [{ blockOverrides, calls }], validation: true, traceTransfers: false }, block.parentHash]
+}
+
+/**
+ * The logs of a simulated pending block as a Base node serves them: zero block hash, the pending number and
+ * timestamp, the real transaction hashes, and `logIndex` cumulative within the block.
+ */
+export function preconfirmedLogs(block: PendingBlock, calls: SimulatedCall[]): PreconfLog[] {
+  const logs: PreconfLog[] = []
+  calls.forEach((call, index) => {
+    const tx = block.transactions[index]
+    if (!tx || call.status !== '0x1') return
+    for (const log of call.logs) {
+      logs.push({
+        address: log.address,
+        topics: log.topics,
+        data: log.data,
+        blockHash: ZERO_HASH,
+        blockNumber: block.number,
+        blockTimestamp: block.timestamp,
+        transactionHash: tx.hash,
+        transactionIndex: hex(index),
+        logIndex: hex(logs.length),
+        removed: false,
+      })
+    }
+  })
+  return logs
+}
+
+/** `eth_getLogs` filter semantics: any listed address; per position a topic, any of a list, or null for any. */
+export function matchesFilter(log: { address: Address; topics: Hex[] }, filter: LogFilter): boolean {
+  if (filter.address) {
+    const addresses = Array.isArray(filter.address) ? filter.address : [filter.address]
+    const address = log.address.toLowerCase()
+    if (addresses.length > 0 && !addresses.some((a) => a.toLowerCase() === address)) return false
+  }
+  const topics = filter.topics ?? []
+  // As geth: a log with fewer topics than the filter has positions never matches, even for null positions.
+  if (topics.length > log.topics.length) return false
+  return topics.every((wanted, position) => {
+    if (wanted === null || wanted === undefined) return true
+    const topic = log.topics[position]?.toLowerCase()
+    if (topic === undefined) return false
+    const options = Array.isArray(wanted) ? wanted : [wanted]
+    return options.length === 0 || options.some((t) => t.toLowerCase() === topic)
+  })
+}
+
+/**
+ * The logs of `logs` not yet in `seen`, in block order, and adds them to `seen`: the delta a `pendingLogs`
+ * subscriber gets. A log is known by block number, transaction and its position within the transaction.
+ */
+export function takeNewLogs(logs: PreconfLog[], seen: Set<string>): PreconfLog[] {
+  const fresh: PreconfLog[] = []
+  let previousTx: Hex | undefined
+  let indexInTransaction = 0
+  for (const log of logs) {
+    indexInTransaction = log.transactionHash === previousTx ? indexInTransaction + 1 : 0
+    previousTx = log.transactionHash
+    const key = `${log.blockNumber}:${log.transactionHash}:${indexInTransaction}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    fresh.push(log)
+  }
+  return fresh
+}
+
+/** A copy of `items` in random order (Fisher–Yates), as older Base builds answer pending logs. */
+export function shuffled<T>(items: readonly T[], random: () => number = Math.random): T[] {
+  const copy = [...items]
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    ;[copy[i], copy[j]] = [copy[j] as T, copy[i] as T]
+  }
+  return copy
+}

@@ -1,0 +1,274 @@
+import { randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Hex } from 'viem'
+import { WebSocketServer, type WebSocket } from 'ws'
+import type { Logger } from '../logger.js'
+import type { HeadBlock, PendingState } from './pending.js'
+import { matchesFilter, shuffled, takeNewLogs, type LogFilter } from './preconf.js'
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  PARSE_ERROR,
+  toJsonRpcError,
+  UpstreamError,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type UpstreamClient,
+} from './rpc.js'
+
+/** The devnet's own method: `anvil_dropTransaction` through the pre-confirmed layer. */
+export const DROP_TRANSACTION_METHOD = 'devnet_dropTransaction'
+
+/** Proxied methods that change the chain or the pool: they invalidate the pending simulation. */
+const CHAIN_CHANGING_METHODS = new Set([
+  'evm_mine',
+  'anvil_mine',
+  'anvil_reorg',
+  'anvil_rollback',
+  'evm_revert',
+  'anvil_reset',
+  'anvil_loadState',
+  'anvil_dropTransaction',
+  'anvil_dropAllTransactions',
+  'anvil_removePoolTransactions',
+])
+
+/** A subscriber this far behind misses deltas, as on a Base node. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+
+type LogsFilter = LogFilter & { fromBlock?: string; toBlock?: string; blockHash?: Hex }
+
+type Subscription = { socket: WebSocket; kind: 'pendingLogs'; filter: LogFilter } | { socket: WebSocket; kind: 'newHeads' }
+
+export type DevnetServerParameters = {
+  upstream: UpstreamClient
+  pending: PendingState
+  logger: Logger
+  /** Omitted: a free port. */
+  port?: number
+  /** Answer pending logs in no particular order, as older Base builds do. */
+  shuffle?: boolean
+}
+
+export type DevnetServer = {
+  url: string
+  wsUrl: string
+  port: number
+  close: () => Promise<void>
+}
+
+const isRequest = (value: unknown): value is JsonRpcRequest =>
+  typeof value === 'object' && value !== null && typeof (value as { method?: unknown }).method === 'string'
+
+const pendingLogsFilter = (request: JsonRpcRequest): LogsFilter | undefined => {
+  if (request.method !== 'eth_getLogs' || !Array.isArray(request.params)) return undefined
+  const filter = request.params[0] as LogsFilter | undefined
+  return filter && typeof filter === 'object' && filter.toBlock === 'pending' ? filter : undefined
+}
+
+const isIntercepted = (value: unknown): boolean =>
+  isRequest(value) &&
+  (pendingLogsFilter(value) !== undefined ||
+    value.method === DROP_TRANSACTION_METHOD ||
+    CHAIN_CHANGING_METHODS.has(value.method))
+
+const errorResponse = (id: JsonRpcId, code: number, message: string): JsonRpcResponse => ({
+  jsonrpc: '2.0',
+  id,
+  error: { code, message },
+})
+
+const readBody = async (req: IncomingMessage): Promise<string> => {
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * The pre-confirmed layer's JSON-RPC endpoint (HTTP and WebSocket on one port): pending `eth_getLogs` from the
+ * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`, and every other call proxied to anvil verbatim.
+ */
+export async function startDevnetServer(parameters: DevnetServerParameters): Promise<DevnetServer> {
+  const { upstream, pending, logger } = parameters
+  const subscriptions = new Map<string, Subscription>()
+  const notified = { blockNumber: -1n, seen: new Set<string>() }
+
+  const getPendingLogs = async (filter: LogsFilter): Promise<unknown[]> => {
+    const snapshot = await pending.snapshot()
+    const pendingLogs = snapshot.logs.filter((log) => matchesFilter(log, filter))
+    let logs: unknown[] = pendingLogs
+    const latest = snapshot.number - 1n
+    const from = filter.fromBlock
+    const historicalEmpty = from === 'pending' || (from?.startsWith('0x') === true && BigInt(from) > latest)
+    if (!historicalEmpty) {
+      const historical = await upstream.call<unknown[]>('eth_getLogs', [{ ...filter, toBlock: `0x${latest.toString(16)}` }])
+      logs = [...historical, ...pendingLogs]
+    }
+    return parameters.shuffle ? shuffled(logs) : logs
+  }
+
+  const execute = async (request: JsonRpcRequest): Promise<unknown> => {
+    const params = Array.isArray(request.params) ? request.params : []
+    const filter = pendingLogsFilter(request)
+    if (filter) return getPendingLogs(filter)
+    if (request.method === DROP_TRANSACTION_METHOD) {
+      return pending.changeChain(() => upstream.call('anvil_dropTransaction', params))
+    }
+    if (CHAIN_CHANGING_METHODS.has(request.method)) {
+      return pending.changeChain(() => upstream.call(request.method, params))
+    }
+    return upstream.call(request.method, params)
+  }
+
+  const handle = async (request: unknown): Promise<JsonRpcResponse> => {
+    if (!isRequest(request)) return errorResponse(null, INVALID_REQUEST, 'Invalid request')
+    const id = request.id ?? null
+    try {
+      return { jsonrpc: '2.0', id, result: await execute(request) }
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) logger.warn({ err: error, method: request.method }, 'devnet call failed')
+      return { jsonrpc: '2.0', id, error: toJsonRpcError(error) }
+    }
+  }
+
+  const respond = (res: ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body)
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    res.end(text)
+  }
+
+  const proxy = async (body: string, parsed: unknown, res: ServerResponse) => {
+    try {
+      const answer = await upstream.send(body)
+      res.writeHead(answer.statusCode ?? 502, { 'content-type': 'application/json' })
+      answer.pipe(res)
+      answer.once('error', () => res.destroy())
+    } catch (error) {
+      const rpcError = toJsonRpcError(error)
+      const answerFor = (request: unknown) => ({ jsonrpc: '2.0', id: isRequest(request) ? (request.id ?? null) : null, error: rpcError })
+      respond(res, 200, Array.isArray(parsed) ? parsed.map(answerFor) : answerFor(parsed))
+    }
+  }
+
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') return respond(res, 405, errorResponse(null, INVALID_REQUEST, 'JSON-RPC takes POST'))
+    const body = await readBody(req)
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(body)
+    } catch {
+      return respond(res, 200, errorResponse(null, PARSE_ERROR, 'Parse error'))
+    }
+    const batch = Array.isArray(parsed) ? parsed : undefined
+    // Plain traffic is piped to anvil untouched: no parse of big historical answers, no added latency.
+    if (!(batch ? batch.some(isIntercepted) : isIntercepted(parsed))) return proxy(body, parsed, res)
+    if (!batch) return respond(res, 200, await handle(parsed))
+    const answers = await Promise.all(batch.map(handle))
+    // JSON-RPC notifications (no id) get no answer in a batch, as anvil does.
+    respond(res, 200, answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined))
+  }
+
+  const httpServer = createServer((req, res) => {
+    serveHttp(req, res).catch((error: unknown) => {
+      logger.warn({ err: error }, 'devnet request failed')
+      if (!res.headersSent) respond(res, 500, errorResponse(null, INTERNAL_ERROR, 'Internal error'))
+      else res.destroy()
+    })
+  })
+
+  const notify = (id: string, subscription: Subscription, result: unknown) => {
+    const { socket } = subscription
+    if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return
+    socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: id, result } }))
+  }
+
+  pending.onSnapshot((snapshot) => {
+    if (snapshot.number !== notified.blockNumber) {
+      notified.blockNumber = snapshot.number
+      notified.seen.clear()
+    }
+    const fresh = takeNewLogs(snapshot.logs, notified.seen)
+    for (const [id, subscription] of subscriptions) {
+      if (subscription.kind !== 'pendingLogs') continue
+      for (const log of fresh) if (matchesFilter(log, subscription.filter)) notify(id, subscription, log)
+    }
+  })
+
+  pending.onHead((head: HeadBlock) => {
+    const { transactions: _transactions, ...header } = head
+    for (const [id, subscription] of subscriptions) if (subscription.kind === 'newHeads') notify(id, subscription, header)
+  })
+
+  const unsubscribe = (id: string, socket: WebSocket): boolean => {
+    if (subscriptions.get(id)?.socket !== socket) return false
+    subscriptions.delete(id)
+    return true
+  }
+
+  const handleSocketRequest = async (request: unknown, socket: WebSocket): Promise<JsonRpcResponse> => {
+    if (!isRequest(request)) return handle(request)
+    const id = request.id ?? null
+    const params = Array.isArray(request.params) ? request.params : []
+    if (request.method === 'eth_unsubscribe') {
+      return { jsonrpc: '2.0', id, result: unsubscribe(String(params[0]), socket) }
+    }
+    if (request.method !== 'eth_subscribe') return handle(request)
+    const subscriptionId: Hex = `0x${randomBytes(16).toString('hex')}`
+    const [kind, filter] = params as [unknown, LogFilter | undefined]
+    if (kind === 'pendingLogs') {
+      subscriptions.set(subscriptionId, { socket, kind, filter: filter ?? {} })
+    } else if (kind === 'newHeads') {
+      subscriptions.set(subscriptionId, { socket, kind })
+    } else {
+      return errorResponse(id, INVALID_PARAMS, `unsupported subscription ${String(kind)}: pendingLogs and newHeads are served`)
+    }
+    return { jsonrpc: '2.0', id, result: subscriptionId }
+  }
+
+  const wsServer = new WebSocketServer({ server: httpServer })
+  wsServer.on('connection', (socket) => {
+    socket.on('message', (data) => {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(data.toString())
+      } catch {
+        socket.send(JSON.stringify(errorResponse(null, PARSE_ERROR, 'Parse error')))
+        return
+      }
+      const answer = Array.isArray(parsed)
+        ? Promise.all(parsed.map((request) => handleSocketRequest(request, socket)))
+        : handleSocketRequest(parsed, socket)
+      answer
+        .then((response) => socket.readyState === socket.OPEN && socket.send(JSON.stringify(response)))
+        .catch((error: unknown) => logger.warn({ err: error }, 'devnet websocket request failed'))
+    })
+    socket.on('close', () => {
+      for (const id of [...subscriptions.keys()]) unsubscribe(id, socket)
+    })
+    socket.on('error', (error) => logger.debug({ err: error }, 'devnet websocket error'))
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject)
+    httpServer.listen(parameters.port ?? 0, '127.0.0.1', () => {
+      httpServer.off('error', reject)
+      resolve()
+    })
+  })
+  const { port } = httpServer.address() as AddressInfo
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    port,
+    close: async () => {
+      for (const client of wsServer.clients) client.terminate()
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()))
+      httpServer.closeAllConnections()
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()))
+    },
+  }
+}
