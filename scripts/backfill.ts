@@ -59,6 +59,12 @@ function parseOptions(argv: string[]): Options {
   return { from, to, addresses: values.address, topics: values.topic0, wait: !values['no-wait'], json: values.json }
 }
 
+function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`
+}
+
 async function main(): Promise<number> {
   let options: Options
   try {
@@ -131,7 +137,7 @@ async function main(): Promise<number> {
       ? undefined
       : new cliProgress.SingleBar(
           {
-            format: 'backfill |{bar}| {value}/{total} blocks | {logs} logs | {rate} logs/s | ETA {eta_formatted}',
+            format: 'backfill |{bar}| {value}/{total} blocks | {logs} logs | {rate} logs/s | ETA {etaText}',
             noTTYOutput: true,
             notTTYSchedule: 2_000,
             etaBuffer: 20,
@@ -139,14 +145,14 @@ async function main(): Promise<number> {
           },
           cliProgress.Presets.shades_classic,
         )
-    bar?.start(plan.totalBlocks, plan.doneBlocks, { logs: 0, rate: 0 })
+    bar?.start(plan.totalBlocks, plan.doneBlocks, { logs: 0, rate: 0, etaText: '…' })
     for (;;) {
       const done = await storedBlocks(indexer.store.pool, indexer.chainId, plan.filterId, range)
       const seconds = (Date.now() - started) / 1000
       const rate = Math.round(logs / Math.max(seconds, 0.001))
       const blocksPerSec = (done - startDone) / Math.max(seconds, 0.001)
       const etaSec = blocksPerSec > 0 ? Math.round((plan.totalBlocks - done) / blocksPerSec) : null
-      bar?.update(done, { logs, rate })
+      bar?.update(done, { logs, rate, etaText: etaSec === null ? '…' : formatDuration(etaSec) })
       if (options.json) {
         process.stdout.write(`${JSON.stringify({ event: 'progress', blocksDone: done, blocksTotal: plan.totalBlocks, logs, logsPerSec: rate, etaSec })}\n`)
       }

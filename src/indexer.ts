@@ -1,7 +1,8 @@
+import { createAttributor } from './attribution/pipeline.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
-import { createRpcClient, getLogs, type RpcClient } from './rpc/index.js'
-import { createStore, runMigrations, saveFilter, type LogInput, type Store } from './store/index.js'
+import { createRpcClient, getLogs, withRetry, type RpcCall, type RpcClient } from './rpc/index.js'
+import { createStore, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
@@ -38,18 +39,23 @@ export async function createIndexer(config: Config, logger: Logger) {
     throw error
   }
   const rpc: RpcClient = createRpcClient({ url: config.rpcUrl, timeoutMs: config.rpcTimeoutMs, logger })
-  const chainId = await rpc.chainId()
+  // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
+  const reliable = {
+    request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
+    batch: <T>(calls: RpcCall[]) => withRetry(() => rpc.batch<T>(calls)),
+  }
+  const chainId = await withRetry(() => rpc.chainId())
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
 
   async function fetchHeader(block: number | BlockTag): Promise<Header | null> {
-    const raw = await rpc.request<RpcBlock | null>('eth_getBlockByNumber', [typeof block === 'number' ? hex(block) : block, false])
+    const raw = await reliable.request<RpcBlock | null>('eth_getBlockByNumber', [typeof block === 'number' ? hex(block) : block, false])
     return raw ? toHeader(raw) : null
   }
 
   async function fetchHeaders(numbers: readonly number[]): Promise<Header[]> {
-    const blocks = await rpc.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
+    const blocks = await reliable.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
     return blocks.map((block, i) => {
       if (!block) throw new Error(`node has no block ${numbers[i]}`)
       return toHeader(block)
@@ -62,7 +68,7 @@ export async function createIndexer(config: Config, logger: Logger) {
       const block = await fetchHeader(tag).catch(() => null)
       if (block) return block.number
     }
-    const head = Number(await rpc.request<string>('eth_blockNumber', []))
+    const head = Number(await reliable.request<string>('eth_blockNumber', []))
     return tag === 'latest' ? head : Math.max(0, head - config.finalityDepth)
   }
 
@@ -77,7 +83,10 @@ export async function createIndexer(config: Config, logger: Logger) {
   const fetchLogs = ([fromBlock, toBlock]: Interval, logFilter: LogFilter) =>
     getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }) as Promise<LogInput[]>
 
-  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock })
+  const attributor = createAttributor({ rpc: reliable, chainId, logger, pool: store.pool })
+  const attribute = attributor.forLogs
+
+  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
 
   const follower = createHeadFollower({
     pool: store.pool,
@@ -90,12 +99,17 @@ export async function createIndexer(config: Config, logger: Logger) {
     fetchHeaders,
     fetchLogs,
     finalizedBlock,
+    attribute,
   })
 
   const poller = createPendingPoller({
     pool: store.pool,
     logger,
     chainId,
+    attributePending: async (rows) => {
+      const writes = await attribute(rows, () => 'pending')
+      await withTransaction(store.pool, writes)
+    },
     fetchPendingLogs: () => rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }]),
   })
 

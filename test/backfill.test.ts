@@ -131,18 +131,24 @@ describe('npm run backfill', () => {
     const proxy = await startFaultProxy({
       upstream: anvil.url,
       faults: {
-        rangeCap: { maxBlocks: 5, style: 'suggested-range' },
-        maxResults: 30,
-        rateLimitProbability: 0.15,
-        slowProbability: 0.05,
-        slowMs: 2_500,
+        eth_getLogs: {
+          suggestedRange: { maxBlocks: 5 },
+          maxResults: 30,
+          rateLimit: { probability: 0.1, retryAfterSeconds: 0 },
+          slow: { probability: 0.05, delayMs: 2_500 },
+          malformed: { probability: 0.05 },
+        },
+        // Applied per call: a batch of 20 calls meets one of them in about a third of its requests.
+        '*': { rateLimit: { probability: 0.02, retryAfterSeconds: 0 }, unavailable: { probability: 0.01 } },
       },
-    } as never)
+    })
     cleanups.push(() => proxy.stop())
     const { db, env } = await environment(proxy.url)
     const result = await runTs('scripts/backfill.ts', backfillArgs(), env)
     expect(result.code, result.output).toBe(0)
     await expectIndexMatchesNode(db.store.pool, anvil.url, range)
-    expect(proxy.stats).toBeTruthy()
+    for (const fault of ['suggestedRange', 'maxResults', 'rateLimit', 'slow', 'malformed', 'unavailable'] as const) {
+      expect(proxy.faultCount(fault), fault).toBeGreaterThan(0)
+    }
   })
 })

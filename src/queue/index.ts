@@ -93,7 +93,7 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
   worker.on('failed', (job, error) => {
     const data = job?.data
     logger.warn(
-      { job_id: job?.id, from_block: data?.fromBlock, to_block: data?.toBlock, attempts: job?.attemptsMade, err: error },
+      { job_id: job?.id, from_block: data?.fromBlock, to_block: data?.toBlock, attempts: job?.attemptsMade, reason: briefly(error) },
       'range job failed',
     )
   })
@@ -109,6 +109,14 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
 }
 
 export type RangeWorker = ReturnType<typeof createRangeWorker>
+
+/** The first line of an error's message, capped: viem's messages carry whole request bodies. */
+export function briefly(error: unknown): string {
+  const message = (error as { shortMessage?: string; message?: string })?.shortMessage ?? (error as Error)?.message ?? String(error)
+  const details = (error as { details?: string })?.details
+  const line = `${message.split('\n')[0]}${details ? `: ${details}` : ''}`
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line
+}
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
 export function createRangeEvents({ redisUrl, prefix }: QueueContext) {

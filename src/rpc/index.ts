@@ -30,3 +30,4 @@ export {
   type GetLogsSplitEvent,
   type RpcLog,
 } from './getLogs.js'
+export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'

@@ -89,6 +89,12 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
        WHERE chain_id = $1 AND status = 'pending' AND NOT removed AND block_number <= $2`,
       [chainId, last.number],
     )
+    for (const table of ['transactions', 'attributions']) {
+      await client.query(
+        `UPDATE ${table} SET removed = true, updated_at = now() WHERE chain_id = $1 AND status = 'pending' AND NOT removed AND block_number <= $2`,
+        [chainId, last.number],
+      )
+    }
     await params.extraWrites?.(client)
     await recordInterval(client, chainId, filterId, [first.number, last.number] satisfies Interval)
     await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash, headBlock: last.number })

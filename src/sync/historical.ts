@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
 import type { RangeJobData, RangeJobResult } from '../queue/index.js'
-import { getIntervals, isCovered, saveFilter, storeLogChunk, toLogRows, type BlockRow, type LogInput, type LogRow } from '../store/index.js'
+import { getIntervals, isCovered, saveFilter, storeLogChunk, toLogRows, type BlockRow, type LogInput, type LogRow, type Status } from '../store/index.js'
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, normalizeFilter, type LogFilter } from './filter.js'
 
@@ -52,7 +52,7 @@ export type RangeContext = {
   /** The node's finalized block (or head − depth), so rows below it are stored as finalized. */
   finalizedBlock: () => Promise<number | null>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
-  attribute?: (rows: readonly LogRow[]) => Promise<((client: pg.PoolClient) => Promise<void>) | undefined>
+  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
@@ -70,7 +70,7 @@ export function createRangeProcessor(context: RangeContext) {
     const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
     const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber))
 
-    const extraWrites = await context.attribute?.(rows)
+    const extraWrites = await context.attribute?.(rows, (n) => (finalizedBlock !== null && n <= finalizedBlock ? 'finalized' : 'confirmed'))
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

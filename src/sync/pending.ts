@@ -8,6 +8,7 @@ export type PendingPollerContext = {
   chainId: number
   /** The node's pre-confirmed logs: `eth_getLogs` with `fromBlock = toBlock = "pending"` and the filter. */
   fetchPendingLogs: () => Promise<LogInput[]>
+  /** Attribution of the pending rows' transactions, written in its own transaction. */
   attributePending?: (rows: readonly LogRow[]) => Promise<void>
 }
 

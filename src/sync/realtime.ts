@@ -13,6 +13,7 @@ import {
   type BlockRow,
   type LogInput,
   type LogRow,
+  type Status,
 } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import type { LogFilter } from './filter.js'
@@ -47,7 +48,7 @@ export type HeadFollowerContext = {
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
   finalizedBlock: () => Promise<number | null>
-  attribute?: (rows: readonly LogRow[]) => Promise<((client: pg.PoolClient) => Promise<void>) | undefined>
+  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /**
@@ -123,7 +124,8 @@ export function createHeadFollower(context: HeadFollowerContext) {
       }
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp)
-    const [finalized, extraWrites] = await Promise.all([context.finalizedBlock(), context.attribute?.(rows)])
+    const finalized = await context.finalizedBlock()
+    const extraWrites = await context.attribute?.(rows, (n) => (finalized !== null && n <= finalized ? 'finalized' : 'confirmed'))
     const stored = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,

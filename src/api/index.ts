@@ -1,0 +1,221 @@
+import { createBullBoard } from '@bull-board/api'
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
+import { FastifyAdapter } from '@bull-board/fastify'
+import rateLimit from '@fastify/rate-limit'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { Queue } from 'bullmq'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod'
+import { Redis } from 'ioredis'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../logger.js'
+import { createRangeQueue } from '../queue/index.js'
+import type { RpcClient } from '../rpc/index.js'
+import { createStore, type Store } from '../store/index.js'
+import type { ApiContext } from './context.js'
+import { ApiError, createErrorHandler, handleClientError } from './errors.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { createBuilderCodeRegistrar } from './registration.js'
+import { attributionRoutes } from './routes/attributions.js'
+import { builderCodeRoutes } from './routes/builderCodes.js'
+import { healthRoutes } from './routes/health.js'
+import { logRoutes } from './routes/logs.js'
+import { transactionRoutes } from './routes/transactions.js'
+
+export { createMetrics, type Metrics } from './metrics.js'
+export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
+export { createBuilderCodeClient, BuilderCodeClientError, type BuilderCodeClient } from './client.js'
+
+/** `API_RATE_LIMIT`: requests per minute per client. */
+export const DEFAULT_RATE_LIMIT = 600
+/** `API_STATEMENT_TIMEOUT_MS`: no query may run longer, so one expensive request cannot starve the others. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000
+const RATE_LIMIT_WINDOW_MS = 60_000
+/** The largest body any route takes is a wallet address; anything much bigger is refused. */
+const BODY_LIMIT_BYTES = 16 * 1024
+const API_POOL_SIZE = 10
+const REDIS_CONNECT_TIMEOUT_MS = 2_000
+
+export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'>
+
+export type CreateApiParameters = {
+  config: ApiConfig
+  /** The chain whose rows are served (the daemon reads it from the node). */
+  chainId: number
+  /**
+   * The database. Omitted: the API opens a pool of its own on `config.databaseUrl` with
+   * `statementTimeoutMs`; a store passed in should have been created with one.
+   */
+  store?: Store
+  /** Shared rate-limit counters and the readiness check; see {@link createApiRedis}. Omitted: per-process limits. */
+  redis?: Redis
+  /** The node, for wallet nonces and readiness. */
+  rpc?: RpcClient
+  logger: Logger
+  metrics?: Metrics
+  /** Queues shown at `/admin/queues` when `config.adminUi`; omitted: the range queue on `config.redisUrl`. */
+  queues?: Queue[]
+  /** Requests per minute per client on every route but health and metrics. */
+  rateLimit?: number
+  statementTimeoutMs?: number
+  /** Listen address. @default '0.0.0.0' */
+  host?: string
+  /** Trust `X-Forwarded-For` from a proxy in front (Fastify `trustProxy`), so limits apply per real client. */
+  trustProxy?: FastifyServerOptions['trustProxy']
+}
+
+export type Api = {
+  app: FastifyInstance
+  /** Starts listening on `config.port`; resolves to the bound address. */
+  listen: () => Promise<string>
+  /** Stops accepting requests, waits for those in flight, and closes what the API opened itself. */
+  close: () => Promise<void>
+}
+
+/**
+ * A Redis client for the API: commands fail at once while Redis is away (rate limiting then lets
+ * requests through, readiness reports it), rather than queueing and stalling every request.
+ */
+export function createApiRedis(redisUrl: string, logger?: Logger): Redis {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: REDIS_CONNECT_TIMEOUT_MS })
+  // Without a listener ioredis prints every reconnect failure; /readyz reports Redis being down.
+  redis.on('error', (error: Error) => logger?.debug({ err: error }, 'api redis error'))
+  return redis
+}
+
+/**
+ * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
+ * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
+ * through Redis, `/healthz`, `/readyz`, `/metrics`, and the BullMQ dashboard at `/admin/queues` when
+ * `config.adminUi`.
+ *
+ * @example
+ * const api = await createApi({ config, chainId, redis: createApiRedis(config.redisUrl), rpc, logger })
+ * await api.listen()
+ */
+export async function createApi({
+  config,
+  chainId,
+  store: givenStore,
+  redis,
+  rpc,
+  logger,
+  metrics = createMetrics(),
+  queues: givenQueues,
+  rateLimit: maxPerMinute = DEFAULT_RATE_LIMIT,
+  statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
+  host = '0.0.0.0',
+  trustProxy = false,
+}: CreateApiParameters): Promise<Api> {
+  const owned: (() => Promise<void>)[] = []
+  const store =
+    givenStore ??
+    createStore({ databaseUrl: config.databaseUrl, max: API_POOL_SIZE, applicationName: 'codetrail-api', statementTimeoutMs })
+  if (!givenStore) owned.push(() => store.close())
+
+  const handleError = createErrorHandler(logger)
+  const app = Fastify({
+    // pino's Logger carries more than Fastify's base logger type; Fastify only uses the base methods.
+    loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
+    // Per-request lines would drown the indexer's logs; the duration histogram covers requests.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy,
+    // Malformed URLs and over-long path parameters are answered before routing; give them the envelope too.
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+    clientErrorHandler: handleClientError,
+  }).withTypeProvider<ZodTypeProvider>()
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  app.setErrorHandler(handleError)
+  // JSON only: a text/plain body gets 415 instead of reaching a route as a string.
+  app.removeContentTypeParser('text/plain')
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode },
+      reply.elapsedTime / 1000,
+    )
+  })
+
+  await app.register(rateLimit, {
+    global: true,
+    max: maxPerMinute,
+    timeWindow: RATE_LIMIT_WINDOW_MS,
+    ...(redis ? { redis, nameSpace: `${config.redisPrefix}:rate-limit:` } : {}),
+    // Redis being away must not take the API down with it.
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) =>
+      new ApiError(429, 'rate_limited', `Too many requests: at most ${context.max} per minute per client; retry in ${context.after}.`),
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'codetrail',
+        version: '1',
+        description: 'EVM log index with pre-confirmed state and ERC-8021 builder-code attribution.',
+      },
+      tags: [
+        { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
+        { name: 'attributions', description: 'Transactions attributed to builder codes.' },
+        { name: 'logs', description: 'The raw log index.' },
+        { name: 'operations', description: 'Health, readiness and metrics.' },
+      ],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
+
+  const context: ApiContext = {
+    db: store.db,
+    chainId,
+    logger,
+    rpc,
+    registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
+  }
+  const queues = givenQueues ?? []
+  if (config.adminUi && queues.length === 0) {
+    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    queues.push(rangeQueue.queue)
+    owned.push(() => rangeQueue.close())
+  }
+
+  await app.register(healthRoutes, { ...context, redis, metrics, queues })
+  await app.register(builderCodeRoutes, context)
+  await app.register(attributionRoutes, context)
+  await app.register(transactionRoutes, context)
+  await app.register(logRoutes, context)
+
+  if (config.adminUi) {
+    const serverAdapter = new FastifyAdapter()
+    serverAdapter.setBasePath('/admin/queues')
+    createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: false })), serverAdapter })
+    await app.register(serverAdapter.registerPlugin(), { prefix: '/admin/queues' })
+  }
+
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request) => {
+    throw new ApiError(404, 'not_found', `There is no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)
+  })
+
+  await app.ready()
+
+  return {
+    app,
+    listen: () => app.listen({ port: config.port, host }),
+    async close() {
+      await app.close()
+      for (const close of owned.reverse()) await close()
+    },
+  }
+}

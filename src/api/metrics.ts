@@ -1,0 +1,133 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { RpcRequestEvent } from '../rpc/index.js'
+
+const PREFIX = 'codetrail_'
+/** Pending latency runs from ~200 ms (one poll) to seconds when the node or database lags. */
+const PENDING_LATENCY_BUCKETS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30]
+const REORG_DEPTH_BUCKETS = [1, 2, 3, 5, 8, 13, 21, 34, 64, 128]
+const HTTP_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+/**
+ * The process's Prometheus metrics in one registry, so every part (sync, queue, api) increments the
+ * same objects and `/metrics` serves them all.
+ *
+ * @example
+ * const metrics = createMetrics()
+ * const rpc = createRpcClient({ url, onRequest: metrics.observeRpcRequest })
+ * metrics.logsIngested.inc({ chain_id: 8453, status: 'confirmed' }, rows.length)
+ */
+export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry()
+  if (defaultMetrics) collectDefaultMetrics({ register: registry, prefix: PREFIX })
+  const registers = [registry]
+
+  const logsIngested = new Counter({
+    name: `${PREFIX}logs_ingested_total`,
+    help: 'Log rows written to the database, by chain and status (pending, confirmed, finalized).',
+    labelNames: ['chain_id', 'status'] as const,
+    registers,
+  })
+  const attributionsIngested = new Counter({
+    name: `${PREFIX}attributions_ingested_total`,
+    help: 'Attribution rows (transaction or user operation, builder code) written, by chain and status.',
+    labelNames: ['chain_id', 'status'] as const,
+    registers,
+  })
+  const blocksBehindHead = new Gauge({
+    name: `${PREFIX}blocks_behind_head`,
+    help: "Blocks between the node's head and the last block the live follower stored.",
+    labelNames: ['chain_id'] as const,
+    registers,
+  })
+  const pendingLatency = new Histogram({
+    name: `${PREFIX}pending_latency_seconds`,
+    help: 'Time from a log first being served as pending to being readable in the database.',
+    labelNames: ['chain_id'] as const,
+    buckets: PENDING_LATENCY_BUCKETS,
+    registers,
+  })
+  const rpcCalls = new Counter({
+    name: `${PREFIX}rpc_calls_total`,
+    help: 'JSON-RPC calls sent to the node, by method (batched calls count one each).',
+    labelNames: ['method'] as const,
+    registers,
+  })
+  const rpcErrors = new Counter({
+    name: `${PREFIX}rpc_errors_total`,
+    help: 'Failed JSON-RPC requests, by method and error kind (how the provider error was classified).',
+    labelNames: ['method', 'kind'] as const,
+    registers,
+  })
+  const rpcDuration = new Histogram({
+    name: `${PREFIX}rpc_request_duration_seconds`,
+    help: 'Duration of JSON-RPC HTTP requests to the node, by method.',
+    labelNames: ['method'] as const,
+    buckets: HTTP_DURATION_BUCKETS,
+    registers,
+  })
+  const rangeSplits = new Counter({
+    name: `${PREFIX}range_splits_total`,
+    help: 'eth_getLogs ranges narrowed after a provider refused them (too wide or too many results).',
+    labelNames: ['chain_id'] as const,
+    registers,
+  })
+  const reorgs = new Counter({
+    name: `${PREFIX}reorgs_total`,
+    help: 'Chain reorganisations handled by the head follower.',
+    labelNames: ['chain_id'] as const,
+    registers,
+  })
+  const reorgDepth = new Histogram({
+    name: `${PREFIX}reorg_depth_blocks`,
+    help: 'Depth in blocks of each handled reorganisation.',
+    labelNames: ['chain_id'] as const,
+    buckets: REORG_DEPTH_BUCKETS,
+    registers,
+  })
+  const queueDepth = new Gauge({
+    name: `${PREFIX}queue_jobs`,
+    help: 'BullMQ jobs by queue and state (waiting, active, delayed, prioritized, waiting-children), read at scrape time.',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+  })
+  const failedJobs = new Gauge({
+    name: `${PREFIX}queue_failed_jobs`,
+    help: 'BullMQ jobs that exhausted their retries and wait in the failed state, by queue.',
+    labelNames: ['queue'] as const,
+    registers,
+  })
+  const httpRequestDuration = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'HTTP API request duration, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: HTTP_DURATION_BUCKETS,
+    registers,
+  })
+
+  /** Pass as `onRequest` to `createRpcClient`. */
+  function observeRpcRequest(event: RpcRequestEvent): void {
+    rpcCalls.inc({ method: event.method }, event.calls)
+    rpcDuration.observe({ method: event.method }, event.durationMs / 1000)
+    if (!event.ok) rpcErrors.inc({ method: event.method, kind: event.errorKind ?? 'unknown' })
+  }
+
+  return {
+    registry,
+    logsIngested,
+    attributionsIngested,
+    blocksBehindHead,
+    pendingLatency,
+    rpcCalls,
+    rpcErrors,
+    rpcDuration,
+    rangeSplits,
+    reorgs,
+    reorgDepth,
+    queueDepth,
+    failedJobs,
+    httpRequestDuration,
+    observeRpcRequest,
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>

@@ -1,0 +1,193 @@
+import { and, asc, desc, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
+import { alias } from 'drizzle-orm/pg-core'
+import type { Database } from '../../store/index.js'
+import { attributions, builderCodes, type Status } from '../../store/schema.js'
+
+/** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code), all descending. */
+export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string]
+
+export type ListAttributionsParameters = {
+  chainId: number
+  builderCode?: string
+  /** The wallet that registered the code here. */
+  walletAddress?: string
+  fromBlock?: number
+  toBlock?: number
+  since?: Date
+  until?: Date
+  statuses?: readonly Status[]
+  includeRemoved: boolean
+  /** Rows strictly after this key in list order. */
+  after?: AttributionKey
+  limit: number
+}
+
+export type AttributionRow = {
+  chainId: number
+  txHash: string
+  userOpHash: string
+  blockNumber: number
+  blockHash: string
+  blockTimestamp: Date
+  fromAddress: string
+  toAddress: string | null
+  sender: string
+  builderCode: string
+  walletAddress: string | null
+  schemaId: number
+  codes: string[]
+  gasUsed: number | null
+  status: Status
+  removed: boolean
+}
+
+export const attributionColumns = {
+  chainId: attributions.chainId,
+  txHash: attributions.txHash,
+  userOpHash: attributions.userOpHash,
+  blockNumber: attributions.blockNumber,
+  blockHash: attributions.blockHash,
+  blockTimestamp: attributions.blockTimestamp,
+  fromAddress: attributions.fromAddress,
+  toAddress: attributions.toAddress,
+  sender: attributions.sender,
+  builderCode: attributions.builderCode,
+  walletAddress: builderCodes.walletAddress,
+  schemaId: attributions.schemaId,
+  codes: attributions.codes,
+  gasUsed: attributions.gasUsed,
+  status: attributions.status,
+  removed: attributions.removed,
+}
+
+/**
+ * One page of attributions, newest block first, plus whether more follow. The keyset is unique and
+ * rows are compared to the last one seen, so rows inserted while a client pages never shift a page:
+ * nothing is skipped or repeated.
+ */
+export async function listAttributions(
+  db: Database,
+  { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, includeRemoved, after, limit }: ListAttributionsParameters,
+): Promise<{ rows: AttributionRow[]; more: boolean }> {
+  const where: SQL[] = [eq(attributions.chainId, chainId)]
+  if (builderCode !== undefined) where.push(eq(attributions.builderCode, builderCode))
+  if (walletAddress !== undefined)
+    where.push(
+      sql`${attributions.builderCode} = (select ${builderCodes.builderCode} from ${builderCodes} where ${builderCodes.chainId} = ${chainId} and ${builderCodes.walletAddress} = ${walletAddress})`,
+    )
+  if (fromBlock !== undefined) where.push(gte(attributions.blockNumber, fromBlock))
+  if (toBlock !== undefined) where.push(lte(attributions.blockNumber, toBlock))
+  // Block time never decreases with block number, so a time bound is also a block bound the list's
+  // index can seek to (the first row at or after `since`, the last before `until`; ties to the lower
+  // block at `since`, the higher at `until`); the time condition itself still decides.
+  const hinted = alias(attributions, 'hint')
+  const boundary = (condition: SQL, order: SQL[]) =>
+    db.select({ blockNumber: hinted.blockNumber }).from(hinted).where(and(eq(hinted.chainId, chainId), condition)).orderBy(...order).limit(1)
+  if (since !== undefined)
+    where.push(
+      gte(attributions.blockTimestamp, since),
+      sql`${attributions.blockNumber} >= (${boundary(gte(hinted.blockTimestamp, since), [asc(hinted.blockTimestamp), asc(hinted.blockNumber)])})`,
+    )
+  if (until !== undefined)
+    where.push(
+      lt(attributions.blockTimestamp, until),
+      sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, until), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
+    )
+  if (statuses !== undefined) where.push(inArray(attributions.status, [...statuses]))
+  if (!includeRemoved) where.push(eq(attributions.removed, false))
+  if (after !== undefined)
+    where.push(
+      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}) < (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]})`,
+    )
+
+  const rows = await db
+    .select(attributionColumns)
+    .from(attributions)
+    .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
+    .where(and(...where))
+    .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode))
+    .limit(limit + 1)
+  return { rows: rows.slice(0, limit), more: rows.length > limit }
+}
+
+export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash' | 'userOpHash' | 'builderCode'>): AttributionKey {
+  return [row.blockNumber, row.txHash, row.userOpHash, row.builderCode]
+}
+
+export type StatsInterval = 'hour' | 'day'
+
+export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
+
+export type StatsBucket = {
+  start: Date
+  attributions: number
+  confirmed: number
+  pending: number
+  distinctSenders: number
+  gasUsed: string
+}
+
+/**
+ * Per UTC hour or day of `[since, until)`: the code's attributions that are not removed (all, confirmed
+ * or finalized, pending), distinct senders and gas used; one pass with a grand total. Reads only the
+ * `attributions_code_time` index.
+ * Every bucket of the range comes back, empty ones as zeros.
+ */
+export async function builderCodeStats(
+  db: Database,
+  { chainId, builderCode, interval, since, until }: BuilderCodeStatsParameters,
+): Promise<{ buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }> {
+  const result = await db.execute<{
+    start: number | null
+    attributions: number
+    confirmed: number
+    pending: number
+    distinct_senders: number
+    gas_used: string
+  }>(sql`
+    select extract(epoch from start)::int8 * 1000 as start,
+      count(*)::int8 as attributions,
+      count(*) filter (where status <> 'pending')::int8 as confirmed,
+      count(*) filter (where status = 'pending')::int8 as pending,
+      count(distinct sender)::int8 as distinct_senders,
+      coalesce(sum(gas_used), 0)::text as gas_used
+    from (
+      select date_trunc(${interval}::text, ${attributions.blockTimestamp}, 'UTC') as start,
+        ${attributions.status} as status, ${attributions.sender} as sender,
+        ${attributions.gasUsed} as gas_used
+      from ${attributions}
+      where ${attributions.chainId} = ${chainId}
+        and ${attributions.builderCode} = ${builderCode}
+        and ${attributions.blockTimestamp} >= ${since}
+        and ${attributions.blockTimestamp} < ${until}
+        and not ${attributions.removed}
+    ) rows
+    group by grouping sets ((start), ())
+    order by start nulls first`)
+  const [total, ...rows] = result.rows.map((row) => ({
+    start: row.start,
+    attributions: row.attributions,
+    confirmed: row.confirmed,
+    pending: row.pending,
+    distinctSenders: row.distinct_senders,
+    gasUsed: row.gas_used,
+  }))
+  // The empty grouping set always yields the total row, rows or not.
+  const { start: _, ...totals } = total!
+  const byStart = new Map(rows.map(({ start, ...counts }) => [start!, counts]))
+  const empty = { attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0' }
+  return {
+    buckets: bucketStarts(interval, since, until).map((start) => ({ start: new Date(start), ...(byStart.get(start) ?? empty) })),
+    total: totals,
+  }
+}
+
+export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
+
+/** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */
+export function bucketStarts(interval: StatsInterval, since: Date, until: Date): number[] {
+  const step = INTERVAL_MS[interval]
+  const starts: number[] = []
+  for (let start = Math.floor(since.getTime() / step) * step; start < until.getTime(); start += step) starts.push(start)
+  return starts
+}

@@ -1,0 +1,68 @@
+import { and, eq, sql } from 'drizzle-orm'
+import type { Database } from '../../store/index.js'
+import { attributions, builderCodes } from '../../store/schema.js'
+
+export type BuilderCodeSource = 'local' | 'upstream'
+export type BuilderCodeRecord = { builderCode: string; walletAddress: string; source: BuilderCodeSource; createdAt: Date }
+
+const recordColumns = {
+  builderCode: builderCodes.builderCode,
+  walletAddress: builderCodes.walletAddress,
+  source: builderCodes.source,
+  createdAt: builderCodes.createdAt,
+}
+
+export async function findBuilderCodeByWallet(db: Database, chainId: number, walletAddress: string): Promise<BuilderCodeRecord | null> {
+  const [row] = await db
+    .select(recordColumns)
+    .from(builderCodes)
+    .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.walletAddress, walletAddress)))
+  return row ?? null
+}
+
+/**
+ * Inserts the pair unless the wallet or the code is already taken (both are unique per chain).
+ * @returns the new record, or `null` when either was taken.
+ */
+export async function insertBuilderCode(
+  db: Database,
+  { chainId, builderCode, walletAddress, source }: { chainId: number; builderCode: string; walletAddress: string; source: BuilderCodeSource },
+): Promise<BuilderCodeRecord | null> {
+  const [row] = await db
+    .insert(builderCodes)
+    .values({ chainId, builderCode, walletAddress, source })
+    .onConflictDoNothing()
+    .returning(recordColumns)
+  return row ?? null
+}
+
+/** The wallet's own attributed transactions and user operations (sender = wallet, its code), not removed. */
+export async function countWalletAttributions(
+  db: Database,
+  { chainId, walletAddress, builderCode }: { chainId: number; walletAddress: string; builderCode: string },
+): Promise<{ confirmed: number; pending: number }> {
+  const [row] = await db
+    .select({
+      confirmed: sql<number>`count(*) filter (where ${attributions.status} <> 'pending')::int8`,
+      pending: sql<number>`count(*) filter (where ${attributions.status} = 'pending')::int8`,
+    })
+    .from(attributions)
+    .where(
+      and(
+        eq(attributions.chainId, chainId),
+        eq(attributions.sender, walletAddress),
+        eq(attributions.builderCode, builderCode),
+        eq(attributions.removed, false),
+      ),
+    )
+  return { confirmed: row?.confirmed ?? 0, pending: row?.pending ?? 0 }
+}
+
+/** The wallet that registered `builderCode` here, or `null`. */
+export async function findWalletOfCode(db: Database, chainId: number, builderCode: string): Promise<string | null> {
+  const [row] = await db
+    .select({ walletAddress: builderCodes.walletAddress })
+    .from(builderCodes)
+    .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.builderCode, builderCode)))
+  return row?.walletAddress ?? null
+}

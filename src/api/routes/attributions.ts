@@ -1,0 +1,207 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import type { ApiContext } from '../context.js'
+import { decodeCursor, encodeCursor } from '../cursor.js'
+import { ApiError } from '../errors.js'
+import {
+  attributionKey,
+  builderCodeStats,
+  INTERVAL_MS,
+  listAttributions,
+  type AttributionRow,
+  type StatsInterval,
+} from '../queries/attributions.js'
+import { findWalletOfCode } from '../queries/builderCodes.js'
+import {
+  blockNumber,
+  builderCode,
+  checkRange,
+  DEFAULT_LIMIT,
+  errorResponses,
+  includeRemoved,
+  isBlockNumber,
+  isCode,
+  isLowerHash,
+  isoTime,
+  limit,
+  statuses,
+  statusSchema,
+  timestamp,
+  walletAddress,
+} from '../schemas.js'
+
+const CURSOR_VERSION = 'a1'
+const isUserOpHash = (value: unknown): value is string => value === '' || isLowerHash(value)
+/** Buckets one stats answer may hold: ~14 months of hours, ~27 years of days. */
+export const MAX_STATS_BUCKETS = 10_000
+const DEFAULT_STATS_SPAN_MS: Record<StatsInterval, number> = { hour: 7 * INTERVAL_MS.day, day: 30 * INTERVAL_MS.day }
+
+const attributionCursor = z
+  .string()
+  .transform((token, ctx) => {
+    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isLowerHash, isUserOpHash, isCode])
+    if (key === null) {
+      ctx.addIssue({ code: 'custom', message: 'is not a cursor returned by this endpoint' })
+      return z.NEVER
+    }
+    return key
+  })
+  .meta({ description: 'nextCursor of the previous page.' })
+
+const attributionItem = z
+  .object({
+    chainId: z.number().int(),
+    txHash: z.string().meta({ description: 'Transaction carrying the suffix (the bundle transaction for a user operation).' }),
+    userOpHash: z.string().nullable().meta({ description: 'ERC-4337 user operation hash; null for a plain transaction.' }),
+    blockNumber: z.number().int(),
+    blockHash: z.string(),
+    blockTimestamp: isoTime,
+    from: z.string().meta({ description: 'Transaction sender (the bundler for a user operation).' }),
+    to: z.string().nullable(),
+    sender: z.string().meta({ description: "The user operation's sender, else the transaction sender." }),
+    builderCode: z.string(),
+    walletAddress: z.string().nullable().meta({ description: 'Wallet that registered the code here; null when not registered here.' }),
+    schemaId: z.number().int().meta({ description: 'ERC-8021 schema id (0, 1 or 2).' }),
+    codes: z.array(z.string()).meta({ description: 'Every code of the suffix, in suffix order.' }),
+    gasUsed: z.number().int().nullable(),
+    status: statusSchema,
+    removed: z.boolean(),
+  })
+  .meta({ id: 'Attribution' })
+
+const attributionPage = z
+  .object({
+    items: z.array(attributionItem),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'AttributionPage' })
+
+const statsCounts = z.object({
+  attributions: z.number().int().meta({ description: 'Attributed transactions and user operations, not removed.' }),
+  confirmed: z.number().int().meta({ description: 'Of which confirmed or finalized.' }),
+  pending: z.number().int().meta({ description: 'Of which still pre-confirmed.' }),
+  distinctSenders: z.number().int(),
+  gasUsed: z.string().meta({ description: 'Gas used by the attributed transactions where known, as a decimal string.' }),
+})
+
+const builderCodeStatsAnswer = z
+  .object({
+    builderCode: z.string(),
+    walletAddress: z.string().nullable(),
+    interval: z.enum(['hour', 'day']),
+    since: isoTime,
+    until: isoTime,
+    total: statsCounts,
+    buckets: z.array(z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape })),
+  })
+  .meta({ id: 'BuilderCodeStats' })
+
+function toItem(row: AttributionRow): z.output<typeof attributionItem> {
+  return {
+    chainId: row.chainId,
+    txHash: row.txHash,
+    userOpHash: row.userOpHash === '' ? null : row.userOpHash,
+    blockNumber: row.blockNumber,
+    blockHash: row.blockHash,
+    blockTimestamp: row.blockTimestamp.toISOString(),
+    from: row.fromAddress,
+    to: row.toAddress,
+    sender: row.sender,
+    builderCode: row.builderCode,
+    walletAddress: row.walletAddress,
+    schemaId: row.schemaId,
+    codes: row.codes,
+    gasUsed: row.gasUsed,
+    status: row.status,
+    removed: row.removed,
+  }
+}
+
+/** `GET /v1/attributions` and `GET /v1/builder-codes/{code}/stats`. */
+export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
+  app.get(
+    '/v1/attributions',
+    {
+      schema: {
+        tags: ['attributions'],
+        summary: 'Attributed transactions and user operations, newest block first',
+        description:
+          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. walletAddress selects the code that wallet registered here.',
+        querystring: z.strictObject({
+          builderCode: builderCode.optional(),
+          walletAddress: walletAddress.optional(),
+          fromBlock: blockNumber.optional(),
+          toBlock: blockNumber.optional(),
+          since: timestamp.optional().meta({ description: 'Block time at or after (ISO 8601).' }),
+          until: timestamp.optional().meta({ description: 'Block time before (ISO 8601).' }),
+          status: statuses.optional(),
+          includeRemoved: includeRemoved.optional(),
+          limit: limit.optional(),
+          cursor: attributionCursor.optional(),
+        }),
+        response: { 200: attributionPage, ...errorResponses(400, 429, 503) },
+      },
+    },
+    async (request) => {
+      const q = request.query
+      checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
+      checkRange(q.since?.getTime(), q.until?.getTime(), 'since', 'until')
+      const pageSize = q.limit ?? DEFAULT_LIMIT
+      const { rows, more } = await listAttributions(db, {
+        chainId,
+        builderCode: q.builderCode,
+        walletAddress: q.walletAddress,
+        fromBlock: q.fromBlock,
+        toBlock: q.toBlock,
+        since: q.since,
+        until: q.until,
+        statuses: q.status,
+        includeRemoved: q.includeRemoved ?? false,
+        after: q.cursor,
+        limit: pageSize,
+      })
+      const last = rows.at(-1)
+      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null }
+    },
+  )
+
+  app.get(
+    '/v1/builder-codes/:code/stats',
+    {
+      schema: {
+        tags: ['attributions'],
+        summary: "A builder code's activity per UTC hour or day",
+        description: `Rows not removed, with block time in [since, until). Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most ${MAX_STATS_BUCKETS} buckets.`,
+        params: z.strictObject({ code: builderCode }),
+        querystring: z.strictObject({
+          since: timestamp.optional(),
+          until: timestamp.optional(),
+          interval: z.enum(['hour', 'day'], 'must be hour or day').optional().meta({ description: 'Bucket size. Default day.' }),
+        }),
+        response: { 200: builderCodeStatsAnswer, ...errorResponses(400, 429, 503) },
+      },
+    },
+    async (request) => {
+      const code = request.params.code
+      const interval = request.query.interval ?? 'day'
+      const until = request.query.until ?? new Date()
+      const since = request.query.since ?? new Date(until.getTime() - DEFAULT_STATS_SPAN_MS[interval])
+      checkRange(since.getTime(), until.getTime(), 'since', 'until')
+      if ((until.getTime() - since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
+        throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
+      const [stats, owner] = await Promise.all([
+        builderCodeStats(db, { chainId, builderCode: code, interval, since, until }),
+        findWalletOfCode(db, chainId, code),
+      ])
+      return {
+        builderCode: code,
+        walletAddress: owner,
+        interval,
+        since: since.toISOString(),
+        until: until.toISOString(),
+        total: stats.total,
+        buckets: stats.buckets.map(({ start, ...counts }) => ({ start: start.toISOString(), ...counts })),
+      }
+    },
+  )
+}

@@ -1,0 +1,100 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import type { Hex } from 'viem'
+import { z } from 'zod'
+import type { ApiContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { countWalletAttributions, findBuilderCodeByWallet } from '../queries/builderCodes.js'
+import { builderCode, errorResponses, isoTime, walletAddress } from '../schemas.js'
+
+/** A slow node must not hold a registration lookup for long; the nonces are then null. */
+const NONCE_TIMEOUT_MS = 2_000
+
+const registration = z
+  .object({
+    builderCode: builderCode,
+    walletAddress: z.string().meta({ description: 'The wallet, lowercase.', example: '0xd8da6bf26964af9d7eed9e03e53415d37aa96045' }),
+  })
+  .meta({ id: 'BuilderCodeRegistration' })
+
+const coverageSide = z.object({
+  transactions: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: "The wallet's transaction count (nonce) at this block tag; null when the node did not answer." }),
+  attributed: z.number().int().meta({ description: "The wallet's indexed transactions and user operations carrying its own code." }),
+})
+
+const builderCodeRecord = z
+  .object({
+    builderCode: builderCode,
+    walletAddress: z.string(),
+    createdAt: isoTime,
+    source: z.enum(['local', 'upstream']).meta({ description: 'local: derived here; upstream: issued by BUILDER_API_URL.' }),
+    coverage: z
+      .object({
+        latest: coverageSide.meta({ description: 'Mined state: nonce at latest vs confirmed and finalized attributions.' }),
+        pending: coverageSide.meta({ description: 'Including pre-confirmed state: pending nonce vs every attribution not removed.' }),
+      })
+      .meta({ description: 'How many of the wallet’s transactions carry its code.' }),
+  })
+  .meta({ id: 'BuilderCodeRecord' })
+
+/** `POST /v1/agents/builder-codes` and `GET /v1/agents/builder-codes/{walletAddress}`. */
+export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId, rpc, registrar }) => {
+  app.post(
+    '/v1/agents/builder-codes',
+    {
+      schema: {
+        tags: ['builder codes'],
+        summary: 'Register a wallet and get its builder code',
+        description:
+          'Idempotent: the same wallet, in any letter case, always gets the same code. With BUILDER_API_URL set, the code comes from that service (502 upstream_error when it fails).',
+        body: z.strictObject({ walletAddress }),
+        response: { 200: registration, ...errorResponses(400, 413, 415, 429, 502, 503) },
+      },
+    },
+    async (request) => {
+      const record = await registrar.register(request.body.walletAddress)
+      return { builderCode: record.builderCode, walletAddress: record.walletAddress }
+    },
+  )
+
+  app.get(
+    '/v1/agents/builder-codes/:walletAddress',
+    {
+      schema: {
+        tags: ['builder codes'],
+        summary: "A wallet's builder code and how many of its transactions carry it",
+        params: z.strictObject({ walletAddress }),
+        querystring: z.strictObject({}),
+        response: { 200: builderCodeRecord, ...errorResponses(400, 404, 429, 503) },
+      },
+    },
+    async (request) => {
+      const wallet = request.params.walletAddress
+      const record = await findBuilderCodeByWallet(db, chainId, wallet)
+      if (!record) throw new ApiError(404, 'not_found', `No builder code is registered for ${wallet}.`)
+      const [counts, nonces] = await Promise.all([
+        countWalletAttributions(db, { chainId, walletAddress: wallet, builderCode: record.builderCode }),
+        Promise.all(
+          (['latest', 'pending'] as const).map((tag) =>
+            rpc
+              ? rpc.request<Hex>('eth_getTransactionCount', [wallet, tag], { timeoutMs: NONCE_TIMEOUT_MS }).then(Number, () => null)
+              : null,
+          ),
+        ),
+      ])
+      return {
+        builderCode: record.builderCode,
+        walletAddress: record.walletAddress,
+        createdAt: record.createdAt.toISOString(),
+        source: record.source,
+        coverage: {
+          latest: { transactions: nonces[0] ?? null, attributed: counts.confirmed },
+          pending: { transactions: nonces[1] ?? null, attributed: counts.confirmed + counts.pending },
+        },
+      }
+    },
+  )
+}

@@ -1,0 +1,127 @@
+import type { Queue } from 'bullmq'
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import type { Redis } from 'ioredis'
+import { z } from 'zod'
+import type { ApiContext } from '../context.js'
+import type { Metrics } from '../metrics.js'
+import { getIndexedHead } from '../queries/health.js'
+
+/** How long readiness and scrapes wait for one dependency before calling it down. */
+const CHECK_TIMEOUT_MS = 2_000
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const
+
+export type HealthContext = ApiContext & { redis?: Redis; metrics: Metrics; queues: readonly Queue[] }
+
+const check = z.object({
+  status: z.enum(['ok', 'down', 'not_configured']),
+  latencyMs: z.number().nullable(),
+  error: z.string().nullable().meta({ description: 'Why the check failed: an error code or "timeout".' }),
+})
+
+const readiness = z
+  .object({
+    ready: z.boolean(),
+    error: z.object({ code: z.string(), message: z.string() }).optional().meta({ description: 'Present when not ready (503).' }),
+    checks: z.object({ database: check, redis: check, node: check }),
+    sync: z.object({
+      chainId: z.number().int(),
+      headBlock: z.number().int().nullable().meta({ description: "The node's latest block." }),
+      indexedBlock: z.number().int().nullable().meta({ description: 'The last block the live follower stored.' }),
+      lagBlocks: z.number().int().nullable(),
+      lagSeconds: z.number().nullable().meta({ description: 'Head block time minus indexed block time.' }),
+    }),
+  })
+  .meta({ id: 'Readiness' })
+
+type Check = z.output<typeof check>
+
+async function probe<T>(run: () => Promise<T>): Promise<{ check: Check; value: T | null }> {
+  const started = performance.now()
+  let timer: NodeJS.Timeout | undefined
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'timeout' })), CHECK_TIMEOUT_MS)
+    })
+    const value = await Promise.race([run(), timeout])
+    return { check: { status: 'ok', latencyMs: Math.round(performance.now() - started), error: null }, value }
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    return { check: { status: 'down', latencyMs: null, error: typeof code === 'string' || typeof code === 'number' ? String(code) : 'error' }, value: null }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+const NOT_CONFIGURED: { check: Check; value: null } = { check: { status: 'not_configured', latencyMs: null, error: null }, value: null }
+
+/** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues }) => {
+  const exempt = { rateLimit: false } as const
+
+  app.get(
+    '/healthz',
+    {
+      config: exempt,
+      schema: { tags: ['operations'], summary: 'The process is up', response: { 200: z.object({ status: z.literal('ok') }) } },
+    },
+    async () => ({ status: 'ok' as const }),
+  )
+
+  app.get(
+    '/readyz',
+    {
+      config: exempt,
+      schema: {
+        tags: ['operations'],
+        summary: 'Database, Redis and node reachable, and how far indexing lags the node',
+        description: 'Answers 503 with the same body when the database, Redis or the node is down.',
+        querystring: z.strictObject({}),
+        response: { 200: readiness, 503: readiness },
+      },
+    },
+    async (_request, reply) => {
+      const [database, cache, node] = await Promise.all([
+        probe(() => getIndexedHead(db, chainId)),
+        redis ? probe(() => redis.ping()) : NOT_CONFIGURED,
+        rpc
+          ? probe(() => rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }))
+          : NOT_CONFIGURED,
+      ])
+      const head = node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null
+      const indexed = database.value
+      const down = Object.entries({ database, redis: cache, node }).filter(([, result]) => result.check.status === 'down')
+      const ready = down.length === 0
+      reply.status(ready ? 200 : 503)
+      return {
+        ready,
+        ...(ready
+          ? {}
+          : { error: { code: 'not_ready', message: `Not ready: ${down.map(([name]) => name).join(', ')} ${down.length > 1 ? 'are' : 'is'} not reachable.` } }),
+        checks: { database: database.check, redis: cache.check, node: node.check },
+        sync: {
+          chainId,
+          headBlock: head?.block ?? null,
+          indexedBlock: indexed?.block ?? null,
+          lagBlocks: head && indexed?.block != null ? Math.max(0, head.block - indexed.block) : null,
+          lagSeconds: head && indexed?.timestamp ? Math.max(0, head.timestamp - indexed.timestamp.getTime() / 1000) : null,
+        },
+      }
+    },
+  )
+
+  app.get(
+    '/metrics',
+    { config: exempt, schema: { tags: ['operations'], summary: 'Prometheus metrics', produces: ['text/plain'] } },
+    async (_request, reply) => {
+      await Promise.all(queues.map((queue) => probe(() => recordQueueDepth(metrics, queue))))
+      reply.header('content-type', metrics.registry.contentType)
+      return metrics.registry.metrics()
+    },
+  )
+}
+
+async function recordQueueDepth(metrics: Metrics, queue: Queue): Promise<void> {
+  const counts = await queue.getJobCounts(...QUEUE_STATES, 'failed')
+  for (const state of QUEUE_STATES) metrics.queueDepth.set({ queue: queue.name, state }, counts[state] ?? 0)
+  metrics.failedJobs.set({ queue: queue.name }, counts.failed ?? 0)
+}

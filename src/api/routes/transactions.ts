@@ -1,0 +1,113 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import type { ApiContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { getTransactionAttribution } from '../queries/transactions.js'
+import { errorResponses, hash, isoTime, statusSchema } from '../schemas.js'
+
+const suffix = z
+  .object({
+    schemaId: z.number().int().nullable().meta({ description: 'ERC-8021 schema id; null when unreadable.' }),
+    codes: z.array(z.string()).meta({ description: 'Valid codes of the suffix, in order; empty when malformed.' }),
+    registry: z
+      .object({
+        address: z.string(),
+        chainId: z.string().meta({ description: 'Decimal chain id of the registry.' }),
+        verified: z.boolean().nullable(),
+      })
+      .nullable()
+      .meta({ description: 'Schema 1: the custom code registry.' }),
+    cbor: z.record(z.string(), z.unknown()).nullable().meta({ description: 'Schema 2: every CBOR field (app, wallet, service codes, registries, metadata).' }),
+    malformedReason: z.string().nullable().meta({ description: 'Why the suffix could not be read; null when it was.' }),
+  })
+  .meta({ id: 'Erc8021Suffix' })
+
+const match = z.object({
+  userOpHash: z.string().nullable().meta({ description: 'The user operation whose callData carried the code; null for the transaction itself.' }),
+  sender: z.string(),
+  builderCode: z.string(),
+  walletAddress: z.string().nullable().meta({ description: 'Wallet that registered the code here; null when not registered here.' }),
+  schemaId: z.number().int(),
+  codes: z.array(z.string()),
+  status: statusSchema,
+  removed: z.boolean(),
+})
+
+const transactionAttribution = z
+  .object({
+    chainId: z.number().int(),
+    hash: z.string(),
+    blockNumber: z.number().int(),
+    blockHash: z.string(),
+    blockTimestamp: isoTime,
+    transactionIndex: z.number().int(),
+    from: z.string(),
+    to: z.string().nullable(),
+    inputSize: z.number().int().meta({ description: 'Calldata size in bytes.' }),
+    gasUsed: z.number().int().nullable(),
+    userOperations: z.number().int().meta({ description: 'ERC-4337 user operations found in the calldata.' }),
+    status: statusSchema,
+    removed: z.boolean(),
+    suffix: suffix.nullable().meta({ description: "The transaction's own ERC-8021 suffix; null when its calldata has none." }),
+    attributions: z.array(match).meta({ description: 'Codes matched from the transaction and its user operations.' }),
+  })
+  .meta({ id: 'TransactionAttribution' })
+
+/** `GET /v1/transactions/{hash}/attribution`. */
+export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
+  app.get(
+    '/v1/transactions/:hash/attribution',
+    {
+      schema: {
+        tags: ['attributions'],
+        summary: "A transaction's decoded ERC-8021 suffix and matched builder codes",
+        params: z.strictObject({ hash }),
+        querystring: z.strictObject({}),
+        response: { 200: transactionAttribution, ...errorResponses(400, 404, 429, 503) },
+      },
+    },
+    async (request) => {
+      const found = await getTransactionAttribution(db, chainId, request.params.hash)
+      if (!found) throw new ApiError(404, 'not_found', `Transaction ${request.params.hash} is not indexed.`)
+      const { transaction: tx, matches } = found
+      return {
+        chainId,
+        hash: tx.hash,
+        blockNumber: tx.blockNumber,
+        blockHash: tx.blockHash,
+        blockTimestamp: tx.blockTimestamp.toISOString(),
+        transactionIndex: tx.transactionIndex,
+        from: tx.fromAddress,
+        to: tx.toAddress,
+        inputSize: tx.inputSize,
+        gasUsed: tx.gasUsed,
+        userOperations: tx.userOperations,
+        status: tx.status,
+        removed: tx.removed,
+        suffix:
+          tx.hasSuffix
+            ? {
+                schemaId: tx.schemaId,
+                codes: tx.codes ?? [],
+                registry:
+                  tx.registryAddress !== null && tx.registryChainId !== null
+                    ? { address: tx.registryAddress, chainId: tx.registryChainId, verified: tx.registryVerified }
+                    : null,
+                cbor: (tx.cbor as Record<string, unknown> | null) ?? null,
+                malformedReason: tx.malformedReason,
+              }
+            : null,
+        attributions: matches.map((m) => ({
+          userOpHash: m.userOpHash === '' ? null : m.userOpHash,
+          sender: m.sender,
+          builderCode: m.builderCode,
+          walletAddress: m.walletAddress,
+          schemaId: m.schemaId,
+          codes: m.codes,
+          status: m.status,
+          removed: m.removed,
+        })),
+      }
+    },
+  )
+}

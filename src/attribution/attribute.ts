@@ -1,0 +1,74 @@
+import type { Address, Hex } from 'viem'
+import { decodeAttribution, type DecodedAttribution } from './decode.js'
+import { extractUserOperations } from './userOps.js'
+
+/** The fields of a node's transaction object that attribution reads. */
+export type TransactionInput = { hash: string; from: string; to: string | null; input: string }
+
+/** One (transaction or user operation, code) pair. `userOpHash` is '' for a plain transaction. */
+export type AttributionEntry = {
+  userOpHash: string
+  builderCode: string
+  codeIndex: number
+  sender: string
+  schemaId: number
+  codes: string[]
+}
+
+/** What codetrail stores about a transaction's attribution, decided from its input alone. */
+export type TransactionAttribution = {
+  hash: string
+  from: string
+  to: string | null
+  inputSize: number
+  hasSuffix: boolean
+  schemaId: number | null
+  codes: string[] | null
+  registry: { address: string; chainId: number } | null
+  cbor: unknown
+  malformedReason: string | null
+  userOperations: number
+  entries: AttributionEntry[]
+}
+
+function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHash: string): AttributionEntry[] {
+  if (!decoded?.ok) return []
+  return decoded.codes.map((builderCode, codeIndex) => ({
+    userOpHash,
+    builderCode,
+    codeIndex,
+    sender,
+    schemaId: decoded.schemaId,
+    codes: decoded.codes,
+  }))
+}
+
+/**
+ * Decodes a transaction's ERC-8021 suffix and, for an EntryPoint `handleOps` call, the suffix of each
+ * user operation's `callData` (attributed to the operation's sender). Never throws.
+ */
+export function attributeTransaction(tx: TransactionInput, chainId: number): TransactionAttribution {
+  const input = tx.input as Hex
+  const from = tx.from.toLowerCase()
+  const to = tx.to?.toLowerCase() ?? null
+  const decoded = decodeAttribution(input)
+  const operations = to ? extractUserOperations({ to: to as Address, input, chainId }) : []
+  const entries = entriesOf(decoded, from, '')
+  for (const op of operations) {
+    if (op.userOpHash) entries.push(...entriesOf(op.attribution, op.sender, op.userOpHash))
+  }
+  return {
+    hash: tx.hash.toLowerCase(),
+    from,
+    to,
+    inputSize: (input.length - 2) / 2,
+    hasSuffix: decoded !== null,
+    schemaId: decoded?.schemaId ?? null,
+    codes: decoded?.ok ? decoded.codes : null,
+    registry: decoded?.ok && decoded.registry ? { address: decoded.registry.address.toLowerCase(), chainId: decoded.registry.chainId } : null,
+    cbor: decoded?.ok && decoded.cbor ? decoded.cbor : null,
+    malformedReason: decoded && !decoded.ok ? decoded.reason : null,
+    userOperations: operations.length,
+    entries,
+  }
+}

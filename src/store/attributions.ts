@@ -1,0 +1,182 @@
+import type pg from 'pg'
+import type { Status } from './schema.js'
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+// A stale pre-confirmed answer must never pull a confirmed, canonical row back to pending.
+const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
+
+/** Where a transaction is now: its block (zero hash while pending), position and status. */
+export type TransactionPosition = {
+  hash: string
+  blockNumber: number
+  blockHash: string
+  blockTimestamp: number
+  transactionIndex: number
+  status: Status
+}
+
+/** A transaction's decoded suffix; the same for every position it ever takes. */
+export type TransactionDecodeRow = {
+  hash: string
+  from: string
+  to: string | null
+  inputSize: number
+  hasSuffix: boolean
+  schemaId: number | null
+  codes: string[] | null
+  registryAddress: string | null
+  registryChainId: number | null
+  registryVerified: boolean | null
+  cbor: unknown
+  malformedReason: string | null
+  userOperations: number
+  gasUsed: number | null
+}
+
+export type AttributionRow = {
+  txHash: string
+  userOpHash: string
+  builderCode: string
+  codeIndex: number
+  sender: string
+  schemaId: number
+  codes: string[]
+}
+
+/** Hashes among `hashes` whose transaction is already decoded and stored. */
+export async function knownTransactions(db: Queryable, chainId: number, hashes: readonly string[]): Promise<Set<string>> {
+  if (hashes.length === 0) return new Set()
+  const { rows } = await db.query<{ hash: string }>(`SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[])`, [
+    chainId,
+    hashes,
+  ])
+  return new Set(rows.map((row) => row.hash))
+}
+
+/**
+ * Inserts decoded transactions at their positions; ones already stored keep their decode and move to
+ * the given position and status (not removed).
+ */
+export async function upsertTransactions(
+  client: Queryable,
+  chainId: number,
+  decoded: readonly TransactionDecodeRow[],
+  positions: ReadonlyMap<string, TransactionPosition>,
+): Promise<void> {
+  const rows = decoded.filter((row) => positions.has(row.hash))
+  if (rows.length > 0) {
+    const at = rows.map((row) => positions.get(row.hash)!)
+    await client.query(
+      `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, to_address,
+         input_size, has_suffix, schema_id, codes, registry_address, registry_chain_id, registry_verified, cbor, malformed_reason,
+         user_operations, gas_used, status)
+       SELECT $1, u.hash, u.block_number, u.block_hash, to_timestamp(u.ts), u.tx_index, u.from_address, u.to_address, u.input_size,
+         u.has_suffix, u.schema_id, CASE WHEN u.codes IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(u.codes)) END,
+         u.registry_address, u.registry_chain_id, u.registry_verified, u.cbor, u.malformed_reason, u.user_operations, u.gas_used, u.status
+       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::text[], $9::int[], $10::bool[],
+         $11::smallint[], $12::jsonb[], $13::text[], $14::numeric[], $15::bool[], $16::jsonb[], $17::text[], $18::int[], $19::bigint[], $20::text[])
+         AS u(hash, block_number, block_hash, ts, tx_index, from_address, to_address, input_size, has_suffix, schema_id, codes,
+              registry_address, registry_chain_id, registry_verified, cbor, malformed_reason, user_operations, gas_used, status)
+       ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
+         block_timestamp = EXCLUDED.block_timestamp, transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
+         gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
+       WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
+      [
+        chainId,
+        rows.map((r) => r.hash),
+        at.map((p) => p.blockNumber),
+        at.map((p) => p.blockHash),
+        at.map((p) => p.blockTimestamp),
+        at.map((p) => p.transactionIndex),
+        rows.map((r) => r.from),
+        rows.map((r) => r.to),
+        rows.map((r) => r.inputSize),
+        rows.map((r) => r.hasSuffix),
+        rows.map((r) => r.schemaId),
+        rows.map((r) => (r.codes ? JSON.stringify(r.codes) : null)),
+        rows.map((r) => r.registryAddress),
+        rows.map((r) => r.registryChainId),
+        rows.map((r) => r.registryVerified),
+        rows.map((r) => (r.cbor == null ? null : JSON.stringify(r.cbor))),
+        rows.map((r) => r.malformedReason),
+        rows.map((r) => r.userOperations),
+        rows.map((r) => r.gasUsed),
+        at.map((p) => p.status),
+      ],
+    )
+  }
+  // Transactions decoded earlier (e.g. while pending) only move.
+  const inserted = new Set(rows.map((row) => row.hash))
+  const moved = [...positions.values()].filter((p) => !inserted.has(p.hash))
+  if (moved.length > 0) {
+    await client.query(
+      `UPDATE transactions t SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
+         transaction_index = u.tx_index, status = u.status, removed = false, updated_at = now()
+       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[]) AS u(hash, block_number, block_hash, ts, tx_index, status)
+       WHERE t.chain_id = $1 AND t.hash = u.hash AND NOT (u.status = 'pending' AND t.status <> 'pending' AND NOT t.removed)`,
+      [chainId, ...positionArrays(moved)],
+    )
+    await client.query(
+      `UPDATE attributions a SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
+         status = u.status, removed = false, updated_at = now()
+       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[]) AS u(hash, block_number, block_hash, ts, tx_index, status)
+       WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND NOT (u.status = 'pending' AND a.status <> 'pending' AND NOT a.removed)`,
+      [chainId, ...positionArrays(moved)],
+    )
+  }
+}
+
+function positionArrays(positions: readonly TransactionPosition[]) {
+  return [
+    positions.map((p) => p.hash),
+    positions.map((p) => p.blockNumber),
+    positions.map((p) => p.blockHash),
+    positions.map((p) => p.blockTimestamp),
+    positions.map((p) => p.transactionIndex),
+    positions.map((p) => p.status),
+  ]
+}
+
+/** Inserts attribution rows at their transaction's position; existing ones move there (not removed). */
+export async function upsertAttributions(
+  client: Queryable,
+  chainId: number,
+  rows: readonly (AttributionRow & { from: string; to: string | null; gasUsed: number | null })[],
+  positions: ReadonlyMap<string, TransactionPosition>,
+): Promise<void> {
+  const placed = rows.filter((row) => positions.has(row.txHash))
+  if (placed.length === 0) return
+  const at = placed.map((row) => positions.get(row.txHash)!)
+  await client.query(
+    `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, block_timestamp,
+       from_address, sender, to_address, schema_id, codes, gas_used, status)
+     SELECT $1, u.tx_hash, u.user_op_hash, u.builder_code, u.code_index, u.block_number, u.block_hash, to_timestamp(u.ts),
+       u.from_address, u.sender, u.to_address, u.schema_id, ARRAY(SELECT jsonb_array_elements_text(u.codes)), u.gas_used, u.status
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::smallint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[],
+       $11::text[], $12::smallint[], $13::jsonb[], $14::bigint[], $15::text[])
+       AS u(tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, ts, from_address, sender, to_address, schema_id,
+            codes, gas_used, status)
+     ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code) DO UPDATE SET block_number = EXCLUDED.block_number,
+       block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, status = EXCLUDED.status,
+       gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
+     WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
+    [
+      chainId,
+      placed.map((r) => r.txHash),
+      placed.map((r) => r.userOpHash),
+      placed.map((r) => r.builderCode),
+      placed.map((r) => r.codeIndex),
+      at.map((p) => p.blockNumber),
+      at.map((p) => p.blockHash),
+      at.map((p) => p.blockTimestamp),
+      placed.map((r) => r.from),
+      placed.map((r) => r.sender),
+      placed.map((r) => r.to),
+      placed.map((r) => r.schemaId),
+      placed.map((r) => JSON.stringify(r.codes)),
+      placed.map((r) => r.gasUsed),
+      at.map((p) => p.status),
+    ],
+  )
+}
