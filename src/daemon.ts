@@ -4,7 +4,9 @@ import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config
 import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
 import { createRangeWorker, createRedis } from './queue/index.js'
+import { toRpcFilter } from './sync/filter.js'
 import { startScheduler } from './sync/scheduler.js'
+import { followPendingLogs } from './sync/subscription.js'
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
@@ -44,6 +46,18 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         poller: indexer.poller,
         headPollMs: config.headPollMs,
         pendingPollMs: config.pendingPollMs,
+        ...(config.rpcWsUrl && config.pendingPollMs > 0
+          ? {
+              whileLeader: (signal: AbortSignal) =>
+                followPendingLogs({
+                  url: config.rpcWsUrl!,
+                  filter: toRpcFilter(indexer.filter),
+                  logger,
+                  signal,
+                  onLogs: (logs) => indexer.poller.store(logs),
+                }),
+            }
+          : {}),
         onFollowEvent: (event) => {
           if (event.type !== 'idle') logger.info({ chain_id: indexer.chainId, ...event }, `head follower: ${event.type}`)
         },
