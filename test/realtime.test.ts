@@ -88,6 +88,23 @@ describe('head follower', () => {
       [tip.number],
     )
     expect(blocks.rows[0].n).toBe(tip.number + 1)
+
+    // anvil's finalized block is head − 64: rows at or below it move to finalized, the rest stay confirmed.
+    await client.request({ method: 'anvil_mine' as never, params: ['0x46'] as never })
+    await buildChain(anvil.url, { blocks: 2, txsPerBlock: 1, emitter })
+    await caughtUp(db, anvil)
+    const finalized = Number((await client.getBlock({ blockTag: 'finalized' })).number)
+    await waitFor(async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block === finalized, 'finality')
+    const statuses = await db.store.pool.query(
+      `SELECT block_number <= $1 AS below, status, count(*) AS n FROM logs WHERE NOT removed GROUP BY 1, 2 ORDER BY 1, 2`,
+      [finalized],
+    )
+    expect(statuses.rows.map((row) => [row.below, row.status])).toEqual([
+      [false, 'confirmed'],
+      [true, 'finalized'],
+    ])
+    const orphans = await db.store.pool.query(`SELECT DISTINCT status FROM logs WHERE removed`)
+    expect(orphans.rows.map((row) => row.status)).toEqual(['confirmed'])
   })
 
   it('resumes after SIGKILL with no gap and no duplicate', async () => {
