@@ -10,7 +10,7 @@ import cliProgress from 'cli-progress'
 import { loadConfig, ConfigError } from '../src/config/index.js'
 import { createIndexer } from '../src/indexer.js'
 import { createLogger } from '../src/logger.js'
-import { createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId } from '../src/queue/index.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
 
 const USAGE =
@@ -80,6 +80,7 @@ async function main(): Promise<number> {
   const say = (message: string, fields: Record<string, unknown> = {}) =>
     options.json ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`) : process.stderr.write(`${message}\n`)
 
+  await checkRedis(config.redisUrl)
   const indexer = await createIndexer(config, logger)
   const cleanups: (() => Promise<unknown>)[] = [() => indexer.close()]
   const cleanup = async () => {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config/index.js'
 import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
-import { createRangeWorker, createRedis } from './queue/index.js'
+import { checkRedis, createRangeWorker, createRedis } from './queue/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
@@ -19,6 +19,7 @@ export function parseRole(argv: string[]): Role {
 }
 
 export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
+  await checkRedis(config.redisUrl)
   const indexer = await createIndexer(config, logger)
   const services: Service[] = [{ name: 'store', stop: () => indexer.close() }]
   const runs = (part: Role) => role === 'all' || role === part

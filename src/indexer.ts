@@ -7,6 +7,7 @@ import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
+import { briefly } from './utils/errors.js'
 import type { Interval } from './utils/interval.js'
 
 // The finalized block moves slowly; one look per this long serves every chunk job in between.
@@ -44,7 +45,10 @@ export async function createIndexer(config: Config, logger: Logger) {
     request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
     batch: <T>(calls: RpcCall[]) => withRetry(() => rpc.batch<T>(calls)),
   }
-  const chainId = await withRetry(() => rpc.chainId())
+  const chainId = await withRetry(() => rpc.chainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
+    await store.close()
+    throw new Error(`the node is not reachable at ${config.rpcUrl} (${briefly(error)}): start it, or set RPC_URL`)
+  })
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })

@@ -21,7 +21,7 @@ async function main() {
   try {
     services = await startDaemon(config, role, logger)
   } catch (error) {
-    logger.fatal({ err: error }, 'codetrail could not start')
+    logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
     process.stderr.write(`codetrail could not start: ${(error as Error).message}\n`)
     process.exit(1)
   }

@@ -61,7 +61,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIME
  */
 export function toErrorAnswer(error: unknown): Answer {
   if (error instanceof ApiError) return { status: error.statusCode, code: error.code, message: error.message }
-  const e = error as Partial<FastifyError> & { validation?: unknown }
+  const e = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError> & { validation?: unknown }
   if (Array.isArray(e.validation)) return validationAnswer(e as ValidationError)
   if (typeof e.code === 'string') {
     const known = FASTIFY_CODES[e.code]

@@ -120,102 +120,115 @@ export async function createApi({
     createStore({ databaseUrl: config.databaseUrl, max: API_POOL_SIZE, applicationName: 'codetrail-api', statementTimeoutMs })
   if (!givenStore) owned.push(() => store.close())
 
-  const handleError = createErrorHandler(logger)
-  const app = Fastify({
-    // pino's Logger carries more than Fastify's base logger type; Fastify only uses the base methods.
-    loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
-    // Per-request lines would drown the indexer's logs; the duration histogram covers requests.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy,
-    // Malformed URLs and over-long path parameters are answered before routing; give them the envelope too.
-    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
-    clientErrorHandler: handleClientError,
-  }).withTypeProvider<ZodTypeProvider>()
-  app.setValidatorCompiler(validatorCompiler)
-  app.setSerializerCompiler(serializerCompiler)
-  app.setErrorHandler(handleError)
-  // JSON only: a text/plain body gets 415 instead of reaching a route as a string.
-  app.removeContentTypeParser('text/plain')
-
-  app.addHook('onResponse', async (request, reply) => {
-    metrics.httpRequestDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode },
-      reply.elapsedTime / 1000,
-    )
-  })
-
-  await app.register(rateLimit, {
-    global: true,
-    max: maxPerMinute,
-    timeWindow: RATE_LIMIT_WINDOW_MS,
-    ...(redis ? { redis, nameSpace: `${config.redisPrefix}:rate-limit:` } : {}),
-    // Redis being away must not take the API down with it.
-    skipOnError: true,
-    errorResponseBuilder: (_request, context) =>
-      new ApiError(429, 'rate_limited', `Too many requests: at most ${context.max} per minute per client; retry in ${context.after}.`),
-  })
-
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'codetrail',
-        version: '1',
-        description: 'EVM log index with pre-confirmed state and ERC-8021 builder-code attribution.',
-      },
-      tags: [
-        { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
-        { name: 'attributions', description: 'Transactions attributed to builder codes.' },
-        { name: 'logs', description: 'The raw log index.' },
-        { name: 'operations', description: 'Health, readiness and metrics.' },
-      ],
-    },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
-  })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
-  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
-
-  const context: ApiContext = {
-    db: store.db,
-    chainId,
-    logger,
-    rpc,
-    registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
+  const closeOwned = async () => {
+    for (const close of owned.reverse()) await close()
   }
-  const queues = givenQueues ?? []
-  if (config.adminUi && queues.length === 0) {
-    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
-    queues.push(rangeQueue.queue)
-    owned.push(() => rangeQueue.close())
+  let app: Awaited<ReturnType<typeof buildApp>>
+  try {
+    app = await buildApp()
+  } catch (error) {
+    await closeOwned()
+    throw error
   }
-
-  await app.register(healthRoutes, { ...context, redis, metrics, queues })
-  await app.register(builderCodeRoutes, context)
-  await app.register(attributionRoutes, context)
-  await app.register(transactionRoutes, context)
-  await app.register(logRoutes, context)
-
-  if (config.adminUi) {
-    const serverAdapter = new FastifyAdapter()
-    serverAdapter.setBasePath('/admin/queues')
-    createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: false })), serverAdapter })
-    await app.register(serverAdapter.registerPlugin(), { prefix: '/admin/queues' })
-  }
-
-  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request) => {
-    throw new ApiError(404, 'not_found', `There is no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)
-  })
-
-  await app.ready()
-
   return {
     app,
     listen: () => app.listen({ port: config.port, host }),
     async close() {
       await app.close()
-      for (const close of owned.reverse()) await close()
+      await closeOwned()
     },
+  }
+
+  async function buildApp() {
+    const handleError = createErrorHandler(logger)
+    const app = Fastify({
+      // pino's Logger carries more than Fastify's base logger type; Fastify only uses the base methods.
+      loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
+      // Per-request lines would drown the indexer's logs; the duration histogram covers requests.
+      logController: new LogController({ disableRequestLogging: true }),
+      bodyLimit: BODY_LIMIT_BYTES,
+      trustProxy,
+      // Malformed URLs and over-long path parameters are answered before routing; give them the envelope too.
+      frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+      clientErrorHandler: handleClientError,
+    }).withTypeProvider<ZodTypeProvider>()
+    app.setValidatorCompiler(validatorCompiler)
+    app.setSerializerCompiler(serializerCompiler)
+    app.setErrorHandler(handleError)
+    // JSON only: a text/plain body gets 415 instead of reaching a route as a string.
+    app.removeContentTypeParser('text/plain')
+
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.httpRequestDuration.observe(
+        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode },
+        reply.elapsedTime / 1000,
+      )
+    })
+
+    await app.register(rateLimit, {
+      global: true,
+      max: maxPerMinute,
+      timeWindow: RATE_LIMIT_WINDOW_MS,
+      ...(redis ? { redis, nameSpace: `${config.redisPrefix}:rate-limit:` } : {}),
+      // Redis being away must not take the API down with it.
+      skipOnError: true,
+      errorResponseBuilder: (_request, context) =>
+        new ApiError(429, 'rate_limited', `Too many requests: at most ${context.max} per minute per client; retry in ${context.after}.`),
+    })
+
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'codetrail',
+          version: '1',
+          description: 'EVM log index with pre-confirmed state and ERC-8021 builder-code attribution.',
+        },
+        tags: [
+          { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
+          { name: 'attributions', description: 'Transactions attributed to builder codes.' },
+          { name: 'logs', description: 'The raw log index.' },
+          { name: 'operations', description: 'Health, readiness and metrics.' },
+        ],
+      },
+      transform: jsonSchemaTransform,
+      transformObject: jsonSchemaTransformObject,
+    })
+    await app.register(swaggerUi, { routePrefix: '/docs' })
+    app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
+
+    const context: ApiContext = {
+      db: store.db,
+      chainId,
+      logger,
+      rpc,
+      registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
+    }
+    const queues = [...(givenQueues ?? [])]
+    if (config.adminUi && queues.length === 0) {
+      const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      queues.push(rangeQueue.queue)
+      owned.push(() => rangeQueue.close())
+    }
+
+    await app.register(healthRoutes, { ...context, redis, metrics, queues })
+    await app.register(builderCodeRoutes, context)
+    await app.register(attributionRoutes, context)
+    await app.register(transactionRoutes, context)
+    await app.register(logRoutes, context)
+
+    if (config.adminUi) {
+      const serverAdapter = new FastifyAdapter()
+      serverAdapter.setBasePath('/admin/queues')
+      createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })), serverAdapter })
+      await app.register(serverAdapter.registerPlugin(), { prefix: '/admin/queues' })
+    }
+
+    app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request) => {
+      throw new ApiError(404, 'not_found', `There is no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)
+    })
+
+    await app.ready()
+    return app
   }
 }

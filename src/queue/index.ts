@@ -1,6 +1,7 @@
 import { Queue, QueueEvents, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
+import { briefly } from '../utils/errors.js'
 
 export { UnrecoverableError }
 
@@ -39,6 +40,21 @@ export type QueueContext = { redisUrl: string; prefix: string }
 /** A Redis connection as BullMQ wants it for blocking commands. */
 export function createRedis(redisUrl: string): Redis {
   return new Redis(redisUrl, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false })
+}
+
+/** Fails fast, with the address in the message, when Redis does not answer a PING. */
+export async function checkRedis(redisUrl: string, timeoutMs = 3_000): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 0, connectTimeout: timeoutMs, lazyConnect: true, retryStrategy: () => null })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+    await redis.ping()
+  } catch (error) {
+    const { hostname, port } = new URL(redisUrl)
+    throw new Error(`Redis is not reachable at ${hostname}:${port || 6379} (${(error as Error).message}): start it, or set REDIS_URL`)
+  } finally {
+    redis.disconnect()
+  }
 }
 
 export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
@@ -109,14 +125,6 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
 }
 
 export type RangeWorker = ReturnType<typeof createRangeWorker>
-
-/** The first line of an error's message, capped: viem's messages carry whole request bodies. */
-export function briefly(error: unknown): string {
-  const message = (error as { shortMessage?: string; message?: string })?.shortMessage ?? (error as Error)?.message ?? String(error)
-  const details = (error as { details?: string })?.details
-  const line = `${message.split('\n')[0]}${details ? `: ${details}` : ''}`
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line
-}
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
 export function createRangeEvents({ redisUrl, prefix }: QueueContext) {

@@ -9,7 +9,10 @@ const MIGRATION_LOCK_KEY = 0x636f6465
 
 /** Applies the drizzle-kit migrations in `migrations/`, once even when several processes start together. */
 export async function runMigrations(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect()
+  const client = await pool.connect().catch((error: Error) => {
+    const { hostname, port } = new URL(pool.options.connectionString ?? 'postgres://127.0.0.1:5432')
+    throw new Error(`PostgreSQL is not reachable at ${hostname}:${port || 5432} (${error.message}): start it, or set DATABASE_URL`)
+  })
   try {
     await client.query('SET client_min_messages = warning')
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])

@@ -97,7 +97,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     }
     await params.extraWrites?.(client)
     await recordInterval(client, chainId, filterId, [first.number, last.number] satisfies Interval)
-    await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash, headBlock: last.number })
+    await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash })
     return { confirmed: claimed.rowCount ?? 0, dropped: dropped.rowCount ?? 0 }
   })
 }

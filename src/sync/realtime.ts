@@ -57,6 +57,7 @@ export type HeadFollowerContext = {
  */
 export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
+  let lastHead: number | undefined
 
   /** Sets the follower's position just before `startBlock` on the very first start. */
   async function initialise(): Promise<{ liveBlock: number; liveHash: string }> {
@@ -102,6 +103,10 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const { liveBlock, liveHash } = await initialise()
     const head = await context.fetchHeader('latest')
     if (!head) return [{ type: 'retry', reason: 'node has no latest block' }]
+    if (head.number !== lastHead) {
+      await updateChainState(pool, chainId, { headBlock: head.number })
+      lastHead = head.number
+    }
     if (head.number <= liveBlock) {
       const atLive = await context.fetchHeader(liveBlock)
       if (atLive && atLive.hash !== liveHash) return [await reorg(liveBlock, liveHash, atLive.hash)]

@@ -116,6 +116,10 @@ export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash
 
 export type StatsInterval = 'hour' | 'day'
 
+export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
+/** Buckets are counted from the Unix epoch, so days are UTC days. */
+const EPOCH = new Date(0)
+
 export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
 
 export type StatsBucket = {
@@ -152,7 +156,7 @@ export async function builderCodeStats(
       count(distinct sender)::int8 as distinct_senders,
       coalesce(sum(gas_used), 0)::text as gas_used
     from (
-      select date_trunc(${interval}::text, ${attributions.blockTimestamp}, 'UTC') as start,
+      select date_bin(${`${INTERVAL_MS[interval] / 1000} seconds`}::interval, ${attributions.blockTimestamp}, ${EPOCH}) as start,
         ${attributions.status} as status, ${attributions.sender} as sender,
         ${attributions.gasUsed} as gas_used
       from ${attributions}
@@ -182,7 +186,6 @@ export async function builderCodeStats(
   }
 }
 
-export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
 
 /** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */
 export function bucketStarts(interval: StatsInterval, since: Date, until: Date): number[] {

@@ -1,0 +1,123 @@
+/**
+ * The machine's own limits on the fixture, measured with the plainest clients: `eth_getLogs` plus
+ * the inputs of the transactions behind the logs (what any indexer with attribution must fetch), and
+ * PostgreSQL `COPY` of the very rows codetrail stores.
+ */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type pg from 'pg'
+import copyStreams from 'pg-copy-streams'
+import { LOG_COPY_COLUMNS, toCopyText, toLogRows, type LogInput } from '../../src/store/logRows.js'
+import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
+
+// As codetrail's attributor: 100 calls per batch, 4 batches in flight.
+const INPUT_BATCH_SIZE = 100
+const INPUT_BATCHES_IN_FLIGHT = 4
+// As codetrail's COPY writer: rows per piece of COPY text.
+const COPY_PIECE_ROWS = 2_000
+
+export type RpcLimitParameters = {
+  rpcUrl: string
+  range: [number, number]
+  chunkBlocks: number
+  /** `eth_getLogs` chunks in flight: the indexer's WORKER_CONCURRENCY. */
+  concurrency: number
+}
+
+export type RpcLimit = {
+  logs: number
+  transactions: number
+  getLogsMs: number
+  inputsMs: number
+  /** Logs of the whole range per second of both phases. */
+  logsPerSec: number
+  getLogsPerSec: number
+  inputsPerSec: number
+}
+
+/** `eth_getLogs` over the range in chunks, then `eth_getTransactionByHash` of every transaction behind them. */
+export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency }: RpcLimitParameters): Promise<RpcLimit> {
+  const rpc = createRawRpc(rpcUrl, Math.max(concurrency, INPUT_BATCHES_IN_FLIGHT))
+  try {
+    const hashes = new Set<string>()
+    let logs = 0
+    let started = performance.now()
+    await inParallel(blockChunks(range[0], range[1], chunkBlocks), concurrency, async ([from, to]) => {
+      const answer = await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }])
+      logs += answer.length
+      for (const log of answer) hashes.add(log.transactionHash!)
+    })
+    const getLogsMs = performance.now() - started
+
+    const batches: string[][] = []
+    const all = [...hashes]
+    for (let i = 0; i < all.length; i += INPUT_BATCH_SIZE) batches.push(all.slice(i, i + INPUT_BATCH_SIZE))
+    let inputBytes = 0
+    started = performance.now()
+    await inParallel(batches, INPUT_BATCHES_IN_FLIGHT, async (batch) => {
+      const transactions = await rpc.batch<{ input: string } | null>(batch.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+      for (const tx of transactions) inputBytes += tx ? tx.input.length : 0
+    })
+    const inputsMs = performance.now() - started
+    if (inputBytes === 0 && all.length > 0) throw new Error('the node returned no transaction inputs')
+    return {
+      logs,
+      transactions: all.length,
+      getLogsMs,
+      inputsMs,
+      logsPerSec: (logs / (getLogsMs + inputsMs)) * 1000,
+      getLogsPerSec: (logs / getLogsMs) * 1000,
+      inputsPerSec: (all.length / inputsMs) * 1000,
+    }
+  } finally {
+    rpc.close()
+  }
+}
+
+export type CopyLimitParameters = {
+  rpcUrl: string
+  pool: pg.Pool
+  chainId: number
+  range: [number, number]
+  chunkBlocks: number
+}
+
+export type CopyLimit = { rows: number; copyMs: number; rowsPerSec: number; tableMiB: number }
+
+const COPY_TABLE = 'bench_raw_copy'
+
+/**
+ * `COPY FROM STDIN` of the fixture's rows, exactly as codetrail renders them (`toLogRows`,
+ * `toCopyText`), one statement per chunk into a table with the same columns and no index. Only the
+ * `COPY` is timed; fetching and rendering happen before each one.
+ */
+export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBlocks }: CopyLimitParameters): Promise<CopyLimit> {
+  const rpc = createRawRpc(rpcUrl, 1)
+  const client = await pool.connect()
+  try {
+    await client.query(`DROP TABLE IF EXISTS ${COPY_TABLE}`)
+    await client.query(
+      `CREATE TABLE ${COPY_TABLE} (chain_id integer NOT NULL, block_number bigint NOT NULL, block_hash text NOT NULL,
+        block_timestamp timestamptz NOT NULL, transaction_hash text NOT NULL, transaction_index integer NOT NULL,
+        log_index integer NOT NULL, tx_log_ordinal integer NOT NULL, address text NOT NULL, topic0 text, topic1 text,
+        topic2 text, topic3 text, data text NOT NULL, status text NOT NULL)`,
+    )
+    let rows = 0
+    let copyMs = 0
+    for (const [from, to] of blockChunks(range[0], range[1], chunkBlocks)) {
+      const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
+      const pieces: string[] = []
+      for (let i = 0; i < logRows.length; i += COPY_PIECE_ROWS) pieces.push(toCopyText(logRows.slice(i, i + COPY_PIECE_ROWS), chainId, () => 'confirmed'))
+      const started = performance.now()
+      await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${COPY_TABLE} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
+      copyMs += performance.now() - started
+      rows += logRows.length
+    }
+    const { rows: size } = await client.query<{ bytes: string }>(`SELECT pg_total_relation_size('${COPY_TABLE}') AS bytes`)
+    await client.query(`DROP TABLE ${COPY_TABLE}`)
+    return { rows, copyMs, rowsPerSec: (rows / copyMs) * 1000, tableMiB: Number(size[0]!.bytes) / 2 ** 20 }
+  } finally {
+    client.release()
+    rpc.close()
+  }
+}

@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+// /proc/<pid>/stat counts CPU time in clock ticks, 100 per second on Linux.
+const CLOCK_TICKS = 100
+
+export type NodeChild = {
+  child: ChildProcess
+  pid: number
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>
+  /** The last lines of stderr, for error messages. */
+  stderrTail: () => string
+  stop: (signal?: NodeJS.Signals) => Promise<number | string>
+}
+
+export type SpawnNodeParameters = {
+  entry: string
+  args?: string[]
+  env: Record<string, string>
+  /** Flags for node itself, e.g. `--cpu-prof`. */
+  nodeFlags?: string[]
+  onStdoutLine?: (line: string, at: number) => void
+  onStderrLine?: (line: string, at: number) => void
+}
+
+/** Runs a TypeScript entry point of the repo as one node process (tsx as a loader, so the pid is the one that works). */
+export function spawnNode({ entry, args = [], env, nodeFlags = [], onStdoutLine, onStderrLine }: SpawnNodeParameters): NodeChild {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', entry, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const tail: string[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => onStdoutLine?.(line, performance.now()))
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    tail.push(line)
+    if (tail.length > 20) tail.shift()
+    onStderrLine?.(line, performance.now())
+  })
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')))
+  return {
+    child,
+    pid: child.pid!,
+    exited,
+    stderrTail: () => tail.join('\n'),
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      return exited
+    },
+  }
+}
+
+/** Resident set size now and its peak (VmHWM) in MiB, or null once the process is gone. */
+export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } | null {
+  let status: string
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  } catch {
+    return null
+  }
+  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
+  return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 }
+}
+
+/** User + system CPU seconds the process has used so far, or null once it is gone. */
+export function cpuSecondsOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return null
+  }
+}
+
+/** PostgreSQL backends connected to `database` (their process title names it). */
+export function postgresBackendsOf(database: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8')
+      if (title.startsWith('postgres: ') && title.includes(` ${database} `)) pids.push(Number(entry))
+    } catch {}
+  }
+  return pids
+}
+
+export type Sample = { at: number; rssMiB: number }
+
+export type ProcessWatch = {
+  /** RSS of the watched process over time. */
+  samples: Sample[]
+  /** Highest VmHWM seen. */
+  peakMiB: () => number
+  /** CPU seconds of the watched process and of each group of others, since the watch started. */
+  cpu: () => Record<string, number>
+  stop: () => void
+}
+
+/**
+ * Samples a process's memory, and the CPU time of it and of other processes by group (e.g. anvil,
+ * the database's backends), every `everyMs`. A process first seen after the watch began counts all
+ * its CPU time; any counts up to its last sample.
+ */
+export function watchProcess(pid: number, others: Record<string, () => number[]>, everyMs = 200): ProcessWatch {
+  const samples: Sample[] = []
+  let peak = 0
+  const baseline = new Map<number, number>()
+  const latest = new Map<number, { group: string; seconds: number }>()
+  let initial = true
+  const sample = () => {
+    const memory = memoryOf(pid)
+    if (memory) {
+      samples.push({ at: performance.now(), rssMiB: memory.rssMiB })
+      peak = Math.max(peak, memory.peakMiB)
+    }
+    for (const [group, pids] of [['codetrail', () => [pid]] as const, ...Object.entries(others)]) {
+      for (const p of pids()) {
+        const seconds = cpuSecondsOf(p)
+        if (seconds === null) continue
+        if (!baseline.has(p)) baseline.set(p, initial ? seconds : 0)
+        latest.set(p, { group, seconds })
+      }
+    }
+    initial = false
+  }
+  sample()
+  const timer = setInterval(sample, everyMs)
+  return {
+    samples,
+    peakMiB: () => peak,
+    cpu: () => {
+      const totals: Record<string, number> = {}
+      for (const [p, { group, seconds }] of latest) totals[group] = (totals[group] ?? 0) + seconds - baseline.get(p)!
+      return totals
+    },
+    stop: () => {
+      sample()
+      clearInterval(timer)
+    },
+  }
+}

@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+
+export type BenchDatabase = { name: string; url: string; pool: pg.Pool; drop: () => Promise<void> }
+
+/**
+ * A fresh database `codetrail_bench_<random>` on the server of `adminUrl`, dropped by `drop()`;
+ * no other database is touched.
+ */
+export async function createBenchDatabase(adminUrl: string, label = ''): Promise<BenchDatabase> {
+  const name = `codetrail_bench_${label ? `${label}_` : ''}${randomBytes(4).toString('hex')}`
+  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`))
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'codetrail-bench' })
+  return {
+    name,
+    url: url.toString(),
+    pool,
+    drop: async () => {
+      await pool.end()
+      await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    },
+  }
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  try {
+    return await fn(admin)
+  } finally {
+    await admin.end()
+  }
+}
+
+/** A Redis key prefix of the bench's own and a cleanup that deletes its keys. */
+export function createBenchRedisPrefix(redisUrl: string, label: string): { prefix: string; cleanup: () => Promise<void> } {
+  const prefix = `ct_bench_${label}_${randomBytes(4).toString('hex')}`
+  return {
+    prefix,
+    cleanup: async () => {
+      const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+      try {
+        let cursor = '0'
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+          cursor = next
+          if (keys.length > 0) await redis.del(...keys)
+        } while (cursor !== '0')
+      } finally {
+        redis.disconnect()
+      }
+    },
+  }
+}

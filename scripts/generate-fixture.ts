@@ -1,0 +1,163 @@
+/**
+ * The bench's fixture chain: Emitter calls in segments of different densities (few transactions with
+ * many logs, many with few), every log shape, and an ERC-8021 suffix on every fifth transaction.
+ * Generated once on anvil and cached as an anvil state dump in `bench/fixture/<name>.json`, named by
+ * the generator's parameters, beside `<name>.meta.json` that says what the chain holds.
+ *
+ *   node --import tsx scripts/generate-fixture.ts [--quick] [--force]
+ */
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { Attribution } from 'ox/erc8021'
+import type { Hex } from 'viem'
+import { startAnvil } from '../src/devnet/anvil.js'
+import { buildChain } from '../test/fixtures/chain.js'
+
+export const FIXTURE_DIR = fileURLToPath(new URL('../bench/fixture/', import.meta.url))
+// Bump when the chain it builds changes for the same parameters, so stale dumps are not reused.
+const GENERATOR_VERSION = 1
+
+export type FixtureSegment = { blocks: number; txsPerBlock: number; logsPerTx: number }
+
+export type FixtureParameters = {
+  /** Built in order with one Emitter; each block holds `txsPerBlock × logsPerTx` logs. */
+  segments: FixtureSegment[]
+  /** Transaction `i` of a segment carries a suffix when `i % suffixEvery === 0`. */
+  suffixEvery: number
+  /** Size of the pool of builder codes the suffixes cycle through. */
+  codes: number
+}
+
+export type FixtureSize = 'full' | 'quick'
+
+/** Both sizes hold 80 logs per block; half the blocks have 20 logs per transaction, half 5. */
+export const FIXTURE_PARAMETERS: Record<FixtureSize, FixtureParameters> = {
+  full: {
+    segments: [
+      { blocks: 3_250, txsPerBlock: 4, logsPerTx: 20 },
+      { blocks: 3_250, txsPerBlock: 16, logsPerTx: 5 },
+    ],
+    suffixEvery: 5,
+    codes: 100,
+  },
+  quick: {
+    segments: [
+      { blocks: 625, txsPerBlock: 4, logsPerTx: 20 },
+      { blocks: 625, txsPerBlock: 16, logsPerTx: 5 },
+    ],
+    suffixEvery: 5,
+    codes: 100,
+  },
+}
+
+export type FixtureMeta = {
+  name: string
+  parameters: FixtureParameters
+  chainId: number
+  /** First and last block holding fixture logs; a backfill from block 0 to `toBlock` covers them all. */
+  fromBlock: number
+  toBlock: number
+  logs: number
+  transactions: number
+  suffixed: number
+  emitter: string
+  generatedMs: number
+}
+
+export type Fixture = FixtureMeta & { statePath: string; stateBytes: number }
+
+/** `bench_` + 3 digits: the shape of the codes Base issues (`bc_` + 8 characters). */
+export function benchCode(k: number): string {
+  return `bc_bench${String(k).padStart(3, '0')}`
+}
+
+/** The suffix of transaction `i` of a segment, or undefined for none. */
+export function fixtureSuffix(parameters: FixtureParameters, i: number): Hex | undefined {
+  if (i % parameters.suffixEvery !== 0) return undefined
+  return Attribution.toDataSuffix({ codes: [benchCode((i / parameters.suffixEvery) % parameters.codes)] })
+}
+
+export function fixtureName(size: FixtureSize, parameters: FixtureParameters = FIXTURE_PARAMETERS[size]): string {
+  const key = createHash('sha256').update(JSON.stringify({ GENERATOR_VERSION, parameters })).digest('hex').slice(0, 10)
+  return `${size}-${key}`
+}
+
+export type EnsureFixtureParameters = {
+  size: FixtureSize
+  /** Regenerate even when a dump with these parameters exists. */
+  force?: boolean
+  /** Progress lines for the user. */
+  say?: (message: string) => void
+}
+
+/** The cached fixture of `size`, generated first when missing. */
+export async function ensureFixture({ size, force = false, say = () => {} }: EnsureFixtureParameters): Promise<Fixture> {
+  const parameters = FIXTURE_PARAMETERS[size]
+  const name = fixtureName(size, parameters)
+  const statePath = `${FIXTURE_DIR}${name}.json`
+  const metaPath = `${FIXTURE_DIR}${name}.meta.json`
+  if (!force && existsSync(statePath) && existsSync(metaPath)) {
+    const meta = JSON.parse(readFileSync(metaPath, 'utf8')) as FixtureMeta
+    return { ...meta, statePath, stateBytes: statSync(statePath).size }
+  }
+  mkdirSync(FIXTURE_DIR, { recursive: true })
+  const partialPath = `${FIXTURE_DIR}${name}.partial.json`
+  rmSync(partialPath, { force: true })
+  say(`generating fixture ${name} (cached in ${FIXTURE_DIR})…`)
+  const started = performance.now()
+  const anvil = await startAnvil({ dumpState: partialPath })
+  let meta: FixtureMeta
+  try {
+    meta = await generate(anvil.url, name, parameters, say)
+  } finally {
+    // anvil writes the dump as it exits.
+    await anvil.stop()
+  }
+  if (!existsSync(partialPath)) throw new Error(`anvil wrote no state dump to ${partialPath}`)
+  meta.generatedMs = Math.round(performance.now() - started)
+  renameSync(partialPath, statePath)
+  writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`)
+  const stateBytes = statSync(statePath).size
+  say(`fixture ${name}: ${meta.logs} logs, ${meta.transactions} transactions in blocks ${meta.fromBlock}–${meta.toBlock}, ${(stateBytes / 2 ** 20).toFixed(0)} MiB, ${(meta.generatedMs / 1000).toFixed(1)} s`)
+  return { ...meta, statePath, stateBytes }
+}
+
+async function generate(rpcUrl: string, name: string, parameters: FixtureParameters, say: (message: string) => void): Promise<FixtureMeta> {
+  let emitter: `0x${string}` | undefined
+  let fromBlock: number | undefined
+  let toBlock = 0
+  let logs = 0
+  let transactions = 0
+  let suffixed = 0
+  for (const segment of parameters.segments) {
+    const chain = await buildChain(rpcUrl, {
+      ...segment,
+      largeDataEvery: 0,
+      suffix: (i) => fixtureSuffix(parameters, i),
+      ...(emitter ? { emitter } : {}),
+    })
+    emitter = chain.emitter
+    fromBlock ??= Number(chain.fromBlock)
+    toBlock = Number(chain.toBlock)
+    const count = segment.blocks * segment.txsPerBlock
+    transactions += count
+    suffixed += Math.ceil(count / parameters.suffixEvery)
+    logs += count * segment.logsPerTx
+    say(`  segment of ${segment.blocks} blocks × ${segment.txsPerBlock} txs × ${segment.logsPerTx} logs done (block ${toBlock})`)
+  }
+  const response = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+  })
+  const chainId = Number(((await response.json()) as { result: string }).result)
+  return { name, parameters, chainId, fromBlock: fromBlock!, toBlock, logs, transactions, suffixed, emitter: emitter!, generatedMs: 0 }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, force: { type: 'boolean', default: false } }, strict: true })
+  const fixture = await ensureFixture({ size: values.quick ? 'quick' : 'full', force: values.force, say: (m) => process.stderr.write(`${m}\n`) })
+  process.stdout.write(`${JSON.stringify(fixture, null, 2)}\n`)
+}
