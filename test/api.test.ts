@@ -139,7 +139,7 @@ async function allPages<T>(url: string, limit: number): Promise<{ items: T[]; pa
   let pages = 0
   do {
     const separator = url.includes('?') ? '&' : '?'
-    const { status, body } = await get<Page<T>>(`${url}${separator}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
+    const { status, body }: { status: number; body: Page<T> } = await get<Page<T>>(`${url}${separator}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
     expect(status).toBe(200)
     expect(body.items.length).toBeLessThanOrEqual(limit)
     items.push(...body.items)
