@@ -3,7 +3,7 @@ import type { Hex } from 'viem'
 import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
 import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
-import { spawnTs, type Spawned } from './helpers/processes.js'
+import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
@@ -105,6 +105,32 @@ describe('head follower', () => {
     ])
     const orphans = await db.store.pool.query(`SELECT DISTINCT status FROM logs WHERE removed`)
     expect(orphans.rows.map((row) => row.status)).toEqual(['confirmed'])
+  })
+
+  it('repairs backfilled rows from a fork orphaned before live indexing began, before they become final', async () => {
+    const { anvil, db, env, client } = await setup()
+    const { emitter } = await buildChain(anvil.url, { blocks: 8, txsPerBlock: 2 })
+    const backfilled = await head(anvil)
+    const backfill = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(backfilled.number)], env)
+    expect(backfill.code, backfill.output).toBe(0)
+
+    const depth = 3
+    const orphaned = await client.getLogs({ fromBlock: BigInt(backfilled.number - depth + 1), toBlock: BigInt(backfilled.number) })
+    const replacer = anvilAccount(7)
+    const replacement = await rawSignedTx(anvil.url, { from: replacer, to: emitter, data: encodeEmitMany(4, 5000, '0xabcd'), nonce: 0 })
+    await client.request({ method: 'anvil_reorg' as never, params: [depth, [[replacement, 1]]] as never })
+
+    // Live indexing starts after the backfilled range: its parent-hash checks never see the old fork.
+    daemon({ ...env, START_BLOCK: String(backfilled.number + 1) })
+    await client.request({ method: 'anvil_mine' as never, params: ['0x48'] as never })
+    await caughtUp(db, anvil)
+    await waitFor(async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block >= backfilled.number, 'finality over the backfilled range')
+    const tip = await head(anvil)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, [0, tip.number])
+    const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM logs WHERE removed AND block_hash = ANY($1::text[])`, [
+      [...new Set(orphaned.map((log) => log.blockHash))],
+    ])
+    expect(rows[0].n).toBe(orphaned.length)
   })
 
   it('resumes after SIGKILL with no gap and no duplicate', async () => {

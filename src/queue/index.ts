@@ -1,4 +1,4 @@
-import { Queue, QueueEvents, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq'
+import { Queue, QueueEvents, UnrecoverableError, Worker, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { briefly } from '../utils/errors.js'
@@ -92,13 +92,13 @@ export type CreateRangeWorkerParameters = QueueContext & {
   concurrency: number
   lockDurationMs: number
   logger: Logger
-  process: (data: RangeJobData, job: Job<RangeJobData, RangeJobResult>) => Promise<RangeJobResult>
+  process: (data: RangeJobData) => Promise<RangeJobResult>
 }
 
 /** A BullMQ worker for range jobs; errors other than `UnrecoverableError` retry with backoff. */
 export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
   const connection = createRedis(redisUrl)
-  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => process(job.data, job), {
+  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => process(job.data), {
     connection,
     prefix,
     concurrency,

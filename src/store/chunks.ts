@@ -15,6 +15,8 @@ export type StoreLogChunkParameters = {
   blocks?: readonly BlockRow[]
   /** Blocks at or below this number are stored as `finalized`, the rest as `confirmed`. */
   finalizedBlock: number | null
+  /** Store even when the range is recorded as stored (blocks fetched again after an orphaned fork). */
+  force?: boolean
   /** Further writes that must commit with the logs (transactions, attributions). */
   extraWrites?: (client: pg.PoolClient) => Promise<void>
 }
@@ -31,7 +33,7 @@ export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParamete
   const statusOf = (blockNumber: number): Status =>
     finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
   return withTransaction(pool, async (client) => {
-    if (await isCovered(client, chainId, filterId, range)) return { stored: false, inserted: 0 }
+    if (!params.force && (await isCovered(client, chainId, filterId, range))) return { stored: false, inserted: 0 }
     const inserted = await insertCanonicalLogs(client, chainId, rows, (row) => statusOf(row.blockNumber))
     const headers = new Map((params.blocks ?? []).map((block) => [block.hash, block]))
     for (const block of blocksOfLogs(rows)) if (!headers.has(block.hash)) headers.set(block.hash, block)

@@ -83,3 +83,14 @@ export async function updateChainState(db: Queryable, chainId: number, fields: P
     [chainId, ...values],
   )
 }
+
+/** The filters whose stored progress covers a block (their logs there must be kept right). */
+export async function filtersCovering(db: Queryable, chainId: number, blockNumber: number): Promise<FilterRecord[]> {
+  const { rows } = await db.query(
+    `SELECT f.chain_id AS "chainId", f.filter_id AS "filterId", f.addresses, f.topics FROM sync_filters f
+     WHERE f.chain_id = $1 AND EXISTS (SELECT 1 FROM sync_intervals i WHERE i.chain_id = f.chain_id AND i.filter_id = f.filter_id
+       AND i.from_block <= $2 AND i.to_block >= $2)`,
+    [chainId, blockNumber],
+  )
+  return rows as FilterRecord[]
+}

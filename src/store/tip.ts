@@ -204,3 +204,31 @@ export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: re
   )
   return result.rowCount ?? 0
 }
+
+/** Distinct blocks of `(from, to]` that hold confirmed (not yet final), not removed logs. */
+export async function confirmedBlocks(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string }[]> {
+  const { rows } = await db.query(
+    `SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs
+     WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed`,
+    [chainId, from, to],
+  )
+  return rows as { number: number; hash: string }[]
+}
+
+/** Marks everything stored from these (orphaned) blocks as removed. */
+export async function orphanBlocks(pool: pg.Pool, chainId: number, hashes: readonly string[]): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    await client.query(`UPDATE blocks SET removed = true, updated_at = now() WHERE chain_id = $1 AND hash = ANY($2::text[])`, [chainId, hashes])
+    const logs = await client.query(
+      `UPDATE logs SET removed = true, updated_at = now() WHERE chain_id = $1 AND block_hash = ANY($2::text[]) AND NOT removed`,
+      [chainId, hashes],
+    )
+    for (const table of ['transactions', 'attributions']) {
+      await client.query(`UPDATE ${table} SET removed = true, updated_at = now() WHERE chain_id = $1 AND block_hash = ANY($2::text[]) AND NOT removed`, [
+        chainId,
+        hashes,
+      ])
+    }
+    return logs.rowCount ?? 0
+  })
+}

@@ -57,10 +57,10 @@ export type RangeContext = {
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
 export function createRangeProcessor(context: RangeContext) {
-  return async function processRange(data: RangeJobData): Promise<RangeJobResult> {
+  return async function processRange(data: RangeJobData, { force = false } = {}): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
-    if (await isCovered(context.pool, data.chainId, data.filterId, range)) return { logs: 0, inserted: 0, stored: false }
+    if (!force && (await isCovered(context.pool, data.chainId, data.filterId, range))) return { logs: 0, inserted: 0, stored: false }
     const filter = { addresses: data.addresses, topics: data.topics }
     const [logs, finalizedBlock] = await Promise.all([context.fetchLogs(range, filter), context.finalizedBlock()])
 
@@ -78,6 +78,7 @@ export function createRangeProcessor(context: RangeContext) {
       rows,
       blocks,
       finalizedBlock,
+      force,
       ...(extraWrites ? { extraWrites } : {}),
     })
     context.logger.info(

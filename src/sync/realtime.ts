@@ -3,6 +3,8 @@ import type { Logger } from '../logger.js'
 import {
   advanceFinality,
   applyReorg,
+  confirmedBlocks,
+  orphanBlocks,
   getCanonicalBlock,
   getChainState,
   insertBlocks,
@@ -48,6 +50,8 @@ export type HeadFollowerContext = {
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
   finalizedBlock: () => Promise<number | null>
+  /** Stores the canonical logs of these blocks again for every filter whose progress covers them. */
+  refetchBlocks?: (numbers: readonly number[]) => Promise<void>
   attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
@@ -75,28 +79,51 @@ export function createHeadFollower(context: HeadFollowerContext) {
     return { liveBlock: start - 1, liveHash: anchor?.hash ?? `0x${'0'.repeat(64)}` }
   }
 
-  /** Walks back from `from` until the stored header equals the node's: that is the fork point. */
+  /**
+   * Walks back from `from` until the stored header equals the node's: that is the fork point. A height
+   * with no stored header (stored by a backfill from logs alone, or never) proves nothing, so the walk
+   * goes on, down to the finalized block at most.
+   */
   async function findForkPoint(from: number, finalized: number | null): Promise<{ number: number; hash: string }> {
     for (let n = from; n >= 0; n--) {
       const [stored, onNode] = await Promise.all([getCanonicalBlock(pool, chainId, n), context.fetchHeader(n)])
       if (!onNode) throw new Error(`node has no block ${n}`)
-      if (!stored || stored.hash === onNode.hash) return { number: n, hash: onNode.hash }
-      if (finalized !== null && n <= finalized) {
+      if (stored?.hash === onNode.hash) return { number: n, hash: onNode.hash }
+      const final = finalized !== null && n <= finalized
+      if (stored && final) {
         throw new DeepReorgError(`reorg reaches block ${n}, at or below the finalized block ${finalized}; not rewriting finalized data`)
       }
+      if (final || n === 0) return { number: n, hash: onNode.hash }
     }
     throw new DeepReorgError('reorg reaches genesis')
   }
 
-  async function finalize(): Promise<FollowEvent | undefined> {
+  /**
+   * Before rows become final, checks the blocks of those still `confirmed` against the node: rows a
+   * backfill stored from a fork the follower never saw are marked removed and their blocks fetched again.
+   */
+  async function finalize(): Promise<FollowEvent[]> {
     const finalized = await context.finalizedBlock()
     const state = await getChainState(pool, chainId)
-    if (finalized === null || state?.liveBlock == null) return
+    if (finalized === null || state?.liveBlock == null) return []
     const previous = state.finalizedBlock ?? -1
     const target = Math.min(finalized, state.liveBlock)
-    if (target <= previous) return
+    if (target <= previous) return []
+    const events: FollowEvent[] = []
+    const stored = await confirmedBlocks(pool, chainId, [previous, target])
+    if (stored.length > 0) {
+      const onNode = new Map((await context.fetchHeaders([...new Set(stored.map((b) => b.number))])).map((h) => [h.number, h]))
+      const orphaned = stored.filter((block) => onNode.get(block.number)?.hash !== block.hash)
+      if (orphaned.length > 0) {
+        const logsRemoved = await orphanBlocks(pool, chainId, orphaned.map((block) => block.hash))
+        logger.warn({ chain_id: chainId, blocks: orphaned.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
+        await context.refetchBlocks?.(orphaned.map((block) => block.number))
+        events.push({ type: 'reorg', forkBlock: Math.min(...orphaned.map((b) => b.number)) - 1, depth: 0, logsRemoved })
+      }
+    }
     const logs = await advanceFinality(pool, chainId, [previous, target])
-    return { type: 'finalize', from: previous + 1, to: target, logs }
+    events.push({ type: 'finalize', from: previous + 1, to: target, logs })
+    return events
   }
 
   async function step(): Promise<FollowEvent[]> {
@@ -111,7 +138,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       const atLive = await context.fetchHeader(liveBlock)
       if (atLive && atLive.hash !== liveHash) return [await reorg(liveBlock, liveHash, atLive.hash)]
       const finalized = await finalize()
-      return finalized ? [finalized] : [{ type: 'idle', head: head.number }]
+      return finalized.length > 0 ? finalized : [{ type: 'idle', head: head.number }]
     }
 
     const to = Math.min(head.number, liveBlock + MAX_BLOCKS_PER_STEP)
@@ -140,8 +167,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       ...(extraWrites ? { extraWrites } : {}),
     })
     const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, logs: rows.length, ...stored }]
-    const finalizedEvent = await finalize()
-    if (finalizedEvent) events.push(finalizedEvent)
+    events.push(...(await finalize()))
     return events
   }
 
