@@ -3,8 +3,11 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config/index.js'
 import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
-import { checkRedis, createRangeWorker, createRedis } from './queue/index.js'
+import { createApi, createApiRedis } from './api/index.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
 import { toRpcFilter } from './sync/filter.js'
+import type { FollowEvent } from './sync/realtime.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
 
@@ -20,7 +23,9 @@ export function parseRole(argv: string[]): Role {
 
 export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
   await checkRedis(config.redisUrl)
-  const indexer = await createIndexer(config, logger)
+  const metrics = createMetrics()
+  const indexer = await createIndexer(config, logger, metrics)
+  const chain = { chain_id: String(indexer.chainId) }
   const services: Service[] = [{ name: 'store', stop: () => indexer.close() }]
   const runs = (part: Role) => role === 'all' || role === part
   try {
@@ -31,7 +36,11 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         concurrency: config.workerConcurrency,
         lockDurationMs: config.jobLockMs,
         logger,
-        process: indexer.processRange,
+        process: async (data) => {
+          const result = await indexer.processRange(data)
+          metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, result.inserted)
+          return result
+        },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
     }
@@ -44,7 +53,16 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         chainId: indexer.chainId,
         logger,
         follower: indexer.follower,
-        poller: indexer.poller,
+        poller: {
+          ...indexer.poller,
+          // The indexer's share of pending latency: from asking the node to the rows being readable.
+          poll: async () => {
+            const started = performance.now()
+            const result = await indexer.poller.poll()
+            if (result.changed > 0) metrics.pendingLatency.observe(chain, (performance.now() - started) / 1000)
+            return result
+          },
+        },
         headPollMs: config.headPollMs,
         pendingPollMs: config.pendingPollMs,
         ...(config.rpcWsUrl && config.pendingPollMs > 0
@@ -60,10 +78,36 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
             }
           : {}),
         onFollowEvent: (event) => {
+          recordFollowEvent(metrics, chain, event)
           if (event.type !== 'idle') logger.info({ chain_id: indexer.chainId, ...event }, `head follower: ${event.type}`)
         },
       })
       services.push({ name: 'scheduler', stop: () => scheduler.stop() })
+    }
+    if (runs('api')) {
+      const redis = createApiRedis(config.redisUrl, logger)
+      const queue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      const api = await createApi({
+        config,
+        chainId: indexer.chainId,
+        redis,
+        rpc: indexer.rpc,
+        logger,
+        metrics,
+        queues: [queue.queue],
+        rateLimit: config.apiRateLimit,
+        statementTimeoutMs: config.apiStatementTimeoutMs,
+      })
+      const address = await api.listen()
+      logger.info({ address }, 'api listening')
+      services.push({
+        name: 'api',
+        stop: async () => {
+          await api.close()
+          await queue.close()
+          redis.disconnect()
+        },
+      })
     }
   } catch (error) {
     await stopServices(services, logger)
@@ -71,6 +115,15 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
   }
   logger.info({ role, chain_id: indexer.chainId, services: services.map((s) => s.name) }, 'codetrail started')
   return services
+}
+
+function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event: FollowEvent) {
+  if (event.type === 'blocks') metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, event.logs)
+  if (event.type === 'reorg') {
+    metrics.reorgs.inc(chain)
+    metrics.reorgDepth.observe(chain, event.depth)
+  }
+  if (event.type === 'idle' || event.type === 'blocks') metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
 }
 
 /** Stops services in reverse start order, so the store closes last. */

@@ -58,6 +58,8 @@ const schema = z.object({
   WORKER_CONCURRENCY: integer(1, 64).default(4),
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
   RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
+  API_RATE_LIMIT: integer(1, 1_000_000).default(600),
+  API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
 })
 
 type Parsed = z.output<typeof schema>
@@ -83,6 +85,8 @@ export type Config = Readonly<{
   workerConcurrency: number
   jobLockMs: number
   rpcTimeoutMs: number
+  apiRateLimit: number
+  apiStatementTimeoutMs: number
 }>
 
 export class ConfigError extends Error {
@@ -131,5 +135,7 @@ function toConfig(p: Parsed): Config {
     workerConcurrency: p.WORKER_CONCURRENCY,
     jobLockMs: p.JOB_LOCK_MS,
     rpcTimeoutMs: p.RPC_TIMEOUT_MS,
+    apiRateLimit: p.API_RATE_LIMIT,
+    apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
   }
 }

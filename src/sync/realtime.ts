@@ -28,7 +28,7 @@ export type Header = BlockRow & { parentHash: string }
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
   | { type: 'idle'; head: number }
-  | { type: 'blocks'; from: number; to: number; logs: number; confirmed: number; dropped: number }
+  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; dropped: number }
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }
@@ -166,7 +166,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       finalizedBlock: finalized,
       ...(extraWrites ? { extraWrites } : {}),
     })
-    const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, logs: rows.length, ...stored }]
+    const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
     events.push(...(await finalize()))
     return events
   }

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import type { Redis } from 'ioredis'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
-import type { Metrics } from '../metrics.js'
+import type { Metrics } from '../../metrics.js'
 import { getIndexedHead } from '../queries/health.js'
 
 /** How long readiness and scrapes wait for one dependency before calling it down. */

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { RpcRequestEvent } from '../rpc/index.js'
+import type { RpcRequestEvent } from './rpc/index.js'
 
 const PREFIX = 'codetrail_'
 /** Pending latency runs from ~200 ms (one poll) to seconds when the node or database lags. */
