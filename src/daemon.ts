@@ -10,6 +10,10 @@ import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
+import { runEvery } from './utils/loop.js'
+
+/** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
+const COVERAGE_REFRESH_MS = 15_000
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
@@ -65,18 +69,20 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
         headPollMs: config.headPollMs,
         pendingPollMs: config.pendingPollMs,
-        ...(config.rpcWsUrl && config.pendingPollMs > 0
-          ? {
-              whileLeader: (signal: AbortSignal) =>
-                followPendingLogs({
-                  url: config.rpcWsUrl!,
+        whileLeader: async (signal: AbortSignal) => {
+          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(), { signal, logger, name: 'wallet-coverage' })
+          const subscription =
+            config.rpcWsUrl && config.pendingPollMs > 0
+              ? followPendingLogs({
+                  url: config.rpcWsUrl,
                   filter: toRpcFilter(indexer.filter),
                   logger,
                   signal,
                   onLogs: (logs) => indexer.poller.store(logs),
-                }),
-            }
-          : {}),
+                })
+              : undefined
+          await Promise.all([coverage, subscription])
+        },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)
           if (event.type !== 'idle') logger.info({ chain_id: indexer.chainId, ...event }, `head follower: ${event.type}`)

@@ -75,6 +75,14 @@ describe('the daemon with every role', () => {
     expect(metrics).toMatch(/codetrail_logs_ingested_total\{[^}]*status="confirmed"[^}]*\} [1-9]/)
     expect(metrics).toMatch(/codetrail_rpc_calls_total\{method="eth_getLogs"\} [1-9]/)
 
+    // Wallet coverage: the agent sent six transactions, three of them with its code.
+    await waitFor(async () => {
+      const { rows } = await db.store.pool.query(`SELECT latest_nonce FROM analytics.wallet_coverage WHERE wallet_address = $1`, [agent.address.toLowerCase()])
+      return rows[0]?.latest_nonce === txHashes.length
+    }, 'the wallet coverage', 40_000, 500)
+    const { rows: coverage } = await db.store.pool.query(`SELECT * FROM analytics.wallet_coverage WHERE wallet_address = $1`, [agent.address.toLowerCase()])
+    expect(coverage[0]).toMatchObject({ builder_code: registered.builderCode, pending_nonce: 6, attributed_confirmed: 3, attributed_with_pending: 3, coverage: '0.5000' })
+
     const bad = await fetch(`${api}/v1/attributions?fromBlock=nope`)
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } })

@@ -142,6 +142,19 @@ export const builderCodes = pgTable(
   ],
 )
 
+/** Each registered wallet's nonces as the node last reported them, for attribution coverage. */
+export const walletNonces = pgTable(
+  'wallet_nonces',
+  {
+    chainId: integer('chain_id').notNull(),
+    walletAddress: text('wallet_address').notNull(),
+    latestNonce: bigint('latest_nonce', { mode: 'number' }).notNull(),
+    pendingNonce: bigint('pending_nonce', { mode: 'number' }).notNull(),
+    checkedAt: timestamp('checked_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.walletAddress] })],
+)
+
 /**
  * One row per (transaction or user operation, decoded code). `user_op_hash` is '' for a plain
  * transaction so it can be part of the key; the views expose it as null.
