@@ -1,8 +1,10 @@
+import { refreshWalletNonces } from './attribution/coverage.js'
 import { createAttributor } from './attribution/pipeline.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
+import type { Metrics } from './metrics.js'
 import { createRpcClient, getLogs, withRetry, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createStore, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createStore, filtersCovering, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
@@ -31,7 +33,7 @@ const hex = (n: number) => `0x${n.toString(16)}`
  * The parts every role shares, wired from the configuration: the database (migrated), the node client,
  * the chain id and the configured log filter, and the sync parts built on them.
  */
-export async function createIndexer(config: Config, logger: Logger) {
+export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
     await runMigrations(store.pool)
@@ -39,7 +41,12 @@ export async function createIndexer(config: Config, logger: Logger) {
     await store.close()
     throw error
   }
-  const rpc: RpcClient = createRpcClient({ url: config.rpcUrl, timeoutMs: config.rpcTimeoutMs, logger })
+  const rpc: RpcClient = createRpcClient({
+    url: config.rpcUrl,
+    timeoutMs: config.rpcTimeoutMs,
+    logger,
+    ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
+  })
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
   const reliable = {
     request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
@@ -85,12 +92,22 @@ export async function createIndexer(config: Config, logger: Logger) {
   }
 
   const fetchLogs = ([fromBlock, toBlock]: Interval, logFilter: LogFilter) =>
-    getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }) as Promise<LogInput[]>
+    getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }, {
+      onSplit: () => metrics?.rangeSplits.inc({ chain_id: String(chainId) }),
+    }) as Promise<LogInput[]>
 
   const attributor = createAttributor({ rpc: reliable, chainId, logger, pool: store.pool })
   const attribute = attributor.forLogs
+  const blocksScope = config.attributionScope === 'blocks'
 
-  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
+  const rangeContext = { pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock }
+  const logsScopeRange = createRangeProcessor({ ...rangeContext, attribute })
+  // In `blocks` scope every block of a job's range is attributed, logs or not, so the attribution needs the job's range.
+  const processRange: typeof logsScopeRange = blocksScope
+    ? (data, options) =>
+        createRangeProcessor({ ...rangeContext, attribute: (rows, statusOf) => attributor.forRange([data.fromBlock, data.toBlock], rows, statusOf) })(data, options)
+    : logsScopeRange
+  const tip = blocksScope ? attributor.forFollower() : { fetchHeaders, attribute }
 
   const follower = createHeadFollower({
     pool: store.pool,
@@ -100,10 +117,18 @@ export async function createIndexer(config: Config, logger: Logger) {
     filterId,
     startBlock: config.startBlock === 'latest' ? 'latest' : Number(config.startBlock),
     fetchHeader,
-    fetchHeaders,
+    fetchHeaders: tip.fetchHeaders,
     fetchLogs,
     finalizedBlock,
-    attribute,
+    attribute: tip.attribute,
+    refetchBlocks: async (numbers) => {
+      for (const number of numbers) {
+        for (const covering of await filtersCovering(store.pool, chainId, number)) {
+          const { addresses, topics } = covering
+          await processRange({ chainId, filterId: covering.filterId, addresses: [...addresses], topics: [...topics], fromBlock: number, toBlock: number }, { force: true })
+        }
+      }
+    },
   })
 
   const poller = createPendingPoller({
@@ -131,6 +156,8 @@ export async function createIndexer(config: Config, logger: Logger) {
     fetchHeader,
     blockNumberAt,
     close: () => store.close(),
+    /** Reads registered wallets' nonces for `analytics.wallet_coverage`. */
+    refreshWalletNonces: () => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }),
   }
 }
 

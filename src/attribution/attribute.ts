@@ -54,8 +54,12 @@ export function attributeTransaction(tx: TransactionInput, chainId: number): Tra
   const decoded = decodeAttribution(input)
   const operations = to ? extractUserOperations({ to: to as Address, input, chainId }) : []
   const entries = entriesOf(decoded, from, '')
+  const seen = new Set<string>()
   for (const op of operations) {
-    if (op.userOpHash) entries.push(...entriesOf(op.attribution, op.sender, op.userOpHash))
+    // A reverted bundle may repeat an operation; its rows are keyed by hash, so it counts once.
+    if (!op.userOpHash || seen.has(op.userOpHash)) continue
+    seen.add(op.userOpHash)
+    entries.push(...entriesOf(op.attribution, op.sender, op.userOpHash))
   }
   return {
     hash: tx.hash.toLowerCase(),

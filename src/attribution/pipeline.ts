@@ -1,26 +1,40 @@
 import type pg from 'pg'
-import { encodeFunctionData, parseAbi, decodeFunctionResult } from 'viem'
+import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem'
 import type { Logger } from '../logger.js'
 import type { RpcCall } from '../rpc/index.js'
 import {
   knownTransactions,
   upsertAttributions,
   upsertTransactions,
+  type KnownTransaction,
   type TransactionDecodeRow,
   type TransactionPosition,
 } from '../store/attributions.js'
 import type { LogRow, Status } from '../store/index.js'
+import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
 
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 const BATCH_SIZE = 100
 const BATCHES_IN_FLIGHT = 4
+/** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
+const BLOCKS_PER_BATCH = 10
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
 
-type RpcTransaction = TransactionInput & { blockNumber: string | null; blockHash: string | null; transactionIndex: string | null }
-type RpcReceipt = { transactionHash: string; gasUsed: string }
+type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; transactions: TransactionInput[] }
+type RpcReceipt = { gasUsed: string }
+type RegistryCheck = { registry: string; code: string }
 
 export type Writes = (client: pg.PoolClient) => Promise<void>
+
+/** A block's header with its transactions already decoded (their inputs are not kept). */
+export type AttributedBlock = {
+  number: number
+  hash: string
+  parentHash: string
+  timestamp: number
+  transactions: TransactionAttribution[]
+}
 
 export type AttributorContext = {
   /** Calls here should already retry transient errors (see `withRetry`). */
@@ -47,76 +61,123 @@ async function inSlices<T, R>(items: readonly T[], size: number, parallel: numbe
   return results.flat()
 }
 
+const checkKey = ({ registry, code }: RegistryCheck) => `${registry}:${code}`
+
+/** `blocks`, checked to be the blocks of the logs `rows`; otherwise the chain moved between the reads and the caller reads again. */
+function blocksOfRows(blocks: AttributedBlock[], rows: readonly LogRow[]): AttributedBlock[] {
+  const hashAt = new Map(blocks.map((block) => [block.number, block.hash]))
+  const stray = rows.find((row) => hashAt.get(row.blockNumber) !== row.blockHash)
+  if (stray) throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
+  return blocks
+}
+
+/** What an `isRegistered` call answered: a revert means not registered; null when nothing can be told. */
+function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
+  if (answer.status === 'rejected') {
+    const error = answer.reason as { code?: number; cause?: { code?: number } }
+    const code = error.code ?? error.cause?.code
+    // Anvil and geth revert with code 3, the seed node with -32000 "execution reverted".
+    return code === 3 || code === -32000 ? false : null
+  }
+  try {
+    return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: answer.value as Hex })
+  } catch {
+    return null
+  }
+}
+
 /**
- * Attribution of the transactions behind stored logs: fetches the inputs of transactions not decoded
- * yet (JSON-RPC batches), decodes their ERC-8021 suffixes and user operations, checks schema-1 codes
- * against a registry on this chain, and returns the writes that store them beside the logs.
+ * Attribution of indexed transactions: takes their inputs (by hash in JSON-RPC batches, or from whole
+ * blocks), decodes their ERC-8021 suffixes and user operations, checks schema-1 codes against a
+ * registry on this chain, fetches gas used of attributed ones, and returns the writes that store them
+ * beside the logs, in the same database transaction.
  */
 export function createAttributor(context: AttributorContext) {
-  const { rpc, chainId } = context
-  const registryAnswers = new Map<string, Promise<boolean | null>>()
+  const { rpc, chainId, logger } = context
 
-  /** Whether the registry (on this chain) knows the code; null when the call failed for another reason than a revert. */
-  function isRegistered(registry: string, code: string): Promise<boolean | null> {
-    const key = `${registry}:${code}`
-    let answer = registryAnswers.get(key)
-    if (!answer) {
-      answer = rpc
-        .request<string>('eth_call', [{ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }, 'latest'])
-        .then((result) => decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: result as `0x${string}` }))
-        .catch((error: { code?: number; cause?: { code?: number } }) => {
-          const code = error.code ?? error.cause?.code
-          // A revert (code 3, or -32000 "execution reverted") means: not registered.
-          return code === 3 || code === -32000 ? false : null
-        })
-      registryAnswers.set(key, answer)
-    }
-    return answer
-  }
-
-  async function decode(hashes: readonly string[]): Promise<{ rows: TransactionDecodeRow[]; attributions: TransactionAttribution[] }> {
-    const transactions = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<RpcTransaction | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] }))),
-    )
-    const attributions: TransactionAttribution[] = []
-    transactions.forEach((tx, i) => {
-      // A transaction the node no longer knows (dropped from the pool) is simply not attributed.
-      if (tx) attributions.push(attributeTransaction(tx, chainId))
-      else context.logger.debug({ tx_hash: hashes[i] }, 'transaction not found for attribution')
-    })
-    const attributed = attributions.filter((a) => a.entries.length > 0).map((a) => a.hash)
-    const receipts = await inSlices(attributed, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+  /** Gas used by `hashes`, from their receipts in JSON-RPC batches. */
+  async function fetchGasUsed(hashes: readonly string[]): Promise<Map<string, number>> {
+    const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
       rpc.batch<RpcReceipt | null>(slice.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] }))),
     )
-    const gasUsed = new Map(receipts.filter((r): r is RpcReceipt => r !== null).map((r) => [r.transactionHash.toLowerCase(), Number(r.gasUsed)]))
-    const rows = await Promise.all(
-      attributions.map(async (a): Promise<TransactionDecodeRow> => {
-        const onThisChain = a.registry && a.registry.chainId === chainId
-        const verified = onThisChain ? await Promise.all(a.codes!.map((code) => isRegistered(a.registry!.address, code))) : null
-        return {
-          hash: a.hash,
-          from: a.from,
-          to: a.to,
-          inputSize: a.inputSize,
-          hasSuffix: a.hasSuffix,
-          schemaId: a.schemaId,
-          codes: a.codes,
-          registryAddress: a.registry?.address ?? null,
-          registryChainId: a.registry?.chainId ?? null,
-          registryVerified: verified ? (verified.includes(null) ? null : verified.every(Boolean)) : null,
-          cbor: a.cbor,
-          malformedReason: a.malformedReason,
-          userOperations: a.userOperations,
-          gasUsed: gasUsed.get(a.hash) ?? null,
-        }
-      }),
-    )
-    return { rows, attributions }
+    const gasUsed = new Map<string, number>()
+    // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
+    receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, Number(receipt.gasUsed)))
+    return gasUsed
+  }
+
+  /**
+   * The registries' `isRegistered` answers by `registry:code`, in JSON-RPC batches; a batch that fails
+   * (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
+   */
+  async function checkRegistries(checks: readonly RegistryCheck[]): Promise<Map<string, boolean | null>> {
+    const calls = checks.map(({ registry, code }) => ({
+      method: 'eth_call',
+      params: [{ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }, 'latest'],
+    }))
+    const answers = await inSlices(calls, BATCH_SIZE, BATCHES_IN_FLIGHT, async (slice): Promise<PromiseSettledResult<unknown>[]> => {
+      try {
+        return (await rpc.batch<unknown>(slice)).map((value) => ({ status: 'fulfilled', value }))
+      } catch {
+        return Promise.allSettled(slice.map((call) => rpc.request<unknown>(call.method, call.params)))
+      }
+    })
+    return new Map(checks.map((check, i) => [checkKey(check), registryAnswer(answers[i]!)]))
+  }
+
+  /**
+   * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
+   * ones only move). Gas used is fetched for attributed, non-pending ones that lack it.
+   */
+  async function prepare(
+    decoded: readonly TransactionAttribution[],
+    positions: ReadonlyMap<string, TransactionPosition>,
+    known: ReadonlyMap<string, KnownTransaction>,
+  ): Promise<Writes> {
+    const fresh = decoded.filter((a) => !known.has(a.hash))
+    const freshAttributed = new Set(fresh.filter((a) => a.entries.length > 0).map((a) => a.hash))
+    const lacksGas = (hash: string) => {
+      const stored = known.get(hash)
+      return stored ? stored.attributed && stored.gasUsed === null : freshAttributed.has(hash)
+    }
+    // A pending transaction has no receipt yet.
+    const needGas = [...positions.values()].filter((p) => p.status !== 'pending' && lacksGas(p.hash)).map((p) => p.hash)
+    const checks = new Map<string, RegistryCheck>()
+    for (const a of fresh) {
+      if (a.registry?.chainId !== chainId) continue
+      for (const code of a.codes ?? []) checks.set(checkKey({ registry: a.registry.address, code }), { registry: a.registry.address, code })
+    }
+    const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
+
+    const rows = fresh.map((a): TransactionDecodeRow => {
+      const verified = a.registry?.chainId === chainId ? (a.codes ?? []).map((code) => registered.get(checkKey({ registry: a.registry!.address, code })) ?? null) : null
+      return {
+        hash: a.hash,
+        from: a.from,
+        to: a.to,
+        inputSize: a.inputSize,
+        hasSuffix: a.hasSuffix,
+        schemaId: a.schemaId,
+        codes: a.codes,
+        registryAddress: a.registry?.address ?? null,
+        registryChainId: a.registry?.chainId ?? null,
+        registryVerified: verified ? (verified.includes(null) ? null : verified.every(Boolean)) : null,
+        cbor: a.cbor,
+        malformedReason: a.malformedReason,
+        userOperations: a.userOperations,
+      }
+    })
+    const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
+    return async (client) => {
+      await upsertTransactions(client, chainId, rows, positions, gasUsed)
+      await upsertAttributions(client, chainId, entries, positions, gasUsed)
+    }
   }
 
   /**
    * Prepares the attribution of the transactions behind `rows` (fetching and decoding happen now,
-   * outside any database transaction); the returned writes store them with the logs.
+   * outside any database transaction); the returned writes store them with the logs. Inputs not
+   * decoded yet are fetched by hash in JSON-RPC batches.
    */
   async function forLogs(rows: readonly LogRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
@@ -132,20 +193,81 @@ export function createAttributor(context: AttributorContext) {
         })
       }
     }
-    const hashes = [...positions.keys()]
-    const known = await knownTransactions(context.pool, chainId, hashes)
-    const { rows: decoded, attributions } = await decode(hashes.filter((hash) => !known.has(hash)))
-    const gasOf = new Map(decoded.map((row) => [row.hash, row.gasUsed]))
-    const entries = attributions.flatMap((a) =>
-      a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to, gasUsed: gasOf.get(a.hash) ?? null })),
+    const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
+    const missing = [...positions.keys()].filter((hash) => !known.has(hash))
+    const transactions = await inSlices(missing, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<TransactionInput | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] }))),
     )
-    return async (client) => {
-      await upsertTransactions(client, chainId, decoded, positions)
-      await upsertAttributions(client, chainId, entries, positions)
+    const decoded: TransactionAttribution[] = []
+    transactions.forEach((tx, i) => {
+      const hash = missing[i]!
+      if (tx) decoded.push(attributeTransaction(tx, chainId))
+      // A canonical log's transaction must exist: a lagging node is asked again (the caller retries), never skipped.
+      else if (positions.get(hash)!.status !== 'pending') throw new Error(`node has no transaction ${hash} behind a stored log`)
+      // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
+      else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
+    })
+    return prepare(decoded, positions, known)
+  }
+
+  /** Blocks with every transaction, decoded as each batch arrives (`eth_getBlockByNumber(n, true)` in batches). */
+  async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
+    return inSlices(numbers, BLOCKS_PER_BATCH, BATCHES_IN_FLIGHT, async (slice) => {
+      const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
+      return blocks.map((block, i) => {
+        if (!block) throw new Error(`node has no block ${slice[i]}`)
+        return {
+          number: Number(block.number),
+          hash: block.hash.toLowerCase(),
+          parentHash: block.parentHash.toLowerCase(),
+          timestamp: Number(block.timestamp),
+          transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
+        }
+      })
+    })
+  }
+
+  /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
+  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+    const positions = new Map<string, TransactionPosition>()
+    for (const block of blocks) {
+      block.transactions.forEach((tx, transactionIndex) => {
+        positions.set(tx.hash, {
+          hash: tx.hash,
+          blockNumber: block.number,
+          blockHash: block.hash,
+          blockTimestamp: block.timestamp,
+          transactionIndex,
+          status: statusOf(block.number),
+        })
+      })
+    }
+    const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
+    return prepare(blocks.flatMap((block) => block.transactions), positions, known)
+  }
+
+  /**
+   * Prepares the attribution of every transaction of every block of `range`, logs or not (`blocks`
+   * scope); `rows` are the range's logs.
+   */
+  async function forRange([from, to]: Interval, rows: readonly LogRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+    const blocks = await fetchBlocks(Array.from({ length: to - from + 1 }, (_, i) => from + i))
+    return forBlocks(blocksOfRows(blocks, rows), statusOf)
+  }
+
+  /**
+   * For the head follower in `blocks` scope: it fetches its headers as whole blocks, and the `attribute`
+   * call that follows in the same step reuses their transactions, so a block costs one call.
+   */
+  function forFollower() {
+    let fetched: AttributedBlock[] = []
+    return {
+      fetchHeaders: async (numbers: readonly number[]) => (fetched = await fetchBlocks(numbers)),
+      attribute: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => forBlocks(blocksOfRows(fetched, rows), statusOf),
     }
   }
 
-  return { forLogs, decode }
+  return { forLogs, forRange, forFollower }
 }
 
 export type Attributor = ReturnType<typeof createAttributor>

@@ -6,6 +6,10 @@ type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 // A stale pre-confirmed answer must never pull a confirmed, canonical row back to pending.
 const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
 
+/** Where known transactions move to, as unnest-able parameters from `$2` on (`$1` is the chain id). */
+const UNNEST_MOVES = `unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[])
+  AS u(hash, block_number, block_hash, ts, tx_index, status, gas_used)`
+
 /** Where a transaction is now: its block (zero hash while pending), position and status. */
 export type TransactionPosition = {
   hash: string
@@ -31,7 +35,6 @@ export type TransactionDecodeRow = {
   cbor: unknown
   malformedReason: string | null
   userOperations: number
-  gasUsed: number | null
 }
 
 export type AttributionRow = {
@@ -44,25 +47,32 @@ export type AttributionRow = {
   codes: string[]
 }
 
-/** Hashes among `hashes` whose transaction is already decoded and stored. */
-export async function knownTransactions(db: Queryable, chainId: number, hashes: readonly string[]): Promise<Set<string>> {
-  if (hashes.length === 0) return new Set()
-  const { rows } = await db.query<{ hash: string }>(`SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[])`, [
-    chainId,
-    hashes,
-  ])
-  return new Set(rows.map((row) => row.hash))
+/** What is stored about a transaction decoded earlier. */
+export type KnownTransaction = { attributed: boolean; gasUsed: number | null }
+
+/** The transactions among `hashes` already decoded and stored, by hash. */
+export async function knownTransactions(db: Queryable, chainId: number, hashes: readonly string[]): Promise<Map<string, KnownTransaction>> {
+  if (hashes.length === 0) return new Map()
+  const { rows } = await db.query<{ hash: string; attributed: boolean; gasUsed: number | null }>(
+    `SELECT t.hash, t.gas_used AS "gasUsed",
+       EXISTS (SELECT 1 FROM attributions a WHERE a.chain_id = t.chain_id AND a.tx_hash = t.hash) AS attributed
+     FROM transactions t WHERE t.chain_id = $1 AND t.hash = ANY($2::text[])`,
+    [chainId, hashes],
+  )
+  return new Map(rows.map(({ hash, attributed, gasUsed }) => [hash, { attributed, gasUsed }]))
 }
 
 /**
  * Inserts decoded transactions at their positions; ones already stored keep their decode and move to
- * the given position and status (not removed).
+ * the given position and status (not removed), with their attributions. `gasUsed` fills gas used
+ * where it is not known yet (a transaction first seen pending has no receipt).
  */
 export async function upsertTransactions(
   client: Queryable,
   chainId: number,
   decoded: readonly TransactionDecodeRow[],
   positions: ReadonlyMap<string, TransactionPosition>,
+  gasUsed: ReadonlyMap<string, number>,
 ): Promise<void> {
   const rows = decoded.filter((row) => positions.has(row.hash))
   if (rows.length > 0) {
@@ -101,7 +111,7 @@ export async function upsertTransactions(
         rows.map((r) => (r.cbor == null ? null : JSON.stringify(r.cbor))),
         rows.map((r) => r.malformedReason),
         rows.map((r) => r.userOperations),
-        rows.map((r) => r.gasUsed),
+        rows.map((r) => gasUsed.get(r.hash) ?? null),
         at.map((p) => p.status),
       ],
     )
@@ -110,19 +120,20 @@ export async function upsertTransactions(
   const inserted = new Set(rows.map((row) => row.hash))
   const moved = [...positions.values()].filter((p) => !inserted.has(p.hash))
   if (moved.length > 0) {
+    const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null)]
     await client.query(
       `UPDATE transactions t SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
-         transaction_index = u.tx_index, status = u.status, removed = false, updated_at = now()
-       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[]) AS u(hash, block_number, block_hash, ts, tx_index, status)
+         transaction_index = u.tx_index, status = u.status, gas_used = COALESCE(u.gas_used, t.gas_used), removed = false, updated_at = now()
+       FROM ${UNNEST_MOVES}
        WHERE t.chain_id = $1 AND t.hash = u.hash AND NOT (u.status = 'pending' AND t.status <> 'pending' AND NOT t.removed)`,
-      [chainId, ...positionArrays(moved)],
+      arrays,
     )
     await client.query(
       `UPDATE attributions a SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
-         status = u.status, removed = false, updated_at = now()
-       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[]) AS u(hash, block_number, block_hash, ts, tx_index, status)
+         status = u.status, gas_used = COALESCE(u.gas_used, a.gas_used), removed = false, updated_at = now()
+       FROM ${UNNEST_MOVES}
        WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND NOT (u.status = 'pending' AND a.status <> 'pending' AND NOT a.removed)`,
-      [chainId, ...positionArrays(moved)],
+      arrays,
     )
   }
 }
@@ -142,8 +153,9 @@ function positionArrays(positions: readonly TransactionPosition[]) {
 export async function upsertAttributions(
   client: Queryable,
   chainId: number,
-  rows: readonly (AttributionRow & { from: string; to: string | null; gasUsed: number | null })[],
+  rows: readonly (AttributionRow & { from: string; to: string | null })[],
   positions: ReadonlyMap<string, TransactionPosition>,
+  gasUsed: ReadonlyMap<string, number>,
 ): Promise<void> {
   const placed = rows.filter((row) => positions.has(row.txHash))
   if (placed.length === 0) return
@@ -175,7 +187,7 @@ export async function upsertAttributions(
       placed.map((r) => r.to),
       placed.map((r) => r.schemaId),
       placed.map((r) => JSON.stringify(r.codes)),
-      placed.map((r) => r.gasUsed),
+      placed.map((r) => gasUsed.get(r.txHash) ?? null),
       at.map((p) => p.status),
     ],
   )
