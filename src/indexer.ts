@@ -96,18 +96,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       onSplit: () => metrics?.rangeSplits.inc({ chain_id: String(chainId) }),
     }) as Promise<LogInput[]>
 
-  const attributor = createAttributor({ rpc: reliable, chainId, logger, pool: store.pool })
-  const attribute = attributor.forLogs
-  const blocksScope = config.attributionScope === 'blocks'
+  const attributor = createAttributor({ rpc: reliable, chainId, logger, pool: store.pool, scope: config.attributionScope })
+  const attribute = attributor.attribute
 
-  const rangeContext = { pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock }
-  const logsScopeRange = createRangeProcessor({ ...rangeContext, attribute })
-  // In `blocks` scope every block of a job's range is attributed, logs or not, so the attribution needs the job's range.
-  const processRange: typeof logsScopeRange = blocksScope
-    ? (data, options) =>
-        createRangeProcessor({ ...rangeContext, attribute: (rows, statusOf) => attributor.forRange([data.fromBlock, data.toBlock], rows, statusOf) })(data, options)
-    : logsScopeRange
-  const tip = blocksScope ? attributor.forFollower() : { fetchHeaders, attribute }
+  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
 
   const follower = createHeadFollower({
     pool: store.pool,
@@ -117,10 +109,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     filterId,
     startBlock: config.startBlock === 'latest' ? 'latest' : Number(config.startBlock),
     fetchHeader,
-    fetchHeaders: tip.fetchHeaders,
+    fetchHeaders,
     fetchLogs,
     finalizedBlock,
-    attribute: tip.attribute,
+    attribute,
     refetchBlocks: async (numbers) => {
       for (const number of numbers) {
         for (const covering of await filtersCovering(store.pool, chainId, number)) {
@@ -136,7 +128,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     logger,
     chainId,
     attributePending: async (rows) => {
-      const writes = await attribute(rows, () => 'pending')
+      const writes = await attributor.forLogs(rows, () => 'pending')
       await withTransaction(store.pool, writes)
     },
     fetchPendingLogs: () => rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }]),

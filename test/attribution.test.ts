@@ -543,6 +543,7 @@ describe('attribution of a transaction first seen pending', () => {
       chainId: CHAIN_ID,
       logger: silentLogger,
       pool: db.store.pool,
+      scope: 'logs',
     })
     const code = codeOf(anvilAccount(1).address)
     const state = async () =>

@@ -42,6 +42,8 @@ export type AttributorContext = {
   chainId: number
   logger: Logger
   pool: pg.Pool
+  /** `ATTRIBUTION_SCOPE`: transactions behind logs, or every transaction of the stored blocks. */
+  scope: 'logs' | 'blocks'
 }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
@@ -256,18 +258,14 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
-   * For the head follower in `blocks` scope: it fetches its headers as whole blocks, and the `attribute`
-   * call that follows in the same step reuses their transactions, so a block costs one call.
+   * The attribution of a stored range: in `logs` scope the transactions behind `rows`, in `blocks`
+   * scope every transaction of every block of `range`.
    */
-  function forFollower() {
-    let fetched: AttributedBlock[] = []
-    return {
-      fetchHeaders: async (numbers: readonly number[]) => (fetched = await fetchBlocks(numbers)),
-      attribute: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => forBlocks(blocksOfRows(fetched, rows), statusOf),
-    }
+  function attribute(rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval): Promise<Writes> {
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf)
   }
 
-  return { forLogs, forRange, forFollower }
+  return { attribute, forLogs, forRange }
 }
 
 export type Attributor = ReturnType<typeof createAttributor>

@@ -178,6 +178,10 @@ const samples: Record<string, Sample> = {
     error: () => rpcError(3, 'execution reverted', { data: '0x08c379a0' }),
     expected: { kind: 'fatal' },
   },
+  'execution-reverted-message': {
+    error: () => rpcError(-32000, 'execution reverted: not registered', { data: '0x08c379a0' }),
+    expected: { kind: 'fatal' },
+  },
   'invalid-params': {
     error: () => rpcError(-32602, 'invalid argument 0: hex string without 0x prefix'),
     expected: { kind: 'fatal' },

@@ -99,6 +99,8 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
 
   // Asking again gets the same answer.
   { name: 'execution-reverted', code: 3, action: 'fatal' },
+  // The seed interface (and some geth builds) report reverts as -32000 "execution reverted".
+  { name: 'execution-reverted-message', code: -32000, message: /execution reverted/i, action: 'fatal' },
   { name: 'invalid-params', code: -32602, action: 'fatal' },
   { name: 'invalid-request', code: [-32600, -32601, -32004], action: 'fatal' },
   { name: 'http-client-error', status: [400, 401, 403, 404, 405], action: 'fatal' },

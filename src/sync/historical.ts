@@ -52,7 +52,7 @@ export type RangeContext = {
   /** The node's finalized block (or head − depth), so rows below it are stored as finalized. */
   finalizedBlock: () => Promise<number | null>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
-  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
@@ -70,7 +70,7 @@ export function createRangeProcessor(context: RangeContext) {
     const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
     const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber))
 
-    const extraWrites = await context.attribute?.(rows, (n) => (finalizedBlock !== null && n <= finalizedBlock ? 'finalized' : 'confirmed'))
+    const extraWrites = await context.attribute?.(rows, (n) => (finalizedBlock !== null && n <= finalizedBlock ? 'finalized' : 'confirmed'), range)
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

@@ -52,7 +52,7 @@ export type HeadFollowerContext = {
   finalizedBlock: () => Promise<number | null>
   /** Stores the canonical logs of these blocks again for every filter whose progress covers them. */
   refetchBlocks?: (numbers: readonly number[]) => Promise<void>
-  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /**
@@ -157,7 +157,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp)
     const finalized = await context.finalizedBlock()
-    const extraWrites = await context.attribute?.(rows, (n) => (finalized !== null && n <= finalized ? 'finalized' : 'confirmed'))
+    const extraWrites = await context.attribute?.(rows, (n) => (finalized !== null && n <= finalized ? 'finalized' : 'confirmed'), [liveBlock + 1, to])
     const stored = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
