@@ -90,6 +90,18 @@ export function createApiRedis(redisUrl: string, logger?: Logger): Redis {
   return redis
 }
 
+function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      redis.off('ready', done)
+      resolve()
+    }
+    const timer = setTimeout(done, timeoutMs)
+    redis.once('ready', done)
+  })
+}
+
 /**
  * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
  * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
@@ -114,6 +126,8 @@ export async function createApi({
   host = '0.0.0.0',
   trustProxy = false,
 }: CreateApiParameters): Promise<Api> {
+  // Commands fail fast while Redis is down (no offline queue), so give a new connection its chance first.
+  if (redis && redis.status !== 'ready') await waitUntilReady(redis, REDIS_CONNECT_TIMEOUT_MS)
   const owned: (() => Promise<void>)[] = []
   const store =
     givenStore ??
