@@ -1,0 +1,86 @@
+/** The demo's command line and environment. */
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { isDatabaseName } from './services.js'
+
+export const USAGE = 'usage: npm run demo [-- --duration <90s|2m|1500ms>]'
+
+export const DEFAULTS = {
+  databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+  redisUrl: 'redis://127.0.0.1:6379',
+  database: 'codetrail_demo',
+  redisPrefix: 'codetrail-demo',
+  /** Used when free; otherwise any free port. */
+  apiPort: 8080,
+  rpcPort: 8545,
+} as const
+
+/** What `REDIS_PREFIX` accepts. */
+const REDIS_PREFIX = /^[A-Za-z0-9_.-]{1,64}$/
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+export type Options = {
+  /** Stop by itself after this long; undefined: run until Ctrl-C. */
+  durationMs: number | undefined
+  /** The server to use (its own database stays untouched). */
+  databaseUrl: string
+  redisUrl: string
+  database: string
+  redisPrefix: string
+  /** Ports asked for; undefined: the defaults when free. */
+  apiPort: number | undefined
+  rpcPort: number | undefined
+  logFile: string
+}
+
+/** `90`, `90s`, `2m` or `1500ms` in milliseconds. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+)(ms|s|m)?$/.exec(text.trim())
+  if (!match) throw new UsageError(`--duration must look like 90s, 2m or 1500ms, got "${text}"`)
+  const unit = match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1_000
+  return Number(match[1]) * unit
+}
+
+function port(name: string, value: string | undefined): number | undefined {
+  if (!value) return undefined
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < 1 || n > 65_535) throw new UsageError(`${name} must be a port from 1 to 65535, got "${value}"`)
+  return n
+}
+
+/**
+ * Reads `--duration` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
+ * PORT, DEMO_RPC_PORT, DEMO_DURATION_MS, DEMO_LOG_FILE. Throws a `UsageError` (empty message for --help).
+ */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
+  let values
+  try {
+    ;({ values } = parseArgs({
+      args: argv,
+      options: { duration: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+      strict: true,
+    }))
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]!)
+  }
+  if (values.help) throw new UsageError('')
+  const database = env.DEMO_DATABASE || DEFAULTS.database
+  if (!isDatabaseName(database)) throw new UsageError(`DEMO_DATABASE must be a plain lowercase database name, got "${database}"`)
+  const redisPrefix = env.DEMO_REDIS_PREFIX || DEFAULTS.redisPrefix
+  if (!REDIS_PREFIX.test(redisPrefix)) throw new UsageError(`DEMO_REDIS_PREFIX must be 1–64 letters, digits, _ . -, got "${redisPrefix}"`)
+  const duration = values.duration ?? (env.DEMO_DURATION_MS ? `${env.DEMO_DURATION_MS}ms` : undefined)
+  return {
+    durationMs: duration === undefined ? undefined : parseDuration(duration),
+    databaseUrl: env.DATABASE_URL || DEFAULTS.databaseUrl,
+    redisUrl: env.REDIS_URL || DEFAULTS.redisUrl,
+    database,
+    redisPrefix,
+    apiPort: port('PORT', env.PORT),
+    rpcPort: port('DEMO_RPC_PORT', env.DEMO_RPC_PORT),
+    logFile: env.DEMO_LOG_FILE || join(tmpdir(), 'codetrail-demo.log'),
+  }
+}
