@@ -6,7 +6,9 @@ COPY tsconfig.json drizzle.config.ts ./
 COPY src ./src
 COPY scripts ./scripts
 COPY migrations ./migrations
+# The demo deploys the test contracts and builds its agents' transactions with the fixture helpers.
+COPY test/fixtures ./test/fixtures
 ENV NODE_ENV=production
 EXPOSE 8080
-ENTRYPOINT ["npx", "tsx", "src/main.ts"]
+ENTRYPOINT ["node", "--import", "tsx", "src/main.ts"]
 CMD ["--role", "all"]
