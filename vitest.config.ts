@@ -8,6 +8,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2 } },
-    reporters: ['default'],
+    reporters: ['default', './test/helpers/summaryReporter.ts'],
   },
 })
