@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
-import { encodeDeployData, type Address, type Hash } from 'viem'
+import type { Address, Hash } from 'viem'
 import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
 import { artifacts, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
+import { deployOnDevnet } from './helpers/devnet.js'
 import { spawnTs } from './helpers/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
 
@@ -29,10 +30,7 @@ beforeAll(async () => {
   devnet = await createDevnet({ blockTimeMs: 0 })
   cleanups.push(() => devnet.stop())
   const client = fixtureClient(devnet.url)
-  const deploy = await rawSignedTx(devnet.url, { from: 0, data: encodeDeployData({ abi: artifacts.Emitter.abi, bytecode: artifacts.Emitter.bytecode }), gas: 3_000_000n })
-  const hash = await client.sendRawTransaction({ serializedTransaction: deploy })
-  await devnet.mine()
-  emitter = (await client.getTransactionReceipt({ hash })).contractAddress!
+  emitter = await deployOnDevnet(devnet, artifacts.Emitter)
 
   // A WebSocket relay in front of the devnet whose connections the test can cut, as a node restart would.
   const port = await freePort()

@@ -1,0 +1,12 @@
+import { encodeDeployData, type Address } from 'viem'
+import type { Devnet } from '../../src/devnet/index.js'
+import { fixtureClient, rawSignedTx, type Artifact } from '../fixtures/chain.js'
+
+/** Deploys a contract on a devnet that mines only on request (`blockTimeMs: 0`): send, mine, read the receipt. */
+export async function deployOnDevnet(devnet: Devnet, artifact: Artifact): Promise<Address> {
+  const client = fixtureClient(devnet.url)
+  const deploy = await rawSignedTx(devnet.url, { from: 0, data: encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode }), gas: 3_000_000n })
+  const hash = await client.sendRawTransaction({ serializedTransaction: deploy })
+  await devnet.mine()
+  return (await client.getTransactionReceipt({ hash })).contractAddress!
+}
