@@ -10,12 +10,13 @@ import cliProgress from 'cli-progress'
 import { loadConfig, ConfigError } from '../src/config/index.js'
 import { createIndexer } from '../src/indexer.js'
 import { createLogger } from '../src/logger.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId } from '../src/queue/index.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
 
 const USAGE =
   'usage: npm run backfill -- --from <block> --to <block|latest|safe|finalized> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]'
 const POLL_MS = 500
+const REPLAN_MS = 5_000
 
 class UsageError extends Error {}
 
@@ -57,6 +58,12 @@ function parseOptions(argv: string[]): Options {
     if (!/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new UsageError(`--topic0 must be a 0x-prefixed 32-byte topic, got "${topic}"`)
   }
   return { from, to, addresses: values.address, topics: values.topic0, wait: !values['no-wait'], json: values.json }
+}
+
+/** The chunk jobs Redis no longer holds in any state. */
+async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs: readonly RangeJobData[]): Promise<RangeJobData[]> {
+  const held = await Promise.all(jobs.map((job) => rangeQueue.queue.getJob(rangeJobId(job))))
+  return jobs.filter((_, i) => !held[i])
 }
 
 function formatDuration(seconds: number): string {
@@ -133,6 +140,7 @@ async function main(): Promise<number> {
     process.once('SIGTERM', interrupt)
 
     const started = Date.now()
+    let lastPlanned = started
     const startDone = plan.doneBlocks
     const bar = options.json
       ? undefined
@@ -178,6 +186,13 @@ async function main(): Promise<number> {
           { done: false },
         )
         return 1
+      }
+      // Jobs lost with Redis (a restart without persistence) are planned again from what the database lacks; ids are deterministic, so live jobs are not doubled.
+      if (Date.now() - lastPlanned > REPLAN_MS) {
+        lastPlanned = Date.now()
+        const again = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
+        const missing = await missingJobs(rangeQueue, again.jobs)
+        if (missing.length > 0) await rangeQueue.enqueue(missing)
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     }

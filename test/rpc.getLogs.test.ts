@@ -309,7 +309,10 @@ describe('createRpcClient', () => {
     const client = createRpcClient({ url: proxy.url, onRequest: (e) => events.push(e) })
     const error = await client.batch([{ method: 'eth_blockNumber' }, { method: 'eth_nope' }]).catch((e: unknown) => e)
     expect(error).toMatchObject({ name: 'RpcRequestError', code: -32601 })
-    expect(events).toEqual([expect.objectContaining({ method: 'batch', calls: 2, ok: false, errorKind: 'fatal' })])
+    expect(events).toEqual([
+      expect.objectContaining({ method: 'eth_blockNumber', calls: 1, ok: false, errorKind: 'fatal' }),
+      expect.objectContaining({ method: 'eth_nope', calls: 1, ok: false, errorKind: 'fatal' }),
+    ])
   })
 
   it('reports failed requests by error kind', async () => {

@@ -5,14 +5,12 @@ import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
-/** The `method` reported for a batch that mixes methods. */
-const MIXED_BATCH = 'batch'
 
 /** One finished HTTP request, for metrics. */
 export type RpcRequestEvent = {
-  /** The JSON-RPC method; for a batch, its method when all calls share one, else `batch`. */
+  /** The JSON-RPC method; a batch mixing methods reports one event per method. */
   method: string
-  /** How many calls the request carried (1 unless batched). */
+  /** How many of the request's calls had this method (1 unless batched). */
   calls: number
   ok: boolean
   /** How {@link classifyRpcError} reads the failure. */
@@ -67,17 +65,21 @@ type RpcResponse = { id: number; result?: unknown; error?: { code: number; messa
 export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
   const http = getHttpRpcClient(url, { timeout: timeoutMs, maxResponseBodySize: false })
 
-  async function send<R>(method: string, calls: number, exchange: () => Promise<R>): Promise<R> {
+  /** `methods`: the request's calls counted by method; a mixed batch reports each method's share. */
+  async function send<R>(methods: ReadonlyMap<string, number>, exchange: () => Promise<R>): Promise<R> {
     const started = performance.now()
+    const report = (event: Omit<RpcRequestEvent, 'method' | 'calls'>) => {
+      for (const [method, calls] of methods) onRequest?.({ method, calls, ...event })
+    }
     try {
       const result = await exchange()
-      onRequest?.({ method, calls, ok: true, durationMs: performance.now() - started })
+      report({ ok: true, durationMs: performance.now() - started })
       return result
     } catch (error) {
       const durationMs = performance.now() - started
       const action = classifyRpcError(error)
-      logger.debug({ method, calls, duration_ms: Math.round(durationMs), error_kind: action.kind, error_pattern: action.pattern }, 'rpc request failed')
-      onRequest?.({ method, calls, ok: false, errorKind: action.kind, durationMs })
+      logger.debug({ method: [...methods.keys()].join(','), calls: [...methods.values()].reduce((a, b) => a + b, 0), duration_ms: Math.round(durationMs), error_kind: action.kind, error_pattern: action.pattern }, 'rpc request failed')
+      report({ ok: false, errorKind: action.kind, durationMs })
       throw error
     }
   }
@@ -88,7 +90,7 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
 
   async function request<T>(method: string, params: readonly unknown[] = [], options: RpcRequestOptions = {}): Promise<T> {
     const body = { method, params }
-    return send(method, 1, async () => {
+    return send(new Map([[method, 1]]), async () => {
       const response = (await http.request({
         body,
         fetchOptions: options.signal ? { signal: options.signal } : undefined,
@@ -102,8 +104,9 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
   async function batch<T>(calls: readonly RpcCall[], options: RpcRequestOptions = {}): Promise<T[]> {
     if (calls.length === 0) return []
     const body = calls.map((call, id) => ({ id, method: call.method, params: call.params ?? [] }))
-    const method = calls.every((call) => call.method === calls[0]!.method) ? calls[0]!.method : MIXED_BATCH
-    return send(method, calls.length, async () => {
+    const methods = new Map<string, number>()
+    for (const call of calls) methods.set(call.method, (methods.get(call.method) ?? 0) + 1)
+    return send(methods, async () => {
       const responses = (await http.request({
         body,
         fetchOptions: options.signal ? { signal: options.signal } : undefined,

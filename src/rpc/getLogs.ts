@@ -104,6 +104,14 @@ export class GetLogsError extends Error {
 
 export type GetLogsErrorType = GetLogsError
 
+/** The node that answered has not reached the range's last block; its message reads as `retry` to {@link classifyRpcError}. */
+export class NodeBehindError extends Error {
+  override name = 'NodeBehindError'
+  constructor(toBlock: number) {
+    super(`block ${toBlock} is beyond current head of the node that answered`)
+  }
+}
+
 type Outcome = { logs: RpcLog[] } | { parts: Interval[]; reason: RpcErrorAction }
 
 /**
@@ -115,7 +123,7 @@ type Outcome = { logs: RpcLog[] } | { parts: Interval[]; reason: RpcErrorAction 
  * @example
  * const logs = await getLogs(client, { fromBlock: 1_000, toBlock: 1_999, address, maxBlocks: 1_000 })
  */
-export async function getLogs(client: Pick<RpcClient, 'request' | 'logger'>, parameters: GetLogsParameters, hooks: GetLogsHooks = {}): Promise<GetLogsReturnType> {
+export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'logger'>, parameters: GetLogsParameters, hooks: GetLogsHooks = {}): Promise<GetLogsReturnType> {
   const { maxBlocks, concurrency = 1, signal } = parameters
   if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1 || maxBlocks > MAX_BLOCKS_PER_REQUEST)
     throw new RangeError(`maxBlocks must be an integer from 1 to ${MAX_BLOCKS_PER_REQUEST}, got ${maxBlocks}`)
@@ -130,6 +138,22 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'logger'>, par
     ...(parameters.address === undefined ? {} : { address: parameters.address }),
     ...(parameters.topics === undefined ? {} : { topics: parameters.topics }),
   })
+
+  /**
+   * A range's logs with the header of its last block from the same HTTP request: a node behind the others
+   * (load-balanced endpoints) may answer a range past its head with fewer logs and no error; it has no such header.
+   */
+  async function logsFromNodeAt(fromBlock: BlockTag, toBlock: number, runSignal: AbortSignal | undefined): Promise<RpcLog[]> {
+    const [logs, last] = await client.batch<unknown>(
+      [
+        { method: 'eth_getLogs', params: [filter(fromBlock, toBlock)] },
+        { method: 'eth_getBlockByNumber', params: [hexTag(toBlock), false] },
+      ],
+      { signal: runSignal },
+    )
+    if (last === null) throw new NodeBehindError(toBlock)
+    return logs as RpcLog[]
+  }
 
   /** Asks for one range until it answers, must be narrowed, or fails for good. */
   async function fetchRange(fromBlock: BlockTag, toBlock: BlockTag, runSignal: AbortSignal | undefined, narrow: (reason: RpcErrorAction) => Interval[] | undefined): Promise<Outcome> {
@@ -146,7 +170,7 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'logger'>, par
       const started = performance.now()
       attempts++
       try {
-        const logs = await client.request<RpcLog[]>('eth_getLogs', [filter(fromBlock, toBlock)], { signal: runSignal })
+        const logs = typeof toBlock === 'number' ? await logsFromNodeAt(fromBlock, toBlock, runSignal) : await client.request<RpcLog[]>('eth_getLogs', [filter(fromBlock, toBlock)], { signal: runSignal })
         if (!Array.isArray(logs)) throw new TypeError(`eth_getLogs answered ${typeof logs}, not an array`)
         hooks.onRange?.({ fromBlock, toBlock, logs: logs.length, durationMs: performance.now() - started })
         return { logs }

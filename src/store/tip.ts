@@ -205,11 +205,13 @@ export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: re
   return result.rowCount ?? 0
 }
 
-/** Distinct blocks of `(from, to]` that hold confirmed (not yet final), not removed logs. */
+/** Distinct blocks of `(from, to]` stored as confirmed (not yet final) and not removed: headers, and blocks holding such logs. */
 export async function confirmedBlocks(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string }[]> {
   const { rows } = await db.query(
-    `SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs
-     WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed`,
+    `SELECT block_number AS number, block_hash AS hash FROM logs
+     WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed
+     UNION
+     SELECT number, hash FROM blocks WHERE chain_id = $1 AND number > $2 AND number <= $3 AND status = 'confirmed' AND NOT removed`,
     [chainId, from, to],
   )
   return rows as { number: number; hash: string }[]

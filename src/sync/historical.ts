@@ -62,11 +62,15 @@ export function createRangeProcessor(context: RangeContext) {
     const range: Interval = [data.fromBlock, data.toBlock]
     if (!force && (await isCovered(context.pool, data.chainId, data.filterId, range))) return { logs: 0, inserted: 0, stored: false }
     const filter = { addresses: data.addresses, topics: data.topics }
-    const [logs, finalizedBlock] = await Promise.all([context.fetchLogs(range, filter), context.finalizedBlock()])
+    const finalizedBlock = await context.finalizedBlock()
+    // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
+    const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
+    let blocks: BlockRow[] = unfinalized.length > 0 ? await context.fetchBlocks(unfinalized) : []
+    const logs = await context.fetchLogs(range, filter)
 
-    let blocks: BlockRow[] = []
-    const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))]
-    if (missing.length > 0) blocks = await context.fetchBlocks(missing)
+    const known = new Set(blocks.map((block) => block.number))
+    const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !known.has(n))
+    if (missing.length > 0) blocks = [...blocks, ...(await context.fetchBlocks(missing))]
     const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
     const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber))
 
