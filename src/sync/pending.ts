@@ -18,12 +18,33 @@ export type PendingPollerContext = {
  * the head follower reconciles them when the canonical block arrives.
  */
 export function createPendingPoller(context: PendingPollerContext) {
+  // Attribution runs beside the polls, one batch at a time: fetching transactions must not delay the next poll.
+  let queued = new Map<string, LogRow>()
+  let attributing: Promise<void> | undefined
+
+  async function drain(attribute: (rows: readonly LogRow[]) => Promise<void>) {
+    while (queued.size > 0) {
+      const rows = [...queued.values()]
+      queued = new Map()
+      await attribute(rows).catch((error: Error) =>
+        context.logger.warn({ chain_id: context.chainId, reason: error.message }, 'pending attribution failed'),
+      )
+    }
+  }
+
+  function attributeLater(rows: readonly LogRow[]) {
+    const attribute = context.attributePending
+    if (!attribute) return
+    for (const row of rows) queued.set(row.transactionHash, row)
+    attributing ??= drain(attribute).finally(() => (attributing = undefined))
+  }
+
   /** Stores pre-confirmed logs that came from any source (poll or subscription). */
   async function store(logs: readonly LogInput[]): Promise<number> {
     if (logs.length === 0) return 0
     const rows = toLogRows(logs)
     const changed = await upsertPendingLogs(context.pool, context.chainId, rows)
-    if (changed > 0) await context.attributePending?.(rows)
+    if (changed > 0) attributeLater(rows)
     return changed
   }
 
@@ -32,7 +53,14 @@ export function createPendingPoller(context: PendingPollerContext) {
     return { served: logs.length, changed: await store(logs) }
   }
 
-  return { poll, store }
+  return {
+    poll,
+    store,
+    /** Resolves once the attribution of what was stored so far is written (for a clean stop). */
+    settled: async () => {
+      while (attributing) await attributing
+    },
+  }
 }
 
 export type PendingPoller = ReturnType<typeof createPendingPoller>

@@ -66,6 +66,7 @@ export function startScheduler(context: SchedulerContext) {
       : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
     await Promise.all([renewing, follow, poll, extra])
+    await context.poller?.settled()
     stopped.signal.removeEventListener('abort', stop)
     leader = false
     await lease.release().catch(() => {})
