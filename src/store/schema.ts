@@ -56,11 +56,11 @@ export const logs = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('logs_canonical_key').on(t.chainId, t.blockHash, t.logIndex).where(sql`status <> 'pending'`),
+    // Led by block number, so backfill inserts append to the btree instead of landing at random hashes.
+    uniqueIndex('logs_canonical_key').on(t.chainId, t.blockNumber, t.blockHash, t.logIndex).where(sql`status <> 'pending'`),
     uniqueIndex('logs_pending_key')
       .on(t.chainId, t.transactionHash, t.txLogOrdinal)
       .where(sql`status = 'pending'`),
-    index('logs_block_number').on(t.chainId, t.blockNumber),
     index('logs_transaction_hash').on(t.chainId, t.transactionHash),
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     statusCheck('logs_status_check', t.status),

@@ -70,7 +70,8 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
          topic1 = u.topic1, topic2 = u.topic2, topic3 = u.topic3, data = u.data, status = u.status, removed = false, updated_at = now()
        FROM ${UNNEST_LOGS}
        WHERE l.chain_id = $1 AND l.status = 'pending' AND l.transaction_hash = u.transaction_hash AND l.tx_log_ordinal = u.tx_log_ordinal
-         AND NOT EXISTS (SELECT 1 FROM logs c WHERE c.chain_id = $1 AND c.block_hash = u.block_hash AND c.log_index = u.log_index AND c.status <> 'pending')`,
+         AND NOT EXISTS (SELECT 1 FROM logs c WHERE c.chain_id = $1 AND c.block_number = u.block_number AND c.block_hash = u.block_hash
+           AND c.log_index = u.log_index AND c.status <> 'pending')`,
       [chainId, ...arrays],
     )
     // The rest are new; a row already there for the same block hash (e.g. stored by a backfill) is canonical again.
@@ -79,7 +80,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
        SELECT $1, block_number, block_hash, to_timestamp(ts), transaction_hash, transaction_index, log_index, tx_log_ordinal,
               address, topic0, topic1, topic2, topic3, data, status
        FROM ${UNNEST_LOGS}
-       ON CONFLICT (chain_id, block_hash, log_index) WHERE status <> 'pending'
+       ON CONFLICT (chain_id, block_number, block_hash, log_index) WHERE status <> 'pending'
        DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,
       [chainId, ...arrays],
     )

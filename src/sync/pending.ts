@@ -48,9 +48,12 @@ export function createPendingPoller(context: PendingPollerContext) {
     return changed
   }
 
-  async function poll(): Promise<{ served: number; changed: number }> {
+  /** One poll; `block` is the pending block the node served logs for (null when it served none). */
+  async function poll(): Promise<{ served: number; changed: number; block: number | null }> {
     const logs = await context.fetchPendingLogs()
-    return { served: logs.length, changed: await store(logs) }
+    const changed = await store(logs)
+    const block = logs.length > 0 ? Math.max(...logs.map((log) => Number(log.blockNumber))) : null
+    return { served: logs.length, changed, block }
   }
 
   return {

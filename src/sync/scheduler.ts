@@ -49,6 +49,10 @@ export function startScheduler(context: SchedulerContext) {
         }
       }
     })()
+    // A new pending block number means the previous block was mined: step the follower now, not at its next poll.
+    let nudge = () => {}
+    const nudged = () => new Promise<void>((resolve) => (nudge = resolve))
+    let pendingBlock: number | null = null
     const follow = runEvery(
       context.headPollMs,
       async () => {
@@ -59,11 +63,21 @@ export function startScheduler(context: SchedulerContext) {
           if (term.signal.aborted || !events.some((event) => event.type === 'blocks' || event.type === 'reorg')) break
         }
       },
-      { signal: term.signal, logger, name: 'head' },
+      { signal: term.signal, logger, name: 'head', wake: nudged },
     )
-    const poll = context.poller && context.pendingPollMs > 0
-      ? runEvery(context.pendingPollMs, () => context.poller!.poll(), { signal: term.signal, logger, name: 'pending' })
-      : Promise.resolve()
+    const poller = context.poller
+    const poll =
+      poller && context.pendingPollMs > 0
+        ? runEvery(
+            context.pendingPollMs,
+            async () => {
+              const { block } = await poller.poll()
+              if (block !== null && pendingBlock !== null && block > pendingBlock) nudge()
+              if (block !== null) pendingBlock = block
+            },
+            { signal: term.signal, logger, name: 'pending' },
+          )
+        : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
     await Promise.all([renewing, follow, poll, extra])
     await context.poller?.settled()

@@ -1,13 +1,13 @@
 import type { Logger } from '../logger.js'
 
 /**
- * Runs `task` every `intervalMs` until `signal` aborts, never overlapping: a slow answer delays the
+ * Runs `task` every `intervalMs` (or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
  * next run instead of piling up concurrent ones. Errors are reported and the loop goes on.
  */
 export async function runEvery(
   intervalMs: number,
   task: () => Promise<unknown>,
-  { signal, logger, name }: { signal: AbortSignal; logger: Logger; name: string },
+  { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: () => Promise<void> },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
@@ -21,7 +21,8 @@ export async function runEvery(
     }
     const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
     const wait = Math.max(backoff, intervalMs - (performance.now() - started))
-    await sleep(wait, signal)
+    // `wake` cuts the wait short when something says there is work now (never after a failure).
+    await (wake && failures === 0 ? Promise.race([sleep(wait, signal), wake()]) : sleep(wait, signal))
   }
 }
 
