@@ -77,7 +77,8 @@ const byKey = (row: Pick<AttributedRow, 'tx_hash' | 'user_op_hash' | 'builder_co
 const sortRows = <T extends AttributedRow>(rows: T[]) => [...rows].sort((a, b) => byKey(a).localeCompare(byKey(b)))
 
 async function mined(client: FixtureClient, hash: Hash): Promise<Mined> {
-  const receipt = await client.getTransactionReceipt({ hash })
+  // anvil's automine can answer the hash a moment before the receipt exists.
+  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
   return { hash, block: Number(receipt.blockNumber), from: lower(receipt.from), to: receipt.to ? lower(receipt.to) : null, gasUsed: Number(receipt.gasUsed) }
 }
 
@@ -580,7 +581,8 @@ describe('attribution of a transaction first seen pending', () => {
     )
 
     await client.mine({ blocks: 1 })
-    const receipt = await client.getTransactionReceipt({ hash })
+    // anvil's automine can answer the hash a moment before the receipt exists.
+  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
     const logs = await rpc.request<LogInput[]>('eth_getLogs', [{ blockHash: receipt.blockHash }])
     await withTransaction(db.store.pool, await attributor.forLogs(toLogRows(logs), () => 'confirmed'))
     const gasUsed = Number(receipt.gasUsed)

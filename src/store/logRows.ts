@@ -41,7 +41,7 @@ export function quantity(value: string | number | null | undefined, field: strin
 }
 
 function hash(value: string | null, field: string): string {
-  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(value)) throw new LogShapeError(`log field ${field} is not a hash: ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value.length !== 66) throw new LogShapeError(`log field ${field} is not a hash: ${JSON.stringify(value)}`)
   return value.toLowerCase()
 }
 

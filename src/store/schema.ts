@@ -61,7 +61,6 @@ export const logs = pgTable(
     uniqueIndex('logs_pending_key')
       .on(t.chainId, t.transactionHash, t.txLogOrdinal)
       .where(sql`status = 'pending'`),
-    index('logs_transaction_hash').on(t.chainId, t.transactionHash),
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     statusCheck('logs_status_check', t.status),
   ],

@@ -180,7 +180,8 @@ export async function advanceFinality(pool: pg.Pool, chainId: number, [from, to]
 /**
  * Stores the node's pre-confirmed logs as `pending` rows keyed by (transaction, ordinal), so a log
  * that moves between flashblocks or blocks updates its row. Logs of blocks the follower has already
- * stored are ignored (a stale answer racing the canonical block).
+ * stored, or of transactions already confirmed (their `transactions` row, written with their canonical
+ * logs), are ignored: a stale answer racing the canonical block.
  */
 export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: readonly LogRow[]): Promise<number> {
   if (rows.length === 0) return 0
@@ -191,7 +192,7 @@ export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: re
             address, topic0, topic1, topic2, topic3, data, status
      FROM ${UNNEST_LOGS}
      WHERE block_number > COALESCE((SELECT live_block FROM chain_state WHERE chain_id = $1), -1)
-       AND NOT EXISTS (SELECT 1 FROM logs c WHERE c.chain_id = $1 AND c.transaction_hash = u.transaction_hash AND c.status <> 'pending' AND NOT c.removed)
+       AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.chain_id = $1 AND t.hash = u.transaction_hash AND t.status <> 'pending' AND NOT t.removed)
      ON CONFLICT (chain_id, transaction_hash, tx_log_ordinal) WHERE status = 'pending'
      DO UPDATE SET block_number = EXCLUDED.block_number, block_timestamp = EXCLUDED.block_timestamp,
        transaction_index = EXCLUDED.transaction_index, log_index = EXCLUDED.log_index, address = EXCLUDED.address,

@@ -1,0 +1,1 @@
+DROP INDEX "logs_transaction_hash";
