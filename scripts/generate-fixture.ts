@@ -17,13 +17,14 @@ import { buildChain } from '../test/fixtures/chain.js'
 
 export const FIXTURE_DIR = fileURLToPath(new URL('../bench/fixture/', import.meta.url))
 // Bump when the chain it builds changes for the same parameters, so stale dumps are not reused.
-const GENERATOR_VERSION = 1
+const GENERATOR_VERSION = 2
 
 export type FixtureSegment = { blocks: number; txsPerBlock: number; logsPerTx: number }
 
 export type FixtureParameters = {
-  /** Built in order with one Emitter; each block holds `txsPerBlock × logsPerTx` logs. */
-  segments: FixtureSegment[]
+  /** Built in order, `rounds` times over, with one Emitter; each block holds `txsPerBlock × logsPerTx` logs. */
+  pattern: FixtureSegment[]
+  rounds: number
   /** Transaction `i` of a segment carries a suffix when `i % suffixEvery === 0`. */
   suffixEvery: number
   /** Size of the pool of builder codes the suffixes cycle through. */
@@ -32,24 +33,18 @@ export type FixtureParameters = {
 
 export type FixtureSize = 'full' | 'quick'
 
-/** Both sizes hold 80 logs per block; half the blocks have 20 logs per transaction, half 5. */
+/**
+ * 25 logs per block, alternating every 500 blocks between one transaction of 25 logs and five of 5,
+ * so every 1000-block chunk holds the same mix.
+ */
+const PATTERN: FixtureSegment[] = [
+  { blocks: 500, txsPerBlock: 1, logsPerTx: 25 },
+  { blocks: 500, txsPerBlock: 5, logsPerTx: 5 },
+]
+
 export const FIXTURE_PARAMETERS: Record<FixtureSize, FixtureParameters> = {
-  full: {
-    segments: [
-      { blocks: 3_250, txsPerBlock: 4, logsPerTx: 20 },
-      { blocks: 3_250, txsPerBlock: 16, logsPerTx: 5 },
-    ],
-    suffixEvery: 5,
-    codes: 100,
-  },
-  quick: {
-    segments: [
-      { blocks: 625, txsPerBlock: 4, logsPerTx: 20 },
-      { blocks: 625, txsPerBlock: 16, logsPerTx: 5 },
-    ],
-    suffixEvery: 5,
-    codes: 100,
-  },
+  full: { pattern: PATTERN, rounds: 24, suffixEvery: 5, codes: 100 },
+  quick: { pattern: PATTERN, rounds: 4, suffixEvery: 5, codes: 100 },
 }
 
 export type FixtureMeta = {
@@ -131,7 +126,8 @@ async function generate(rpcUrl: string, name: string, parameters: FixtureParamet
   let logs = 0
   let transactions = 0
   let suffixed = 0
-  for (const segment of parameters.segments) {
+  const segments = Array.from({ length: parameters.rounds }, () => parameters.pattern).flat()
+  for (const [index, segment] of segments.entries()) {
     const chain = await buildChain(rpcUrl, {
       ...segment,
       largeDataEvery: 0,
@@ -145,7 +141,7 @@ async function generate(rpcUrl: string, name: string, parameters: FixtureParamet
     transactions += count
     suffixed += Math.ceil(count / parameters.suffixEvery)
     logs += count * segment.logsPerTx
-    say(`  segment of ${segment.blocks} blocks × ${segment.txsPerBlock} txs × ${segment.logsPerTx} logs done (block ${toBlock})`)
+    if ((index + 1) % parameters.pattern.length === 0) say(`  round ${(index + 1) / parameters.pattern.length} of ${parameters.rounds} done (block ${toBlock})`)
   }
   const response = await fetch(rpcUrl, {
     method: 'POST',

@@ -7,6 +7,14 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 // /proc/<pid>/stat counts CPU time in clock ticks, 100 per second on Linux.
 const CLOCK_TICKS = 100
 
+// performance.now() is relative to this process's start; V8 profiles use the monotonic clock itself.
+const monotonicOffsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000
+
+/** A `performance.now()` time of this process on the monotonic clock in microseconds, as V8 CPU profiles count. */
+export function monotonicUs(at: number): number {
+  return at * 1000 + monotonicOffsetUs
+}
+
 export type NodeChild = {
   child: ChildProcess
   pid: number
@@ -54,7 +62,7 @@ export function spawnNode({ entry, args = [], env, nodeFlags = [], onStdoutLine,
   }
 }
 
-/** Resident set size now and its peak (VmHWM) in MiB, or null once the process is gone. */
+/** Resident set size now and its peak (VmHWM) in MiB, or null once the process has exited. */
 export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } | null {
   let status: string
   try {
@@ -62,8 +70,11 @@ export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } | nul
   } catch {
     return null
   }
-  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
-  return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024 }
+  const kib = (field: string) => new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]
+  const rss = kib('VmRSS')
+  // An exited process not yet reaped has a status without memory lines.
+  if (rss === undefined) return null
+  return { rssMiB: Number(rss) / 1024, peakMiB: Number(kib('VmHWM') ?? 0) / 1024 }
 }
 
 /** User + system CPU seconds the process has used so far, or null once it is gone. */

@@ -14,6 +14,8 @@ export async function createBenchDatabase(adminUrl: string, label = ''): Promise
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'codetrail-bench' })
+  // An idle connection's error (e.g. the server restarting) surfaces on the next query; it must not crash the bench.
+  pool.on('error', () => {})
   return {
     name,
     url: url.toString(),
