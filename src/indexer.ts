@@ -65,13 +65,15 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     return raw ? toHeader(raw) : null
   }
 
-  async function fetchHeaders(numbers: readonly number[]): Promise<Header[]> {
-    const blocks = await reliable.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
-    return blocks.map((block, i) => {
-      if (!block) throw new Error(`node has no block ${numbers[i]}`)
-      return toHeader(block)
+  // A node behind others (load-balanced endpoints) may not have a block yet: asked again like any transient error.
+  const fetchHeaders = (numbers: readonly number[]): Promise<Header[]> =>
+    withRetry(async () => {
+      const blocks = await rpc.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
+      return blocks.map((block, i) => {
+        if (!block) throw new Error(`node has no block ${numbers[i]}`)
+        return toHeader(block)
+      })
     })
-  }
 
   /** The node's block number for a tag; `safe`/`finalized` fall back to head − FINALITY_DEPTH where the node has no such tag. */
   async function blockNumberAt(tag: BlockTag): Promise<number> {

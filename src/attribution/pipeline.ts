@@ -17,6 +17,9 @@ import { attributeTransaction, type TransactionAttribution, type TransactionInpu
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 const BATCH_SIZE = 100
 const BATCHES_IN_FLIGHT = 4
+/** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
+const MISSING_TRANSACTION_RETRIES = 5
+const MISSING_TRANSACTION_DELAY_MS = 100
 /** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
 const BLOCKS_PER_BATCH = 10
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
@@ -177,6 +180,26 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
+   * Transaction objects by hash, in order (null where the node has none). A `required` transaction the
+   * node does not know yet — one behind a load balancer may lag the others — is asked for again.
+   */
+  async function fetchTransactions(hashes: readonly string[], required: (hash: string) => boolean): Promise<(TransactionInput | null)[]> {
+    const found = new Map<string, TransactionInput>()
+    let ask = [...hashes]
+    for (let attempt = 0; ask.length > 0; attempt++) {
+      const slice = ask
+      const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, (part) =>
+        rpc.batch<TransactionInput | null>(part.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] }))),
+      )
+      answers.forEach((tx, i) => tx && found.set(slice[i]!, tx))
+      ask = slice.filter((hash) => !found.has(hash) && required(hash))
+      if (ask.length === 0 || attempt >= MISSING_TRANSACTION_RETRIES) break
+      await new Promise((resolve) => setTimeout(resolve, MISSING_TRANSACTION_DELAY_MS * 2 ** attempt))
+    }
+    return hashes.map((hash) => found.get(hash) ?? null)
+  }
+
+  /**
    * Prepares the attribution of the transactions behind `rows` (fetching and decoding happen now,
    * outside any database transaction); the returned writes store them with the logs. Inputs not
    * decoded yet are fetched by hash in JSON-RPC batches.
@@ -197,9 +220,7 @@ export function createAttributor(context: AttributorContext) {
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
-    const transactions = await inSlices(missing, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<TransactionInput | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] }))),
-    )
+    const transactions = await fetchTransactions(missing, (hash) => positions.get(hash)!.status !== 'pending')
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
