@@ -8,6 +8,7 @@ import { Attribution } from 'ox/erc8021'
 import { type Hex, encodeFunctionData } from 'viem'
 import { entryPoint07Abi, entryPoint07Address, toPackedUserOperation } from 'viem/account-abstraction'
 import { decodeAttribution, extractUserOperations } from '../src/attribution/index.js'
+import { seededRandom } from '../test/helpers/random.js'
 
 const MIN_CALLDATA_BYTES = 68
 const MAX_CALLDATA_BYTES = 1000
@@ -25,7 +26,7 @@ export type BenchDecodeParameters = {
 /** Measures `decodeAttribution` and `extractUserOperations` on generated calldata. */
 export function benchDecode(parameters: BenchDecodeParameters = {}): DecodeBenchCase[] {
   const durationMs = parameters.durationMs ?? DEFAULT_DURATION_MS
-  const random = createRandom(8021)
+  const random = seededRandom(8021)
   const plain = Array.from({ length: INPUTS_PER_CASE }, () => randomCalldata(random, '0'))
   const suffixes = {
     'schema 0, one code': Attribution.toDataSuffix({ codes: ['bc_a1b2c3d4'] }),
@@ -116,17 +117,6 @@ function handleOps(callData: string): Hex {
     functionName: 'handleOps',
     args: [[operation], '0x000000000000000000000000000000000000beef'],
   })
-}
-
-/** mulberry32: the same inputs on every run. */
-function createRandom(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -122,17 +122,7 @@ export async function sharedEnvironment(cleanups: Cleanups, rpcUrl: string, extr
   return { pool: db.store.pool, env }
 }
 
-/** A seeded PRNG (mulberry32), so a run's random moments can be repeated with `FAULT_SEED`. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export { seededRandom } from '../../helpers/random.js'
 
 /** The run's seed: `FAULT_SEED`, else the clock; tests print it so a failure can be replayed. */
 export function runSeed(): number {
