@@ -27,7 +27,8 @@ import { anvilAccount, fixtureClient } from '../test/fixtures/chain.js'
 import { startAgents, type Agent, type ChaosSchedule } from './demo/agents.js'
 import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, type DemoChainState } from './demo/chain.js'
 import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './demo/options.js'
-import { checkPostgres, checkRedisServer, clearRedisPrefix, recreateDatabase } from './demo/services.js'
+import { clearRedisPrefix } from '../src/queue/index.js'
+import { checkPostgres, checkRedisServer, recreateDatabase } from './demo/services.js'
 import { readFigures, readIndexedHead, startView } from './demo/view.js'
 
 /** anvil's own chain id, so wallets and tools that know anvil recognise the devnet. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
 import pg from 'pg'
+import { clearRedisPrefix } from '../../src/queue/index.js'
 
 export type BenchDatabase = { name: string; url: string; pool: pg.Pool; drop: () => Promise<void> }
 
@@ -43,17 +43,7 @@ export function createBenchRedisPrefix(redisUrl: string, label: string): { prefi
   return {
     prefix,
     cleanup: async () => {
-      const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
-      try {
-        let cursor = '0'
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-          cursor = next
-          if (keys.length > 0) await redis.del(...keys)
-        } while (cursor !== '0')
-      } finally {
-        redis.disconnect()
-      }
+      await clearRedisPrefix(redisUrl, prefix)
     },
   }
 }

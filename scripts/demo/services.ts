@@ -3,7 +3,6 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 
 const CONNECT_TIMEOUT_MS = 3_000
-const SCAN_COUNT = 1_000
 /** A database name the demo may drop and create without quoting. */
 const DATABASE_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
@@ -87,20 +86,3 @@ export async function recreateDatabase(adminUrl: string, name: string): Promise<
   return databaseUrlFor(adminUrl, name)
 }
 
-/** Deletes every key under `prefix:`, so a run never inherits queues or a scheduler lease from an earlier one. */
-export async function clearRedisPrefix(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
-  redis.on('error', () => {})
-  let deleted = 0
-  try {
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', SCAN_COUNT)
-      cursor = next
-      if (keys.length > 0) deleted += await redis.del(...keys)
-    } while (cursor !== '0')
-  } finally {
-    redis.disconnect()
-  }
-  return deleted
-}

@@ -57,6 +57,24 @@ export async function checkRedis(redisUrl: string, timeoutMs = 3_000): Promise<v
   }
 }
 
+/** Deletes every key under `prefix:` (a fresh start for the demo, cleanup for tests and benches). */
+export async function clearRedisPrefix(redisUrl: string, prefix: string): Promise<number> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  redis.on('error', () => {})
+  let deleted = 0
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1_000)
+      cursor = next
+      if (keys.length > 0) deleted += await redis.del(...keys)
+    } while (cursor !== '0')
+  } finally {
+    redis.disconnect()
+  }
+  return deleted
+}
+
 export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)
   const queue = new Queue<RangeJobData, RangeJobResult>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { Redis } from 'ioredis'
+import { clearRedisPrefix } from '../../src/queue/index.js'
 import { createStore, runMigrations, type Store } from '../../src/store/index.js'
 
 export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -39,14 +39,7 @@ export function createTestRedisPrefix(): { prefix: string; cleanup: () => Promis
   return {
     prefix,
     cleanup: async () => {
-      const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
-      let cursor = '0'
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-        cursor = next
-        if (keys.length > 0) await redis.del(...keys)
-      } while (cursor !== '0')
-      redis.disconnect()
+      await clearRedisPrefix(REDIS_URL, prefix)
     },
   }
 }
