@@ -133,7 +133,13 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       const writes = await attributor.forLogs(rows, () => 'pending')
       await withTransaction(store.pool, writes)
     },
-    fetchPendingLogs: () => rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }]),
+    fetchPendingLogs: async () => {
+      const [logs, head] = await rpc.batch<LogInput[] | string>([
+        { method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }] },
+        { method: 'eth_blockNumber', params: [] },
+      ])
+      return { logs: logs as LogInput[], head: Number(head as string) }
+    },
   })
 
   return {

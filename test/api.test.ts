@@ -354,11 +354,30 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
     expect(other.body.total).toEqual(model(C3, T0, T0 + 2 * 86_400))
   })
 
-  it('defaults to the last 30 days by day', async () => {
+  it('widens the range to whole buckets and reports the widened range', async () => {
+    const { body } = await get<Stats>(`/v1/builder-codes/${C2}/stats?since=${iso(T0 + 2 * 3600 + 600)}&until=${iso(T0 + 5 * 3600 + 1)}&interval=hour`)
+    expect(body).toMatchObject({ since: iso(T0 + 2 * 3600), until: iso(T0 + 6 * 3600) })
+    expect(body.buckets.map((b) => b.start)).toEqual([2, 3, 4, 5].map((h) => iso(T0 + h * 3600)))
+    expect(body.total).toEqual(model(C2, T0 + 2 * 3600, T0 + 6 * 3600))
+  })
+
+  it('counts distinct senders alike for ranges that end before and after the latest attribution', async () => {
+    // Until past the code's last block: the rollup answers; until before it: the rows are counted.
+    for (const [since, until] of [[T0 + 5 * 3600, T0 + 3 * 86_400], [T0 + 5 * 3600, T0 + 20 * 3600], [T0 + 29 * 3600, T0 + 30 * 3600]] as const) {
+      const { body } = await get<Stats>(`/v1/builder-codes/${C1}/stats?since=${iso(since)}&until=${iso(until)}&interval=hour`)
+      expect(body.total, `${iso(since)} ${iso(until)}`).toEqual(model(C1, since, until))
+    }
+  })
+
+  it('defaults to the last 30 days by day, in whole UTC days', async () => {
+    const before = Date.now()
     const { body } = await get<Stats>(`/v1/builder-codes/${C1}/stats`)
     expect(body.interval).toBe('day')
-    expect(Date.parse(body.until) - Date.parse(body.since)).toBe(30 * 86_400_000)
-    expect(body.buckets.length).toBeGreaterThanOrEqual(30)
+    const [since, until] = [Date.parse(body.since), Date.parse(body.until)]
+    expect([since % 86_400_000, until % 86_400_000]).toEqual([0, 0])
+    expect(until).toBeGreaterThanOrEqual(before)
+    expect([30, 31]).toContain((until - since) / 86_400_000)
+    expect(body.buckets).toHaveLength((until - since) / 86_400_000)
   })
 
   it('refuses bad intervals, codes, inverted and oversized ranges', async () => {

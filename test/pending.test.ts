@@ -100,3 +100,30 @@ describe('pre-confirmed logs', () => {
     expect(rows[0].n).toBe(0)
   })
 })
+
+describe('the pending poll', () => {
+  it('also reads the head, so a new block is stored without waiting for the head poll', async () => {
+    const quiet = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => quiet.drop(), () => redis.cleanup())
+    const client = fixtureClient(devnet.url)
+    const start = Number(await client.getBlockNumber())
+    const liveBlock = async () => (await quiet.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block
+    // The head poll is the longest allowed: only the pending poll can wake the follower within the wait below.
+    const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], {
+      ...env,
+      DATABASE_URL: quiet.url,
+      REDIS_PREFIX: redis.prefix,
+      START_BLOCK: String(start),
+      HEAD_POLL_MS: '60000',
+    })
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    await waitFor(async () => (await liveBlock()) === start, 'the follower to start')
+
+    // Empty blocks: no pending log announces them.
+    for (let i = 0; i < 3; i++) {
+      const mined = await devnet.mine()
+      await waitFor(async () => (await liveBlock()) === Number(mined.number), `block ${mined.number} to be stored`, 20_000)
+    }
+  })
+})

@@ -76,44 +76,46 @@ export async function upsertTransactions(
 ): Promise<void> {
   const rows = decoded.filter((row) => positions.has(row.hash))
   if (rows.length > 0) {
-    const at = rows.map((row) => positions.get(row.hash)!)
+    // One JSON parameter instead of twenty arrays: JSON.stringify is native, pg encodes arrays element by element in JS.
+    const json = rows.map((r) => {
+      const p = positions.get(r.hash)!
+      return {
+        hash: r.hash,
+        block_number: p.blockNumber,
+        block_hash: p.blockHash,
+        ts: p.blockTimestamp,
+        tx_index: p.transactionIndex,
+        from_address: r.from,
+        to_address: r.to,
+        input_size: r.inputSize,
+        has_suffix: r.hasSuffix,
+        schema_id: r.schemaId,
+        codes: r.codes,
+        registry_address: r.registryAddress,
+        registry_chain_id: r.registryChainId,
+        registry_verified: r.registryVerified,
+        cbor: r.cbor ?? null,
+        malformed_reason: r.malformedReason,
+        user_operations: r.userOperations,
+        gas_used: gasUsed.get(r.hash) ?? null,
+        status: p.status,
+      }
+    })
     await client.query(
       `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, to_address,
          input_size, has_suffix, schema_id, codes, registry_address, registry_chain_id, registry_verified, cbor, malformed_reason,
          user_operations, gas_used, status)
        SELECT $1, u.hash, u.block_number, u.block_hash, to_timestamp(u.ts), u.tx_index, u.from_address, u.to_address, u.input_size,
-         u.has_suffix, u.schema_id, CASE WHEN u.codes IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(u.codes)) END,
-         u.registry_address, u.registry_chain_id, u.registry_verified, u.cbor, u.malformed_reason, u.user_operations, u.gas_used, u.status
-       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::text[], $9::int[], $10::bool[],
-         $11::smallint[], $12::jsonb[], $13::text[], $14::numeric[], $15::bool[], $16::jsonb[], $17::text[], $18::int[], $19::bigint[], $20::text[])
-         AS u(hash, block_number, block_hash, ts, tx_index, from_address, to_address, input_size, has_suffix, schema_id, codes,
-              registry_address, registry_chain_id, registry_verified, cbor, malformed_reason, user_operations, gas_used, status)
+         u.has_suffix, u.schema_id, u.codes, u.registry_address, u.registry_chain_id, u.registry_verified, u.cbor, u.malformed_reason,
+         u.user_operations, u.gas_used, u.status
+       FROM json_to_recordset($2::json) AS u(hash text, block_number int8, block_hash text, ts int8, tx_index int, from_address text,
+         to_address text, input_size int, has_suffix bool, schema_id int2, codes text[], registry_address text, registry_chain_id numeric,
+         registry_verified bool, cbor jsonb, malformed_reason text, user_operations int, gas_used int8, status text)
        ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
          block_timestamp = EXCLUDED.block_timestamp, transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
          gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
        WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
-      [
-        chainId,
-        rows.map((r) => r.hash),
-        at.map((p) => p.blockNumber),
-        at.map((p) => p.blockHash),
-        at.map((p) => p.blockTimestamp),
-        at.map((p) => p.transactionIndex),
-        rows.map((r) => r.from),
-        rows.map((r) => r.to),
-        rows.map((r) => r.inputSize),
-        rows.map((r) => r.hasSuffix),
-        rows.map((r) => r.schemaId),
-        rows.map((r) => (r.codes ? JSON.stringify(r.codes) : null)),
-        rows.map((r) => r.registryAddress),
-        rows.map((r) => r.registryChainId),
-        rows.map((r) => r.registryVerified),
-        rows.map((r) => (r.cbor == null ? null : JSON.stringify(r.cbor))),
-        rows.map((r) => r.malformedReason),
-        rows.map((r) => r.userOperations),
-        rows.map((r) => gasUsed.get(r.hash) ?? null),
-        at.map((p) => p.status),
-      ],
+      [chainId, JSON.stringify(json)],
     )
   }
   // Transactions decoded earlier (e.g. while pending) only move.
@@ -159,36 +161,36 @@ export async function upsertAttributions(
 ): Promise<void> {
   const placed = rows.filter((row) => positions.has(row.txHash))
   if (placed.length === 0) return
-  const at = placed.map((row) => positions.get(row.txHash)!)
+  const json = placed.map((r) => {
+    const p = positions.get(r.txHash)!
+    return {
+      tx_hash: r.txHash,
+      user_op_hash: r.userOpHash,
+      builder_code: r.builderCode,
+      code_index: r.codeIndex,
+      block_number: p.blockNumber,
+      block_hash: p.blockHash,
+      ts: p.blockTimestamp,
+      from_address: r.from,
+      sender: r.sender,
+      to_address: r.to,
+      schema_id: r.schemaId,
+      codes: r.codes,
+      gas_used: gasUsed.get(r.txHash) ?? null,
+      status: p.status,
+    }
+  })
   await client.query(
     `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, block_timestamp,
        from_address, sender, to_address, schema_id, codes, gas_used, status)
      SELECT $1, u.tx_hash, u.user_op_hash, u.builder_code, u.code_index, u.block_number, u.block_hash, to_timestamp(u.ts),
-       u.from_address, u.sender, u.to_address, u.schema_id, ARRAY(SELECT jsonb_array_elements_text(u.codes)), u.gas_used, u.status
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::smallint[], $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[],
-       $11::text[], $12::smallint[], $13::jsonb[], $14::bigint[], $15::text[])
-       AS u(tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, ts, from_address, sender, to_address, schema_id,
-            codes, gas_used, status)
+       u.from_address, u.sender, u.to_address, u.schema_id, u.codes, u.gas_used, u.status
+     FROM json_to_recordset($2::json) AS u(tx_hash text, user_op_hash text, builder_code text, code_index int2, block_number int8,
+       block_hash text, ts int8, from_address text, sender text, to_address text, schema_id int2, codes text[], gas_used int8, status text)
      ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code) DO UPDATE SET block_number = EXCLUDED.block_number,
        block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, status = EXCLUDED.status,
        gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
-    [
-      chainId,
-      placed.map((r) => r.txHash),
-      placed.map((r) => r.userOpHash),
-      placed.map((r) => r.builderCode),
-      placed.map((r) => r.codeIndex),
-      at.map((p) => p.blockNumber),
-      at.map((p) => p.blockHash),
-      at.map((p) => p.blockTimestamp),
-      placed.map((r) => r.from),
-      placed.map((r) => r.sender),
-      placed.map((r) => r.to),
-      placed.map((r) => r.schemaId),
-      placed.map((r) => JSON.stringify(r.codes)),
-      placed.map((r) => gasUsed.get(r.txHash) ?? null),
-      at.map((p) => p.status),
-    ],
+    [chainId, JSON.stringify(json)],
   )
 }

@@ -71,7 +71,9 @@ export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber:
       data: log.data.toLowerCase(),
     }
   })
-  rows.sort((a, b) => a.blockNumber - b.blockNumber || a.transactionIndex - b.transactionIndex || a.logIndex - b.logIndex)
+  // Nodes answer in this order already: checking is one pass, sorting many.
+  const byPosition = (a: LogRow, b: LogRow) => a.blockNumber - b.blockNumber || a.transactionIndex - b.transactionIndex || a.logIndex - b.logIndex
+  if (rows.some((row, i) => i > 0 && byPosition(rows[i - 1]!, row) > 0)) rows.sort(byPosition)
   for (let i = 1; i < rows.length; i++) {
     const previous = rows[i - 1]!
     const row = rows[i]!

@@ -75,11 +75,17 @@ export async function insertBlocks(client: pg.PoolClient, chainId: number, rows:
   )
 }
 
-/** The distinct blocks of a set of log rows, in block order. */
+/** The distinct blocks of log rows sorted by block (as `toLogRows` returns them), in block order. */
 export function blocksOfLogs(rows: readonly LogRow[]): BlockRow[] {
-  const blocks = new Map<string, BlockRow>()
+  const blocks: BlockRow[] = []
+  const seen = new Set<string>()
+  let previous: string | undefined
   for (const row of rows) {
-    if (!blocks.has(row.blockHash)) blocks.set(row.blockHash, { number: row.blockNumber, hash: row.blockHash, timestamp: row.blockTimestamp })
+    // Rows of one block are adjacent: only a change of block hash needs the set (two forks' logs may interleave).
+    if (row.blockHash === previous || seen.has(row.blockHash)) continue
+    previous = row.blockHash
+    seen.add(row.blockHash)
+    blocks.push({ number: row.blockNumber, hash: row.blockHash, timestamp: row.blockTimestamp })
   }
-  return [...blocks.values()]
+  return blocks
 }

@@ -188,6 +188,66 @@ export const attributions = pgTable(
   ],
 )
 
+/** Bucket sizes of the stats rollup: UTC hours and days. */
+const STATS_BUCKETS = ['hour', 'day'] as const
+
+const bucketCheck = (name: string) => check(name, sql`bucket in ('hour', 'day')`)
+
+/**
+ * Stats rollup of the attributions that are not removed, per code and UTC hour or day. Kept by the
+ * triggers on `attributions` (migration 0007), so every write path updates it in the same transaction.
+ */
+export const builderCodeBuckets = pgTable(
+  'builder_code_buckets',
+  {
+    chainId: integer('chain_id').notNull(),
+    builderCode: text('builder_code').notNull(),
+    bucket: text('bucket', { enum: STATS_BUCKETS }).notNull(),
+    start: timestamp('start', { withTimezone: true }).notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+    pending: bigint('pending', { mode: 'number' }).notNull(),
+    gasUsed: numeric('gas_used').notNull(),
+    /** Senders with at least one attribution in the bucket: rows of `builder_code_bucket_senders`. */
+    senders: bigint('senders', { mode: 'number' }).notNull(),
+    /** Senders whose latest attribution of the code is in the bucket: summed from a time on, the distinct senders since then. */
+    latestSenders: bigint('latest_senders', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.builderCode, t.bucket, t.start] }), bucketCheck('builder_code_buckets_bucket_check')],
+)
+
+/** How many counted attributions each sender has in a bucket; a row exists while that is above zero. */
+export const builderCodeBucketSenders = pgTable(
+  'builder_code_bucket_senders',
+  {
+    chainId: integer('chain_id').notNull(),
+    builderCode: text('builder_code').notNull(),
+    bucket: text('bucket', { enum: STATS_BUCKETS }).notNull(),
+    start: timestamp('start', { withTimezone: true }).notNull(),
+    sender: text('sender').notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'builder_code_bucket_senders_pk', columns: [t.chainId, t.builderCode, t.bucket, t.start, t.sender] }),
+    bucketCheck('builder_code_bucket_senders_bucket_check'),
+  ],
+)
+
+/**
+ * Each sender of a code: its counted attributions and the block time of the latest, which places the
+ * sender in `builder_code_buckets.latest_senders`. A row exists while `n` is above zero.
+ */
+export const builderCodeSenders = pgTable(
+  'builder_code_senders',
+  {
+    chainId: integer('chain_id').notNull(),
+    builderCode: text('builder_code').notNull(),
+    sender: text('sender').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+    lastSeen: timestamp('last_seen', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.builderCode, t.sender] })],
+)
+
 /** The log filters the indexer has worked for; `filter_id` is a hash of the normalised filter. */
 export const syncFilters = pgTable(
   'sync_filters',

@@ -6,8 +6,11 @@ export type PendingPollerContext = {
   pool: pg.Pool
   logger: Logger
   chainId: number
-  /** The node's pre-confirmed logs: `eth_getLogs` with `fromBlock = toBlock = "pending"` and the filter. */
-  fetchPendingLogs: () => Promise<LogInput[]>
+  /**
+   * The node's pre-confirmed logs (`eth_getLogs` with `fromBlock = toBlock = "pending"` and the filter)
+   * and its latest block number, asked in one JSON-RPC batch.
+   */
+  fetchPendingLogs: () => Promise<{ logs: LogInput[]; head: number }>
   /** Attribution of the pending rows' transactions, written in its own transaction. */
   attributePending?: (rows: readonly LogRow[]) => Promise<void>
 }
@@ -48,12 +51,11 @@ export function createPendingPoller(context: PendingPollerContext) {
     return changed
   }
 
-  /** One poll; `block` is the pending block the node served logs for (null when it served none). */
-  async function poll(): Promise<{ served: number; changed: number; block: number | null }> {
-    const logs = await context.fetchPendingLogs()
+  /** One poll; `head` is the node's latest block number as of the poll. */
+  async function poll(): Promise<{ served: number; changed: number; head: number }> {
+    const { logs, head } = await context.fetchPendingLogs()
     const changed = await store(logs)
-    const block = logs.length > 0 ? Math.max(...logs.map((log) => Number(log.blockNumber))) : null
-    return { served: logs.length, changed, block }
+    return { served: logs.length, changed, head }
   }
 
   return {

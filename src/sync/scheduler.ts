@@ -49,10 +49,10 @@ export function startScheduler(context: SchedulerContext) {
         }
       }
     })()
-    // A new pending block number means the previous block was mined: step the follower now, not at its next poll.
+    // Each pending poll also reads the head: a new block is stepped at once, not at the follower's next poll.
     let nudge = () => {}
     const nudged = () => new Promise<void>((resolve) => (nudge = resolve))
-    let pendingBlock: number | null = null
+    let polledHead: number | undefined
     const follow = runEvery(
       context.headPollMs,
       async () => {
@@ -71,9 +71,9 @@ export function startScheduler(context: SchedulerContext) {
         ? runEvery(
             context.pendingPollMs,
             async () => {
-              const { block } = await poller.poll()
-              if (block !== null && pendingBlock !== null && block > pendingBlock) nudge()
-              if (block !== null) pendingBlock = block
+              const { head } = await poller.poll()
+              if (polledHead !== undefined && head > polledHead) nudge()
+              polledHead = head
             },
             { signal: term.signal, logger, name: 'pending' },
           )

@@ -53,10 +53,12 @@ describe('pending logs', () => {
     const t2 = await send(raw2)
     const raw3 = await call(4, 2, 30, 'bc_pending_later')
     const t3 = await send(raw3)
+    // Pending attribution is written beside the polls, after the logs it belongs to: wait for both.
     await waitFor(async () => {
       const counts = await Promise.all([t0, t1, t2, t3].map(async (hash) => (await rowsOf(hash)).filter((r) => r.status === 'pending').length))
-      return counts.join() === '2,3,2,2'
-    }, 'the pending rows of four transactions')
+      const attributed = await Promise.all([t0, t1, t2, t3].map(async (hash) => (await attributionOf(hash)).length))
+      return counts.join() === '2,3,2,2' && attributed.join() === '1,1,1,1'
+    }, 'the pending rows and attributions of four transactions')
     for (const hash of [t0, t1, t2, t3]) {
       for (const row of await rowsOf(hash)) expect(row).toMatchObject({ block_hash: ZERO_HASH, block_number: announced, removed: false })
       expect(await attributionOf(hash)).toEqual([{ block_number: announced, status: 'pending', removed: false }])

@@ -25,10 +25,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     store,
     drop: async () => {
       await store.close()
-      const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-      await client.connect()
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await client.end()
+      await dropDatabase(name)
     },
   }
 }
@@ -41,5 +38,25 @@ export function createTestRedisPrefix(): { prefix: string; cleanup: () => Promis
     cleanup: async () => {
       await clearRedisPrefix(REDIS_URL, prefix)
     },
+  }
+}
+
+/**
+ * Drops a test database. `pool.end()` resolves before its sockets close, and terminating a connection
+ * that is still closing raises an uncaught error in this process: so it waits for them first, and
+ * FORCE only ends connections other processes left behind.
+ */
+export async function dropDatabase(name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await client.connect()
+  try {
+    for (let i = 0; i < 50; i++) {
+      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1`, [name])
+      if (rows[0]!.n === 0) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  } finally {
+    await client.end()
   }
 }

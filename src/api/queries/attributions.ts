@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { Database } from '../../store/index.js'
-import { attributions, builderCodes, type Status } from '../../store/schema.js'
+import { attributions, builderCodeBuckets, builderCodes, type Status } from '../../store/schema.js'
 
 /** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code), all descending. */
 export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string]
@@ -117,9 +117,7 @@ export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash
 export type StatsInterval = 'hour' | 'day'
 
 export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
-/** Buckets are counted from the Unix epoch, so days are UTC days. */
-const EPOCH = new Date(0)
-
+/** `since`/`until` are bucket boundaries (see {@link roundToBuckets}). */
 export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
 
 export type StatsBucket = {
@@ -131,47 +129,41 @@ export type StatsBucket = {
   gasUsed: string
 }
 
+/** `[since, until)` widened to whole buckets: `since` down and `until` up to a UTC hour or day boundary. */
+export function roundToBuckets(interval: StatsInterval, since: Date, until: Date): { since: Date; until: Date } {
+  const step = INTERVAL_MS[interval]
+  return { since: new Date(Math.floor(since.getTime() / step) * step), until: new Date(Math.ceil(until.getTime() / step) * step) }
+}
+
 /**
  * Per UTC hour or day of `[since, until)`: the code's attributions that are not removed (all, confirmed
- * or finalized, pending), distinct senders and gas used; one pass with a grand total. Reads only the
- * `attributions_code_time` index.
+ * or finalized, pending), distinct senders and gas used, plus a grand total, read from the rollup the
+ * triggers on `attributions` keep (migration 0007) rather than from the rows themselves.
  * Every bucket of the range comes back, empty ones as zeros.
  */
 export async function builderCodeStats(
   db: Database,
   { chainId, builderCode, interval, since, until }: BuilderCodeStatsParameters,
 ): Promise<{ buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }> {
-  const result = await db.execute<{
-    start: number | null
-    attributions: number
-    confirmed: number
-    pending: number
-    distinct_senders: number
-    gas_used: string
-  }>(sql`
-    select extract(epoch from start)::int8 * 1000 as start,
-      count(*)::int8 as attributions,
-      count(*) filter (where status <> 'pending')::int8 as confirmed,
-      count(*) filter (where status = 'pending')::int8 as pending,
-      count(distinct sender)::int8 as distinct_senders,
-      coalesce(sum(gas_used), 0)::text as gas_used
-    from (
-      select date_bin(${`${INTERVAL_MS[interval] / 1000} seconds`}::interval, ${attributions.blockTimestamp}, ${EPOCH}) as start,
-        ${attributions.status} as status, ${attributions.sender} as sender,
-        ${attributions.gasUsed} as gas_used
-      from ${attributions}
-      where ${attributions.chainId} = ${chainId}
-        and ${attributions.builderCode} = ${builderCode}
-        and ${attributions.blockTimestamp} >= ${since}
-        and ${attributions.blockTimestamp} < ${until}
-        and not ${attributions.removed}
-    ) rows
-    group by grouping sets ((start), ())
+  const result = await db.execute<{ start: number | null; attributions: number; pending: number; distinct_senders: number; gas_used: string }>(sql`
+    select extract(epoch from ${builderCodeBuckets.start})::int8 * 1000 as start,
+      coalesce(sum(${builderCodeBuckets.attributions}), 0)::int8 as attributions,
+      coalesce(sum(${builderCodeBuckets.pending}), 0)::int8 as pending,
+      coalesce(sum(${builderCodeBuckets.gasUsed}), 0)::text as gas_used,
+      case when grouping(${builderCodeBuckets.start}) = 0 then sum(${builderCodeBuckets.senders})
+        else (${distinctSenders(chainId, builderCode, interval, since, until)}) end::int8 as distinct_senders
+    from ${builderCodeBuckets}
+    where ${builderCodeBuckets.chainId} = ${chainId}
+      and ${builderCodeBuckets.builderCode} = ${builderCode}
+      and ${builderCodeBuckets.bucket} = ${interval}
+      and ${builderCodeBuckets.start} >= ${since}
+      and ${builderCodeBuckets.start} < ${until}
+    group by grouping sets ((${builderCodeBuckets.start}), ())
     order by start nulls first`)
   const [total, ...rows] = result.rows.map((row) => ({
     start: row.start,
     attributions: row.attributions,
-    confirmed: row.confirmed,
+    confirmed: row.attributions - row.pending,
     pending: row.pending,
     distinctSenders: row.distinct_senders,
     gasUsed: row.gas_used,
@@ -186,6 +178,22 @@ export async function builderCodeStats(
   }
 }
 
+/**
+ * The code's distinct senders in `[since, until)`. When no sender's latest attribution is at or after
+ * `until` (the usual case: the range ends now), they are the senders whose latest attribution is at or
+ * after `since`: the rollup's `latest_senders` of those buckets, summed. A range that ends earlier
+ * counts the attributions themselves.
+ */
+function distinctSenders(chainId: number, builderCode: string, interval: StatsInterval, since: Date, until: Date): SQL {
+  const b = builderCodeBuckets
+  return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
+      then coalesce(sum(${b.latestSenders}), 0)
+      else (select count(distinct ${attributions.sender}) from ${attributions}
+        where ${attributions.chainId} = ${chainId} and ${attributions.builderCode} = ${builderCode}
+          and ${attributions.blockTimestamp} >= ${since} and ${attributions.blockTimestamp} < ${until} and not ${attributions.removed})
+    end
+    from ${b} where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval} and ${b.start} >= ${since}`
+}
 
 /** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */
 export function bucketStarts(interval: StatsInterval, since: Date, until: Date): number[] {

@@ -8,6 +8,7 @@ import {
   builderCodeStats,
   INTERVAL_MS,
   listAttributions,
+  roundToBuckets,
   type AttributionRow,
   type StatsInterval,
 } from '../queries/attributions.js'
@@ -89,8 +90,8 @@ const builderCodeStatsAnswer = z
     builderCode: z.string(),
     walletAddress: z.string().nullable(),
     interval: z.enum(['hour', 'day']),
-    since: isoTime,
-    until: isoTime,
+    since: isoTime.meta({ description: 'Start of the first bucket: the requested since rounded down.' }),
+    until: isoTime.meta({ description: 'End of the last bucket (exclusive): the requested until rounded up.' }),
     total: statsCounts,
     buckets: z.array(z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape })),
   })
@@ -171,7 +172,11 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       schema: {
         tags: ['attributions'],
         summary: "A builder code's activity per UTC hour or day",
-        description: `Rows not removed, with block time in [since, until). Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most ${MAX_STATS_BUCKETS} buckets.`,
+        description:
+          `Rows not removed, with block time in [since, until); since is rounded down and until up to whole UTC hours or days, and ` +
+          `the answer reports the rounded range. Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most ` +
+          `${MAX_STATS_BUCKETS} buckets. Read from a rollup kept in step with every write; only the total distinctSenders of a range ` +
+          `that ends before the code's latest attribution is counted from the rows, which is slower.`,
         params: z.strictObject({ code: builderCode }),
         querystring: z.strictObject({
           since: timestamp.optional(),
@@ -184,9 +189,10 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     async (request) => {
       const code = request.params.code
       const interval = request.query.interval ?? 'day'
-      const until = request.query.until ?? new Date()
-      const since = request.query.since ?? new Date(until.getTime() - DEFAULT_STATS_SPAN_MS[interval])
-      checkRange(since.getTime(), until.getTime(), 'since', 'until')
+      const requestedUntil = request.query.until ?? new Date()
+      const requestedSince = request.query.since ?? new Date(requestedUntil.getTime() - DEFAULT_STATS_SPAN_MS[interval])
+      checkRange(requestedSince.getTime(), requestedUntil.getTime(), 'since', 'until')
+      const { since, until } = roundToBuckets(interval, requestedSince, requestedUntil)
       if ((until.getTime() - since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
         throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
       const [stats, owner] = await Promise.all([
