@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { getIntervals, storeLogChunk, toLogRows, type LogInput } from '../src/store/index.js'
+import { getIntervals, prepareLogs, storeLogChunk, toLogRows, type LogInput } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from './helpers/services.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -29,18 +29,18 @@ describe('storeLogChunk', () => {
     const chainId = 31337
     const first = toLogRows([log(5, 0, 0), log(5, 0, 1), log(7, 1, 0)])
     expect(first.map((row) => row.txLogOrdinal)).toEqual([0, 1, 0])
-    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], rows: first, finalizedBlock: 6 })
+    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(first, chainId, 6), finalizedBlock: 6 })
     expect(stored).toEqual({ stored: true, inserted: 3 })
 
-    const again = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], rows: first, finalizedBlock: 6 })
+    const again = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(first, chainId, 6), finalizedBlock: 6 })
     expect(again).toEqual({ stored: false, inserted: 0 })
 
     // An overlapping range for another filter meets rows already there: only the new one is added.
     const overlapping = toLogRows([log(7, 1, 0), log(12, 0, 0)])
-    const other = await storeLogChunk(db.store.pool, { chainId, filterId: 'other', range: [7, 12], rows: overlapping, finalizedBlock: 6 })
+    const other = await storeLogChunk(db.store.pool, { chainId, filterId: 'other', range: [7, 12], logs: prepareLogs(overlapping, chainId, 6), finalizedBlock: 6 })
     expect(other).toEqual({ stored: true, inserted: 1 })
 
-    await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [10, 19], rows: [], finalizedBlock: 6 })
+    await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [10, 19], logs: prepareLogs([], chainId, 6), finalizedBlock: 6 })
     expect(await getIntervals(db.store.pool, chainId, 'all')).toEqual([[0, 19]])
 
     const { rows } = await db.store.pool.query(
@@ -61,5 +61,28 @@ describe('storeLogChunk', () => {
       { number: 7, status: 'confirmed' },
       { number: 12, status: 'confirmed' },
     ])
+  })
+
+  it('stores a chunk of several COPY pieces whole, every row as the node served it', async () => {
+    const chainId = 31338
+    const logs = Array.from({ length: 4_501 }, (_, i) =>
+      log(100 + Math.floor(i / 10), i % 10, i % 10, { topics: Array.from({ length: i % 5 }, (_, k) => hash(i * 10 + k)), data: `0x${'ab'.repeat(i % 40)}` }),
+    )
+    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [100, 550], logs: prepareLogs(toLogRows(logs), chainId, 200), finalizedBlock: 200 })
+    expect(stored).toEqual({ stored: true, inserted: 4_501 })
+    const { rows } = await db.store.pool.query(
+      `SELECT block_number, log_index, topics, data, status FROM analytics.logs WHERE chain_id = $1 ORDER BY block_number, log_index`,
+      [chainId],
+    )
+    expect(rows).toHaveLength(4_501)
+    rows.forEach((row, i) => {
+      expect(row).toEqual({
+        block_number: 100 + Math.floor(i / 10),
+        log_index: i % 10,
+        topics: Array.from({ length: i % 5 }, (_, k) => hash(i * 10 + k)),
+        data: `0x${'ab'.repeat(i % 40)}`,
+        status: 100 + Math.floor(i / 10) <= 200 ? 'finalized' : 'confirmed',
+      })
+    })
   })
 })

@@ -14,8 +14,6 @@ import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 // As codetrail's attributor: 100 calls per batch, 4 batches in flight.
 const INPUT_BATCH_SIZE = 100
 const INPUT_BATCHES_IN_FLIGHT = 4
-// As codetrail's COPY writer: rows per piece of COPY text.
-const COPY_PIECE_ROWS = 2_000
 
 const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6
 
@@ -136,8 +134,7 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
     let copyMs = 0
     for (const [from, to] of blockChunks(range[0], range[1], chunkBlocks)) {
       const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
-      const pieces: string[] = []
-      for (let i = 0; i < logRows.length; i += COPY_PIECE_ROWS) pieces.push(toCopyText(logRows.slice(i, i + COPY_PIECE_ROWS), chainId, () => 'confirmed'))
+      const { pieces } = toCopyText(logRows, chainId, () => 'confirmed')
       const cpuBefore = cpuSecondsOf(backendPid)
       const started = performance.now()
       await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))

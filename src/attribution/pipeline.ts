@@ -10,7 +10,7 @@ import {
   type TransactionDecodeRow,
   type TransactionPosition,
 } from '../store/attributions.js'
-import type { LogRow, Status } from '../store/index.js'
+import type { Status, TransactionRow } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
 
@@ -69,7 +69,7 @@ async function inSlices<T, R>(items: readonly T[], size: number, parallel: numbe
 const checkKey = ({ registry, code }: RegistryCheck) => `${registry}:${code}`
 
 /** `blocks`, checked to be the blocks of the logs `rows`; otherwise the chain moved between the reads and the caller reads again. */
-function blocksOfRows(blocks: AttributedBlock[], rows: readonly LogRow[]): AttributedBlock[] {
+function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]): AttributedBlock[] {
   const hashAt = new Map(blocks.map((block) => [block.number, block.hash]))
   const stray = rows.find((row) => hashAt.get(row.blockNumber) !== row.blockHash)
   if (stray) throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
@@ -180,16 +180,19 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
-   * Transaction objects by hash, in order (null where the node has none). A `required` transaction the
-   * node does not know yet — one behind a load balancer may lag the others — is asked for again.
+   * Transactions by hash, in order, decoded as each batch arrives so the node's objects (inputs
+   * included) die young; null where the node has none. A `required` transaction the node does not know
+   * yet — one behind a load balancer may lag the others — is asked for again.
    */
-  async function fetchTransactions(hashes: readonly string[], required: (hash: string) => boolean): Promise<(TransactionInput | null)[]> {
-    const found = new Map<string, TransactionInput>()
+  async function fetchTransactions(hashes: readonly string[], required: (hash: string) => boolean): Promise<(TransactionAttribution | null)[]> {
+    const found = new Map<string, TransactionAttribution>()
     let ask = [...hashes]
     for (let attempt = 0; ask.length > 0; attempt++) {
       const slice = ask
-      const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, (part) =>
-        rpc.batch<TransactionInput | null>(part.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] }))),
+      const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, async (part) =>
+        (await rpc.batch<TransactionInput | null>(part.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))).map((tx) =>
+          tx ? attributeTransaction(tx, chainId) : null,
+        ),
       )
       answers.forEach((tx, i) => tx && found.set(slice[i]!, tx))
       ask = slice.filter((hash) => !found.has(hash) && required(hash))
@@ -204,7 +207,7 @@ export function createAttributor(context: AttributorContext) {
    * outside any database transaction); the returned writes store them with the logs. Inputs not
    * decoded yet are fetched by hash in JSON-RPC batches.
    */
-  async function forLogs(rows: readonly LogRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const row of rows) {
       if (!positions.has(row.transactionHash)) {
@@ -224,7 +227,7 @@ export function createAttributor(context: AttributorContext) {
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
-      if (tx) decoded.push(attributeTransaction(tx, chainId))
+      if (tx) decoded.push(tx)
       // A canonical log's transaction must exist: a lagging node is asked again (the caller retries), never skipped.
       else if (positions.get(hash)!.status !== 'pending') throw new Error(`node has no transaction ${hash} behind a stored log`)
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
@@ -273,7 +276,7 @@ export function createAttributor(context: AttributorContext) {
    * Prepares the attribution of every transaction of every block of `range`, logs or not (`blocks`
    * scope); `rows` are the range's logs.
    */
-  async function forRange([from, to]: Interval, rows: readonly LogRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forRange([from, to]: Interval, rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
     const blocks = await fetchBlocks(Array.from({ length: to - from + 1 }, (_, i) => from + i))
     return forBlocks(blocksOfRows(blocks, rows), statusOf)
   }
@@ -282,7 +285,7 @@ export function createAttributor(context: AttributorContext) {
    * The attribution of a stored range: in `logs` scope the transactions behind `rows`, in `blocks`
    * scope every transaction of every block of `range`.
    */
-  function attribute(rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval): Promise<Writes> {
+  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval): Promise<Writes> {
     return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf)
   }
 

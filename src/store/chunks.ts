@@ -2,15 +2,41 @@ import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
-import type { LogRow } from './logRows.js'
+import { toCopyText, type CopyText, type LogRow, type TransactionRow } from './logRows.js'
 import type { Status } from './schema.js'
 import { isCovered, recordInterval } from './sync.js'
+
+/** Blocks at or below `finalizedBlock` are final, the rest confirmed. */
+export const statusBelow =
+  (finalizedBlock: number | null) =>
+  (blockNumber: number): Status =>
+    finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
+
+/**
+ * A range's logs made ready to store right after they are converted: their `COPY` text, the blocks
+ * they name, and the first row of each transaction (all attribution needs). The log rows need not
+ * live on while the range's transactions are fetched, so they die young instead of being copied
+ * through the garbage collector's generations.
+ */
+export type PreparedLogs = { text: CopyText; blocks: BlockRow[]; transactions: TransactionRow[] }
+
+/** Prepares `rows` (sorted, as `toLogRows` returns them) for {@link storeLogChunk}. */
+export function prepareLogs(rows: readonly LogRow[], chainId: number, finalizedBlock: number | null): PreparedLogs {
+  const statusOf = statusBelow(finalizedBlock)
+  const transactions: TransactionRow[] = []
+  for (const row of rows) {
+    if (row.txLogOrdinal !== 0) continue
+    const { transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex } = row
+    transactions.push({ transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex })
+  }
+  return { text: toCopyText(rows, chainId, (row) => statusOf(row.blockNumber)), blocks: blocksOfLogs(rows), transactions }
+}
 
 export type StoreLogChunkParameters = {
   chainId: number
   filterId: string
   range: Interval
-  rows: readonly LogRow[]
+  logs: PreparedLogs
   /** Headers fetched for the range (with parent hashes); blocks known only from logs are added anyway. */
   blocks?: readonly BlockRow[]
   /** Blocks at or below this number are stored as `finalized`, the rest as `confirmed`. */
@@ -29,15 +55,13 @@ export type StoreLogChunkReturnType = { stored: boolean; inserted: number }
  * duplicated job changes nothing.
  */
 export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParameters): Promise<StoreLogChunkReturnType> {
-  const { chainId, filterId, range, rows, finalizedBlock } = params
-  const statusOf = (blockNumber: number): Status =>
-    finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
+  const { chainId, filterId, range, logs, finalizedBlock } = params
   return withTransaction(pool, async (client) => {
     if (!params.force && (await isCovered(client, chainId, filterId, range))) return { stored: false, inserted: 0 }
-    const inserted = await insertCanonicalLogs(client, chainId, rows, (row) => statusOf(row.blockNumber))
+    const inserted = await insertCanonicalLogs(client, logs.text)
     const headers = new Map((params.blocks ?? []).map((block) => [block.hash, block]))
-    for (const block of blocksOfLogs(rows)) if (!headers.has(block.hash)) headers.set(block.hash, block)
-    await insertBlocks(client, chainId, [...headers.values()], statusOf)
+    for (const block of logs.blocks) if (!headers.has(block.hash)) headers.set(block.hash, block)
+    await insertBlocks(client, chainId, [...headers.values()], statusBelow(finalizedBlock))
     await params.extraWrites?.(client)
     await recordInterval(client, chainId, filterId, range)
     return { stored: true, inserted }

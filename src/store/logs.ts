@@ -2,20 +2,13 @@ import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { LOG_COPY_COLUMNS, toCopyText, type LogRow } from './logRows.js'
+import { LOG_COPY_COLUMNS, type CopyText, type LogRow } from './logRows.js'
 import type { Status } from './schema.js'
 
 const UNIQUE_VIOLATION = '23505'
-// Rows per COPY text piece: keeps memory flat for 50 MB chunks without a write per row.
-const COPY_PIECE_ROWS = 2_000
 
-async function copyLogs(client: pg.PoolClient, table: string, rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status) {
-  const pieces = (function* () {
-    for (let i = 0; i < rows.length; i += COPY_PIECE_ROWS) {
-      yield toCopyText(rows.slice(i, i + COPY_PIECE_ROWS), chainId, statusOf)
-    }
-  })()
-  await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
+async function copyLogs(client: pg.PoolClient, table: string, text: CopyText) {
+  await pipeline(Readable.from(text.pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
 }
 
 /**
@@ -24,18 +17,13 @@ async function copyLogs(client: pg.PoolClient, table: string, rows: readonly Log
  * meets an existing row does it fall back to `COPY` into a temporary table and `INSERT … ON CONFLICT`.
  * Returns how many rows were new.
  */
-export async function insertCanonicalLogs(
-  client: pg.PoolClient,
-  chainId: number,
-  rows: readonly LogRow[],
-  statusOf: (row: LogRow) => Status,
-): Promise<number> {
-  if (rows.length === 0) return 0
+export async function insertCanonicalLogs(client: pg.PoolClient, text: CopyText): Promise<number> {
+  if (text.rows === 0) return 0
   await client.query('SAVEPOINT copy_logs')
   try {
-    await copyLogs(client, 'logs', rows, chainId, statusOf)
+    await copyLogs(client, 'logs', text)
     await client.query('RELEASE SAVEPOINT copy_logs')
-    return rows.length
+    return text.rows
   } catch (error) {
     if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
     await client.query('ROLLBACK TO SAVEPOINT copy_logs')
@@ -43,7 +31,7 @@ export async function insertCanonicalLogs(
   const columns = LOG_COPY_COLUMNS.join(', ')
   await client.query(`CREATE TEMP TABLE IF NOT EXISTS logs_incoming ON COMMIT DELETE ROWS AS SELECT ${columns} FROM logs WITH NO DATA`)
   await client.query('TRUNCATE logs_incoming')
-  await copyLogs(client, 'logs_incoming', rows, chainId, statusOf)
+  await copyLogs(client, 'logs_incoming', text)
   const result = await client.query(`INSERT INTO logs (${columns}) SELECT ${columns} FROM logs_incoming ON CONFLICT DO NOTHING`)
   return result.rowCount ?? 0
 }

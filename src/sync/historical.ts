@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
 import type { RangeJobData, RangeJobResult } from '../queue/index.js'
-import { getIntervals, isCovered, saveFilter, storeLogChunk, toLogRows, type BlockRow, type LogInput, type LogRow, type Status } from '../store/index.js'
+import { getIntervals, isCovered, prepareLogs, saveFilter, statusBelow, storeLogChunk, toLogRows, type BlockRow, type LogInput, type Status, type TransactionRow } from '../store/index.js'
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, normalizeFilter, type LogFilter } from './filter.js'
 
@@ -52,34 +52,41 @@ export type RangeContext = {
   /** The node's finalized block (or head − depth), so rows below it are stored as finalized. */
   finalizedBlock: () => Promise<number | null>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
-  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
 export function createRangeProcessor(context: RangeContext) {
+  /**
+   * The range's logs, prepared for storing as soon as they arrive (headers of blocks whose logs carry
+   * no timestamp are fetched first): while the transactions are fetched, only the COPY text and one
+   * row per transaction wait, and the parsed logs are already garbage.
+   */
+  async function fetchPrepared(data: RangeJobData, range: Interval, headers: BlockRow[], finalizedBlock: number | null) {
+    const logs = await context.fetchLogs(range, { addresses: data.addresses, topics: data.topics })
+    const known = new Set(headers.map((block) => block.number))
+    const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !known.has(n))
+    const blocks = missing.length > 0 ? [...headers, ...(await context.fetchBlocks(missing))] : headers
+    const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
+    return { prepared: prepareLogs(toLogRows(logs, (blockNumber) => timestamps.get(blockNumber)), data.chainId, finalizedBlock), blocks }
+  }
+
   return async function processRange(data: RangeJobData, { force = false } = {}): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
     if (!force && (await isCovered(context.pool, data.chainId, data.filterId, range))) return { logs: 0, inserted: 0, stored: false }
-    const filter = { addresses: data.addresses, topics: data.topics }
     const finalizedBlock = await context.finalizedBlock()
     // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
     const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
-    let blocks: BlockRow[] = unfinalized.length > 0 ? await context.fetchBlocks(unfinalized) : []
-    const logs = await context.fetchLogs(range, filter)
+    const headers = unfinalized.length > 0 ? await context.fetchBlocks(unfinalized) : []
+    const { prepared, blocks } = await fetchPrepared(data, range, headers, finalizedBlock)
 
-    const known = new Set(blocks.map((block) => block.number))
-    const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !known.has(n))
-    if (missing.length > 0) blocks = [...blocks, ...(await context.fetchBlocks(missing))]
-    const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
-    const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber))
-
-    const extraWrites = await context.attribute?.(rows, (n) => (finalizedBlock !== null && n <= finalizedBlock ? 'finalized' : 'confirmed'), range)
+    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range)
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,
       range,
-      rows,
+      logs: prepared,
       blocks,
       finalizedBlock,
       force,
@@ -90,13 +97,13 @@ export function createRangeProcessor(context: RangeContext) {
         chain_id: data.chainId,
         from_block: data.fromBlock,
         to_block: data.toBlock,
-        logs: rows.length,
+        logs: prepared.text.rows,
         inserted: result.inserted,
         stored: result.stored,
         duration_ms: Math.round(performance.now() - started),
       },
       result.stored ? 'range stored' : 'range already stored',
     )
-    return { logs: rows.length, inserted: result.inserted, stored: result.stored }
+    return { logs: prepared.text.rows, inserted: result.inserted, stored: result.stored }
   }
 }

@@ -15,6 +15,7 @@ import {
   type BlockRow,
   type LogInput,
   type LogRow,
+  type TransactionRow,
   type Status,
 } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
@@ -52,7 +53,7 @@ export type HeadFollowerContext = {
   finalizedBlock: () => Promise<number | null>
   /** Stores the canonical logs of these blocks again for every filter whose progress covers them. */
   refetchBlocks?: (numbers: readonly number[]) => Promise<void>
-  attribute?: (rows: readonly LogRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /**
