@@ -8,7 +8,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/api/queries/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
-import { advanceFinality, applyReorg, runMigrations } from '../src/store/index.js'
+import { advanceFinality, applyReorg, runMigrations, withTransaction } from '../src/store/index.js'
 import { STATUSES, type Status } from '../src/store/schema.js'
 import { seededRandom } from './helpers/random.js'
 import { ADMIN_DATABASE_URL, createTestDatabase, dropDatabase, type TestDatabase } from './helpers/services.js'
@@ -118,13 +118,10 @@ async function upsertThroughStore(): Promise<string> {
     })
   }
   const unique = [...new Map(rows.map((row) => [`${row.txHash}|${row.userOpHash}|${row.builderCode}`, row])).values()]
-  await upsertAttributions(
-    db.store.pool,
-    CHAIN_ID,
-    unique.map((row) => ({ ...row, codeIndex: 0, sender: pick(SENDERS), schemaId: 0, codes: [row.builderCode], from: pick(SENDERS), to: null })),
-    positions,
-    new Map(rows.filter(() => random() < 0.5).map((row) => [row.txHash, 30_000 + int(1000)])),
-  )
+  const entries = unique.map((row) => ({ ...row, codeIndex: 0, sender: pick(SENDERS), schemaId: 0, codes: [row.builderCode], from: pick(SENDERS), to: null }))
+  const gasUsed = new Map(rows.filter(() => random() < 0.5).map((row) => [row.txHash, 30_000 + int(1000)]))
+  // All new rows go in by COPY, a batch meeting stored ones by the upsert: the walk takes both paths.
+  await withTransaction(db.store.pool, (client) => upsertAttributions(client, CHAIN_ID, entries, positions, gasUsed))
   return `upsertAttributions ${unique.length}`
 }
 

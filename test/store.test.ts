@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { getIntervals, prepareLogs, storeLogChunk, toLogRows, type LogInput } from '../src/store/index.js'
+import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
+import { getIntervals, prepareLogs, storeLogChunk, toLogRows, withTransaction, type LogInput } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from './helpers/services.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -84,5 +85,58 @@ describe('storeLogChunk', () => {
         status: 100 + Math.floor(i / 10) <= 200 ? 'finalized' : 'confirmed',
       })
     })
+  })
+})
+
+describe('transactions and attributions', () => {
+  it('go in by COPY with every odd character intact, and move by the upsert once they are stored', async () => {
+    const chainId = 31339
+    const codes = ['plain', 'quo"te', 'com,ma', 'back\\slash', 'tab\there', '{brace}', 'NULL', 'ünï']
+    const decoded: TransactionDecodeRow = {
+      hash: hash(0xfeed),
+      from: '0x00000000000000000000000000000000000000f1',
+      to: null,
+      inputSize: 42,
+      hasSuffix: true,
+      schemaId: 2,
+      codes,
+      registryAddress: '0x00000000000000000000000000000000000000f2',
+      registryChainId: 8453,
+      registryVerified: null,
+      cbor: { note: 'line\none\ttab "quoted" \\', list: [1, 'two'] },
+      malformedReason: 'reason with\ttab\nand newline \\N',
+      userOperations: 0,
+    }
+    const at = (blockNumber: number, status: 'confirmed' | 'pending'): Map<string, TransactionPosition> =>
+      new Map([[decoded.hash, { hash: decoded.hash, blockNumber, blockHash: hash(blockNumber), blockTimestamp: 1_700_000_000 + blockNumber, transactionIndex: 3, status }]])
+    const entries = codes.map((builderCode, codeIndex) => ({ txHash: decoded.hash, userOpHash: '', builderCode, codeIndex, sender: decoded.from, schemaId: 2, codes, from: decoded.from, to: null }))
+    const store = (positions: Map<string, TransactionPosition>, gasUsed: Map<string, number>) =>
+      withTransaction(db.store.pool, async (client) => {
+        await upsertTransactions(client, chainId, [decoded], positions, gasUsed)
+        await upsertAttributions(client, chainId, entries, positions, gasUsed)
+      })
+    const read = async () => ({
+      tx: (
+        await db.store.pool.query(
+          `SELECT block_number, to_address, codes, registry_chain_id::text, registry_verified, cbor, malformed_reason, gas_used, status,
+             extract(epoch FROM block_timestamp)::int AS ts FROM transactions WHERE chain_id = $1`,
+          [chainId],
+        )
+      ).rows,
+      attributions: (await db.store.pool.query(`SELECT builder_code, block_number, gas_used, codes FROM attributions WHERE chain_id = $1 ORDER BY code_index`, [chainId])).rows,
+    })
+
+    await store(at(7, 'pending'), new Map())
+    const first = await read()
+    expect(first.tx).toEqual([
+      { block_number: 7, to_address: null, codes, registry_chain_id: '8453', registry_verified: null, cbor: decoded.cbor, malformed_reason: decoded.malformedReason, gas_used: null, status: 'pending', ts: 1_700_000_007 },
+    ])
+    expect(first.attributions).toEqual(codes.map((builderCode) => ({ builder_code: builderCode, block_number: 7, gas_used: null, codes })))
+
+    // Stored already: the COPY meets the rows and the upsert moves them to the confirmed block instead.
+    await store(at(9, 'confirmed'), new Map([[decoded.hash, 21_000]]))
+    const moved = await read()
+    expect(moved.tx).toEqual([{ ...first.tx[0], block_number: 9, gas_used: 21_000, status: 'confirmed', ts: 1_700_000_009 }])
+    expect(moved.attributions).toEqual(codes.map((builderCode) => ({ builder_code: builderCode, block_number: 9, gas_used: 21_000, codes })))
   })
 })

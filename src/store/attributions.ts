@@ -1,4 +1,6 @@
 import type pg from 'pg'
+import { copyIfAllNew, copyLine } from './copy.js'
+import { isoTimestamp } from './logRows.js'
 import type { Status } from './schema.js'
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
@@ -68,14 +70,15 @@ export async function knownTransactions(db: Queryable, chainId: number, hashes: 
  * where it is not known yet (a transaction first seen pending has no receipt).
  */
 export async function upsertTransactions(
-  client: Queryable,
+  client: pg.PoolClient,
   chainId: number,
   decoded: readonly TransactionDecodeRow[],
   positions: ReadonlyMap<string, TransactionPosition>,
   gasUsed: ReadonlyMap<string, number>,
 ): Promise<void> {
   const rows = decoded.filter((row) => positions.has(row.hash))
-  if (rows.length > 0) {
+  // Rows not stored yet (all of a fresh backfill range) go in by COPY; the upsert is the path for conflicts.
+  if (rows.length > 0 && !(await copyIfAllNew(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyText(chainId, rows, positions, gasUsed)))) {
     // One JSON parameter instead of twenty arrays: JSON.stringify is native, pg encodes arrays element by element in JS.
     const json = rows.map((r) => {
       const p = positions.get(r.hash)!
@@ -102,9 +105,7 @@ export async function upsertTransactions(
       }
     })
     await client.query(
-      `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, to_address,
-         input_size, has_suffix, schema_id, codes, registry_address, registry_chain_id, registry_verified, cbor, malformed_reason,
-         user_operations, gas_used, status)
+      `INSERT INTO transactions (${TRANSACTION_COLUMNS.join(', ')})
        SELECT $1, u.hash, u.block_number, u.block_hash, to_timestamp(u.ts), u.tx_index, u.from_address, u.to_address, u.input_size,
          u.has_suffix, u.schema_id, u.codes, u.registry_address, u.registry_chain_id, u.registry_verified, u.cbor, u.malformed_reason,
          u.user_operations, u.gas_used, u.status
@@ -140,6 +141,80 @@ export async function upsertTransactions(
   }
 }
 
+const TRANSACTION_COLUMNS = [
+  'chain_id',
+  'hash',
+  'block_number',
+  'block_hash',
+  'block_timestamp',
+  'transaction_index',
+  'from_address',
+  'to_address',
+  'input_size',
+  'has_suffix',
+  'schema_id',
+  'codes',
+  'registry_address',
+  'registry_chain_id',
+  'registry_verified',
+  'cbor',
+  'malformed_reason',
+  'user_operations',
+  'gas_used',
+  'status',
+] as const
+
+function transactionCopyText(
+  chainId: number,
+  rows: readonly TransactionDecodeRow[],
+  positions: ReadonlyMap<string, TransactionPosition>,
+  gasUsed: ReadonlyMap<string, number>,
+): string[] {
+  return rows.map((r) => {
+    const p = positions.get(r.hash)!
+    return copyLine([
+      chainId,
+      r.hash,
+      p.blockNumber,
+      p.blockHash,
+      isoTimestamp(p.blockTimestamp),
+      p.transactionIndex,
+      r.from,
+      r.to,
+      r.inputSize,
+      r.hasSuffix,
+      r.schemaId,
+      r.codes,
+      r.registryAddress,
+      r.registryChainId,
+      r.registryVerified,
+      r.cbor === null || r.cbor === undefined ? null : JSON.stringify(r.cbor),
+      r.malformedReason,
+      r.userOperations,
+      gasUsed.get(r.hash) ?? null,
+      p.status,
+    ])
+  })
+}
+
+const ATTRIBUTION_COLUMNS = [
+  'chain_id',
+  'tx_hash',
+  'user_op_hash',
+  'builder_code',
+  'code_index',
+  'block_number',
+  'block_hash',
+  'block_timestamp',
+  'from_address',
+  'sender',
+  'to_address',
+  'schema_id',
+  'codes',
+  'gas_used',
+  'status',
+] as const
+
 function positionArrays(positions: readonly TransactionPosition[]) {
   return [
     positions.map((p) => p.hash),
@@ -153,7 +228,7 @@ function positionArrays(positions: readonly TransactionPosition[]) {
 
 /** Inserts attribution rows at their transaction's position; existing ones move there (not removed). */
 export async function upsertAttributions(
-  client: Queryable,
+  client: pg.PoolClient,
   chainId: number,
   rows: readonly (AttributionRow & { from: string; to: string | null })[],
   positions: ReadonlyMap<string, TransactionPosition>,
@@ -161,6 +236,28 @@ export async function upsertAttributions(
 ): Promise<void> {
   const placed = rows.filter((row) => positions.has(row.txHash))
   if (placed.length === 0) return
+  const lines = placed.map((r) => {
+    const p = positions.get(r.txHash)!
+    return copyLine([
+      chainId,
+      r.txHash,
+      r.userOpHash,
+      r.builderCode,
+      r.codeIndex,
+      p.blockNumber,
+      p.blockHash,
+      isoTimestamp(p.blockTimestamp),
+      r.from,
+      r.sender,
+      r.to,
+      r.schemaId,
+      r.codes,
+      gasUsed.get(r.txHash) ?? null,
+      p.status,
+    ])
+  })
+  // As for transactions: COPY while every row is new, the upsert when one is there already.
+  if (await copyIfAllNew(client, 'attributions', ATTRIBUTION_COLUMNS, lines)) return
   const json = placed.map((r) => {
     const p = positions.get(r.txHash)!
     return {
@@ -181,8 +278,7 @@ export async function upsertAttributions(
     }
   })
   await client.query(
-    `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, block_timestamp,
-       from_address, sender, to_address, schema_id, codes, gas_used, status)
+    `INSERT INTO attributions (${ATTRIBUTION_COLUMNS.join(', ')})
      SELECT $1, u.tx_hash, u.user_op_hash, u.builder_code, u.code_index, u.block_number, u.block_hash, to_timestamp(u.ts),
        u.from_address, u.sender, u.to_address, u.schema_id, u.codes, u.gas_used, u.status
      FROM json_to_recordset($2::json) AS u(tx_hash text, user_op_hash text, builder_code text, code_index int2, block_number int8,

@@ -90,7 +90,7 @@ export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber:
 const isoCache = new Map<number, string>()
 
 /** ISO timestamp for COPY, memoised because every log of a block shares one. */
-function isoTimestamp(seconds: number): string {
+export function isoTimestamp(seconds: number): string {
   let iso = isoCache.get(seconds)
   if (iso === undefined) {
     if (isoCache.size > 10_000) isoCache.clear()

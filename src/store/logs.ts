@@ -1,15 +1,7 @@
-import { pipeline } from 'node:stream/promises'
-import { Readable } from 'node:stream'
 import type pg from 'pg'
-import copyStreams from 'pg-copy-streams'
+import { copyIfAllNew, copyInto } from './copy.js'
 import { LOG_COPY_COLUMNS, type CopyText, type LogRow } from './logRows.js'
 import type { Status } from './schema.js'
-
-const UNIQUE_VIOLATION = '23505'
-
-async function copyLogs(client: pg.PoolClient, table: string, text: CopyText) {
-  await pipeline(Readable.from(text.pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
-}
 
 /**
  * Inserts canonical logs inside the caller's transaction; rows already stored (same chain, block hash
@@ -19,19 +11,11 @@ async function copyLogs(client: pg.PoolClient, table: string, text: CopyText) {
  */
 export async function insertCanonicalLogs(client: pg.PoolClient, text: CopyText): Promise<number> {
   if (text.rows === 0) return 0
-  await client.query('SAVEPOINT copy_logs')
-  try {
-    await copyLogs(client, 'logs', text)
-    await client.query('RELEASE SAVEPOINT copy_logs')
-    return text.rows
-  } catch (error) {
-    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
-    await client.query('ROLLBACK TO SAVEPOINT copy_logs')
-  }
+  if (await copyIfAllNew(client, 'logs', LOG_COPY_COLUMNS, text.pieces)) return text.rows
   const columns = LOG_COPY_COLUMNS.join(', ')
   await client.query(`CREATE TEMP TABLE IF NOT EXISTS logs_incoming ON COMMIT DELETE ROWS AS SELECT ${columns} FROM logs WITH NO DATA`)
   await client.query('TRUNCATE logs_incoming')
-  await copyLogs(client, 'logs_incoming', text)
+  await copyInto(client, 'logs_incoming', LOG_COPY_COLUMNS, text.pieces)
   const result = await client.query(`INSERT INTO logs (${columns}) SELECT ${columns} FROM logs_incoming ON CONFLICT DO NOTHING`)
   return result.rowCount ?? 0
 }

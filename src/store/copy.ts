@@ -1,0 +1,57 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type pg from 'pg'
+import copyStreams from 'pg-copy-streams'
+
+const UNIQUE_VIOLATION = '23505'
+
+/** A value of a `COPY` text row: text, a number, a boolean, a text array, or null. */
+export type CopyValue = string | number | bigint | boolean | readonly string[] | null
+
+const SPECIAL = /[\\\t\n\r]/g
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+const escape = (text: string) => text.replace(SPECIAL, (c) => ESCAPES[c]!)
+const arrayElement = (element: string) => `"${element.replace(/[\\"]/g, '\\$&')}"`
+
+/** One row in PostgreSQL `COPY` text format, newline included (jsonb values go in as their JSON text). */
+export function copyLine(values: readonly CopyValue[]): string {
+  let line = ''
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]
+    const field =
+      value === null || value === undefined
+        ? '\\N'
+        : typeof value === 'string'
+          ? escape(value)
+          : typeof value === 'boolean'
+            ? value ? 't' : 'f'
+            : typeof value === 'object'
+              ? escape(`{${value.map(arrayElement).join(',')}}`)
+              : String(value)
+    line += i === 0 ? field : `\t${field}`
+  }
+  return `${line}\n`
+}
+
+/** `COPY table (columns) FROM STDIN` of text pieces, on the caller's connection. */
+export async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<void> {
+  await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN`)))
+}
+
+/**
+ * The bulk fast path for rows that should all be new: `COPY` inside a savepoint of the caller's
+ * transaction. True when every row went in; false, with nothing written, when one already existed
+ * (a unique violation), so the caller stores them the slower way that handles conflicts.
+ */
+export async function copyIfAllNew(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<boolean> {
+  await client.query(`SAVEPOINT copy_${table}`)
+  try {
+    await copyInto(client, table, columns, pieces)
+    await client.query(`RELEASE SAVEPOINT copy_${table}`)
+    return true
+  } catch (error) {
+    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+    await client.query(`ROLLBACK TO SAVEPOINT copy_${table}`)
+    return false
+  }
+}
