@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { copyIfAllNew, copyLine } from './copy.js'
+import { copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
 import type { Status } from './schema.js'
 
@@ -77,47 +77,15 @@ export async function upsertTransactions(
   gasUsed: ReadonlyMap<string, number>,
 ): Promise<void> {
   const rows = decoded.filter((row) => positions.has(row.hash))
-  // Rows not stored yet (all of a fresh backfill range) go in by COPY; the upsert is the path for conflicts.
-  if (rows.length > 0 && !(await copyIfAllNew(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyText(chainId, rows, positions, gasUsed)))) {
-    // One JSON parameter instead of twenty arrays: JSON.stringify is native, pg encodes arrays element by element in JS.
-    const json = rows.map((r) => {
-      const p = positions.get(r.hash)!
-      return {
-        hash: r.hash,
-        block_number: p.blockNumber,
-        block_hash: p.blockHash,
-        ts: p.blockTimestamp,
-        tx_index: p.transactionIndex,
-        from_address: r.from,
-        to_address: r.to,
-        input_size: r.inputSize,
-        has_suffix: r.hasSuffix,
-        schema_id: r.schemaId,
-        codes: r.codes,
-        registry_address: r.registryAddress,
-        registry_chain_id: r.registryChainId,
-        registry_verified: r.registryVerified,
-        cbor: r.cbor ?? null,
-        malformed_reason: r.malformedReason,
-        user_operations: r.userOperations,
-        gas_used: gasUsed.get(r.hash) ?? null,
-        status: p.status,
-      }
-    })
-    await client.query(
-      `INSERT INTO transactions (${TRANSACTION_COLUMNS.join(', ')})
-       SELECT $1, u.hash, u.block_number, u.block_hash, to_timestamp(u.ts), u.tx_index, u.from_address, u.to_address, u.input_size,
-         u.has_suffix, u.schema_id, u.codes, u.registry_address, u.registry_chain_id, u.registry_verified, u.cbor, u.malformed_reason,
-         u.user_operations, u.gas_used, u.status
-       FROM json_to_recordset($2::json) AS u(hash text, block_number int8, block_hash text, ts int8, tx_index int, from_address text,
-         to_address text, input_size int, has_suffix bool, schema_id int2, codes text[], registry_address text, registry_chain_id numeric,
-         registry_verified bool, cbor jsonb, malformed_reason text, user_operations int, gas_used int8, status text)
-       ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
+  if (rows.length > 0) {
+    // Rows of a fresh range are all new and go in by COPY; one already stored moves to the given position.
+    await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyText(chainId, rows, positions, gasUsed), {
+      rows: rows.length,
+      onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
          block_timestamp = EXCLUDED.block_timestamp, transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
          gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
        WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
-      [chainId, JSON.stringify(json)],
-    )
+    })
   }
   // Transactions decoded earlier (e.g. while pending) only move.
   const inserted = new Set(rows.map((row) => row.hash))
@@ -256,37 +224,12 @@ export async function upsertAttributions(
       p.status,
     ])
   })
-  // As for transactions: COPY while every row is new, the upsert when one is there already.
-  if (await copyIfAllNew(client, 'attributions', ATTRIBUTION_COLUMNS, lines)) return
-  const json = placed.map((r) => {
-    const p = positions.get(r.txHash)!
-    return {
-      tx_hash: r.txHash,
-      user_op_hash: r.userOpHash,
-      builder_code: r.builderCode,
-      code_index: r.codeIndex,
-      block_number: p.blockNumber,
-      block_hash: p.blockHash,
-      ts: p.blockTimestamp,
-      from_address: r.from,
-      sender: r.sender,
-      to_address: r.to,
-      schema_id: r.schemaId,
-      codes: r.codes,
-      gas_used: gasUsed.get(r.txHash) ?? null,
-      status: p.status,
-    }
-  })
-  await client.query(
-    `INSERT INTO attributions (${ATTRIBUTION_COLUMNS.join(', ')})
-     SELECT $1, u.tx_hash, u.user_op_hash, u.builder_code, u.code_index, u.block_number, u.block_hash, to_timestamp(u.ts),
-       u.from_address, u.sender, u.to_address, u.schema_id, u.codes, u.gas_used, u.status
-     FROM json_to_recordset($2::json) AS u(tx_hash text, user_op_hash text, builder_code text, code_index int2, block_number int8,
-       block_hash text, ts int8, from_address text, sender text, to_address text, schema_id int2, codes text[], gas_used int8, status text)
-     ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code) DO UPDATE SET block_number = EXCLUDED.block_number,
+  // As for transactions: COPY while every row is new, the merge when one is there already.
+  await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
+    rows: lines.length,
+    onConflict: `ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code) DO UPDATE SET block_number = EXCLUDED.block_number,
        block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, status = EXCLUDED.status,
        gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
-    [chainId, JSON.stringify(json)],
-  )
+  })
 }

@@ -34,24 +34,37 @@ export function copyLine(values: readonly CopyValue[]): string {
 }
 
 /** `COPY table (columns) FROM STDIN` of text pieces, on the caller's connection. */
-export async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<void> {
+async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<void> {
   await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN`)))
 }
 
 /**
- * The bulk fast path for rows that should all be new: `COPY` inside a savepoint of the caller's
- * transaction. True when every row went in; false, with nothing written, when one already existed
- * (a unique violation), so the caller stores them the slower way that handles conflicts.
+ * Writes rows that should all be new: `COPY` straight into `table` inside a savepoint of the caller's
+ * transaction. Only when a row is there already (a unique violation) is the savepoint rolled back and
+ * the rows copied into a temporary twin of the table, then merged with `INSERT … SELECT … {onConflict}`.
+ * Returns how many rows the write added or changed.
  */
-export async function copyIfAllNew(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<boolean> {
+export async function copyOrMerge(
+  client: pg.PoolClient,
+  table: string,
+  columns: readonly string[],
+  pieces: readonly (Buffer | string)[],
+  { rows, onConflict }: { rows: number; onConflict: string },
+): Promise<number> {
   await client.query(`SAVEPOINT copy_${table}`)
   try {
     await copyInto(client, table, columns, pieces)
     await client.query(`RELEASE SAVEPOINT copy_${table}`)
-    return true
+    return rows
   } catch (error) {
     if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
     await client.query(`ROLLBACK TO SAVEPOINT copy_${table}`)
-    return false
   }
+  const list = columns.join(', ')
+  const incoming = `${table}_incoming`
+  await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${incoming} ON COMMIT DELETE ROWS AS SELECT ${list} FROM ${table} WITH NO DATA`)
+  await client.query(`TRUNCATE ${incoming}`)
+  await copyInto(client, incoming, columns, pieces)
+  const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
+  return result.rowCount ?? 0
 }

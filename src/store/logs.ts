@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { copyIfAllNew, copyInto } from './copy.js'
+import { copyOrMerge } from './copy.js'
 import { LOG_COPY_COLUMNS, type CopyText, type LogRow } from './logRows.js'
 import type { Status } from './schema.js'
 
@@ -11,13 +11,7 @@ import type { Status } from './schema.js'
  */
 export async function insertCanonicalLogs(client: pg.PoolClient, text: CopyText): Promise<number> {
   if (text.rows === 0) return 0
-  if (await copyIfAllNew(client, 'logs', LOG_COPY_COLUMNS, text.pieces)) return text.rows
-  const columns = LOG_COPY_COLUMNS.join(', ')
-  await client.query(`CREATE TEMP TABLE IF NOT EXISTS logs_incoming ON COMMIT DELETE ROWS AS SELECT ${columns} FROM logs WITH NO DATA`)
-  await client.query('TRUNCATE logs_incoming')
-  await copyInto(client, 'logs_incoming', LOG_COPY_COLUMNS, text.pieces)
-  const result = await client.query(`INSERT INTO logs (${columns}) SELECT ${columns} FROM logs_incoming ON CONFLICT DO NOTHING`)
-  return result.rowCount ?? 0
+  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, text.pieces, { rows: text.rows, onConflict: 'ON CONFLICT DO NOTHING' })
 }
 
 export type BlockRow = {
