@@ -3,14 +3,8 @@ import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 import { toCopyText, type CopyText, type LogRow, type TransactionRow } from './logRows.js'
-import type { Status } from './schema.js'
+import { statusBelow } from './schema.js'
 import { isCovered, recordInterval } from './sync.js'
-
-/** Blocks at or below `finalizedBlock` are final, the rest confirmed. */
-export const statusBelow =
-  (finalizedBlock: number | null) =>
-  (blockNumber: number): Status =>
-    finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
 
 /**
  * A range's logs made ready to store right after they are converted: their `COPY` text, the blocks

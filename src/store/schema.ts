@@ -21,6 +21,12 @@ import {
 export const STATUSES = ['pending', 'confirmed', 'finalized'] as const
 export type Status = (typeof STATUSES)[number]
 
+/** The status of a canonical block's rows: final at or below `finalizedBlock`, confirmed above it. */
+export const statusBelow =
+  (finalizedBlock: number | null) =>
+  (blockNumber: number): Status =>
+    finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
+
 export const ZERO_HASH = `0x${'0'.repeat(64)}` as const
 
 const statusCheck = (name: string, column: { name: string }) =>

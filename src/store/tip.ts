@@ -3,7 +3,7 @@ import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { insertBlocks, type BlockRow } from './logs.js'
 import type { LogRow } from './logRows.js'
-import type { Status } from './schema.js'
+import { statusBelow, type Status } from './schema.js'
 import { recordInterval, updateChainState } from './sync.js'
 
 const LOG_COLUMNS = `chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index,
@@ -54,8 +54,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
   const first = blocks[0]
   const last = blocks[blocks.length - 1]
   if (!first || !last) return { confirmed: 0, dropped: 0 }
-  const statusOf = (blockNumber: number): Status =>
-    finalizedBlock !== null && blockNumber <= finalizedBlock ? 'finalized' : 'confirmed'
+  const statusOf = statusBelow(finalizedBlock)
   return withTransaction(pool, async (client) => {
     await insertBlocks(client, chainId, blocks, statusOf)
     await client.query(

@@ -5,6 +5,7 @@ import {
   applyReorg,
   confirmedBlocks,
   orphanBlocks,
+  statusBelow,
   getCanonicalBlock,
   getChainState,
   insertBlocks,
@@ -158,7 +159,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp)
     const finalized = await context.finalizedBlock()
-    const extraWrites = await context.attribute?.(rows, (n) => (finalized !== null && n <= finalized ? 'finalized' : 'confirmed'), [liveBlock + 1, to])
+    const extraWrites = await context.attribute?.(rows, statusBelow(finalized), [liveBlock + 1, to])
     const stored = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
