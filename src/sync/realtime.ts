@@ -15,7 +15,6 @@ import {
   withTransaction,
   type BlockRow,
   type LogInput,
-  type LogRow,
   type TransactionRow,
   type Status,
 } from '../store/index.js'
