@@ -1,5 +1,6 @@
-import { createPublicClient, custom, RpcRequestError, type PublicClient } from 'viem'
-import { getHttpRpcClient } from 'viem/utils'
+import http from 'node:http'
+import https from 'node:https'
+import { createPublicClient, custom, HttpRequestError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
 import { silentLogger, type Logger } from '../logger.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
 
@@ -52,6 +53,95 @@ export type RpcClient = {
 }
 
 type RpcResponse = { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }
+type RpcBody = { jsonrpc: '2.0'; id: number; method: string; params: readonly unknown[] }
+
+const isRpcError = (data: unknown): data is { error: NonNullable<RpcResponse['error']> } => {
+  const error = (data as { error?: { code?: unknown; message?: unknown } } | null)?.error
+  return typeof error?.code === 'number' && typeof error.message === 'string'
+}
+
+/**
+ * JSON-RPC over HTTP with `node:http` and a keep-alive agent. viem's HTTP client rides on `fetch`,
+ * whose web streams and text decoding cost twice the CPU per transaction batch (bench/README.md); its
+ * errors are kept: a non-2xx answer is an `RpcRequestError` (a JSON-RPC error body) or an
+ * `HttpRequestError` with the status and headers, a network failure an `HttpRequestError` with the
+ * cause, a stalled request a `TimeoutError`; an aborted one rejects with the signal's reason.
+ */
+function createHttpExchange(url: string, defaultTimeoutMs: number) {
+  const endpoint = new URL(url)
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  // Credentials in the URL become basic authentication, as viem sends them.
+  if (endpoint.username) {
+    const credentials = `${decodeURIComponent(endpoint.username)}:${decodeURIComponent(endpoint.password)}`
+    headers.authorization = `Basic ${Buffer.from(credentials).toString('base64')}`
+    endpoint.username = ''
+    endpoint.password = ''
+  }
+  const transport = endpoint.protocol === 'https:' ? https : http
+  const agent = new transport.Agent({ keepAlive: true })
+
+  /** The parsed answer, or the error viem would throw for it. */
+  function answer(body: RpcBody | RpcBody[], response: http.IncomingMessage, text: string): unknown {
+    const status = response.statusCode ?? 0
+    const ok = status >= 200 && status < 300
+    let data: unknown
+    try {
+      data = JSON.parse(text || '{}')
+    } catch (error) {
+      if (ok) throw new HttpRequestError({ body, cause: error as Error, url })
+      data = { error: text }
+    }
+    if (ok) return data
+    const responseHeaders = new Headers()
+    for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) responseHeaders.set(name, String(value))
+    // A node that rejects a whole batch answers once, bare or in a one-element array.
+    const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data
+    if (isRpcError(error)) throw new RpcRequestError({ body, error: error.error, headers: responseHeaders, status, url })
+    throw new HttpRequestError({ body, details: JSON.stringify((data as { error?: unknown }).error) || response.statusMessage, headers: responseHeaders, status, url })
+  }
+
+  return function exchange(body: RpcBody | RpcBody[], { signal, timeoutMs = defaultTimeoutMs }: RpcRequestOptions): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason)
+      const payload = JSON.stringify(body)
+      let timer: NodeJS.Timeout | undefined
+      const onAbort = () => fail(signal!.reason)
+      /** Settles once; a request that did not end well gives up its socket. */
+      const settle = (outcome: () => void, failed: boolean) => {
+        if (!request) return
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        if (failed) request.destroy()
+        request = undefined
+        outcome()
+      }
+      const fail = (error: unknown) => settle(() => reject(error), true)
+      let request: http.ClientRequest | undefined = transport.request(
+        endpoint,
+        { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(payload) } },
+        (response) => {
+          const chunks: Buffer[] = []
+          response.on('data', (chunk: Buffer) => chunks.push(chunk))
+          response.on('end', () =>
+            settle(() => {
+              try {
+                resolve(answer(body, response, Buffer.concat(chunks).toString('utf8')))
+              } catch (error) {
+                reject(error)
+              }
+            }, false),
+          )
+          response.on('error', (error) => fail(new HttpRequestError({ body, cause: error, url })))
+          response.on('close', () => fail(new HttpRequestError({ body, details: 'the connection closed before the answer was complete', url })))
+        },
+      )
+      request.on('error', (error) => fail(new HttpRequestError({ body, cause: error, url })))
+      if (timeoutMs > 0) timer = setTimeout(() => fail(new TimeoutError({ body, url })), timeoutMs)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      request.end(payload)
+    })
+  }
+}
 
 /**
  * A JSON-RPC client for one node: no retries of its own (callers retry by error class, see
@@ -63,7 +153,8 @@ type RpcResponse = { id: number; result?: unknown; error?: { code: number; messa
  * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
  */
 export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
-  const http = getHttpRpcClient(url, { timeout: timeoutMs, maxResponseBodySize: false })
+  const exchange = createHttpExchange(url, timeoutMs)
+  let nextId = 0
 
   /** `methods`: the request's calls counted by method; a mixed batch reports each method's share. */
   async function send<R>(methods: ReadonlyMap<string, number>, exchange: () => Promise<R>): Promise<R> {
@@ -89,13 +180,9 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
   }
 
   async function request<T>(method: string, params: readonly unknown[] = [], options: RpcRequestOptions = {}): Promise<T> {
-    const body = { method, params }
+    const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
     return send(new Map([[method, 1]]), async () => {
-      const response = (await http.request({
-        body,
-        fetchOptions: options.signal ? { signal: options.signal } : undefined,
-        timeout: options.timeoutMs,
-      })) as RpcResponse
+      const response = (await exchange(body, options)) as RpcResponse
       if (response.error) throw toError(body, response.error)
       return response.result as T
     })
@@ -103,16 +190,13 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
 
   async function batch<T>(calls: readonly RpcCall[], options: RpcRequestOptions = {}): Promise<T[]> {
     if (calls.length === 0) return []
-    const body = calls.map((call, id) => ({ id, method: call.method, params: call.params ?? [] }))
+    const body = calls.map((call, id): RpcBody => ({ jsonrpc: '2.0', id, method: call.method, params: call.params ?? [] }))
     const methods = new Map<string, number>()
     for (const call of calls) methods.set(call.method, (methods.get(call.method) ?? 0) + 1)
     return send(methods, async () => {
-      const responses = (await http.request({
-        body,
-        fetchOptions: options.signal ? { signal: options.signal } : undefined,
-        timeout: options.timeoutMs,
-      })) as RpcResponse[]
-      // Batch answers may come in any order; a node that rejects the whole batch answers once.
+      const answer = (await exchange(body, options)) as RpcResponse[] | RpcResponse
+      // Batch answers may come in any order; a node that rejects the whole batch answers once, maybe bare.
+      const responses = Array.isArray(answer) ? answer : [answer]
       const byId = new Map(responses.map((response) => [response.id, response]))
       return body.map((call) => {
         const response = byId.get(call.id) ?? responses.find((r) => r.error)
