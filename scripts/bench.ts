@@ -56,7 +56,7 @@ const PROFILED_FUNCTIONS = [
   'getLogs',
   'JSON.parse',
   'toLogRows',
-  'toCopyText',
+  'toCopyData',
   'insertCanonicalLogs',
   'forLogs',
   'attributeTransaction',

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { LOG_COPY_COLUMNS, toCopyText, toLogRows, type LogInput } from '../../src/store/logRows.js'
+import { LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
 import { cpuSecondsOf } from './processes.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 
@@ -109,7 +109,7 @@ const COPY_TABLE = 'bench_raw_copy'
 
 /**
  * `COPY FROM STDIN` of the fixture's rows, exactly as codetrail renders them (`toLogRows`,
- * `toCopyText`), one statement per chunk into a table with the same columns and no index (or into
+ * `toCopyData`, binary), one statement per chunk into a table with the same columns and no index (or into
  * codetrail's `logs`, to see what its indexes cost). Only the `COPY` is timed; fetching and
  * rendering happen before each one.
  */
@@ -134,10 +134,10 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
     let copyMs = 0
     for (const [from, to] of blockChunks(range[0], range[1], chunkBlocks)) {
       const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
-      const { pieces } = toCopyText(logRows, chainId, () => 'confirmed')
+      const { pieces } = toCopyData(logRows, chainId, () => 'confirmed')
       const cpuBefore = cpuSecondsOf(backendPid)
       const started = performance.now()
-      await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN`)))
+      await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`)))
       copyMs += performance.now() - started
       const cpuAfter = cpuSecondsOf(backendPid)
       // Unknown when the database runs elsewhere (no /proc entry for its backend).

@@ -2,17 +2,17 @@ import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
-import { toCopyText, type CopyText, type LogRow, type TransactionRow } from './logRows.js'
+import { toCopyData, type CopyData, type LogRow, type TransactionRow } from './logRows.js'
 import { statusBelow } from './schema.js'
 import { isCovered, recordInterval } from './sync.js'
 
 /**
- * A range's logs made ready to store right after they are converted: their `COPY` text, the blocks
+ * A range's logs made ready to store right after they are converted: their `COPY` data, the blocks
  * they name, and the first row of each transaction (all attribution needs). The log rows need not
  * live on while the range's transactions are fetched, so they die young instead of being copied
  * through the garbage collector's generations.
  */
-export type PreparedLogs = { text: CopyText; blocks: BlockRow[]; transactions: TransactionRow[] }
+export type PreparedLogs = { copy: CopyData; blocks: BlockRow[]; transactions: TransactionRow[] }
 
 /** Prepares `rows` (sorted, as `toLogRows` returns them) for {@link storeLogChunk}. */
 export function prepareLogs(rows: readonly LogRow[], chainId: number, finalizedBlock: number | null): PreparedLogs {
@@ -23,7 +23,7 @@ export function prepareLogs(rows: readonly LogRow[], chainId: number, finalizedB
     const { transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex } = row
     transactions.push({ transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex })
   }
-  return { text: toCopyText(rows, chainId, (row) => statusOf(row.blockNumber)), blocks: blocksOfLogs(rows), transactions }
+  return { copy: toCopyData(rows, chainId, (row) => statusOf(row.blockNumber)), blocks: blocksOfLogs(rows), transactions }
 }
 
 export type StoreLogChunkParameters = {
@@ -52,7 +52,7 @@ export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParamete
   const { chainId, filterId, range, logs, finalizedBlock } = params
   return withTransaction(pool, async (client) => {
     if (!params.force && (await isCovered(client, chainId, filterId, range))) return { stored: false, inserted: 0 }
-    const inserted = await insertCanonicalLogs(client, logs.text)
+    const inserted = await insertCanonicalLogs(client, logs.copy)
     const headers = new Map((params.blocks ?? []).map((block) => [block.hash, block]))
     for (const block of logs.blocks) if (!headers.has(block.hash)) headers.set(block.hash, block)
     await insertBlocks(client, chainId, [...headers.values()], statusBelow(finalizedBlock))

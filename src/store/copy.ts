@@ -33,14 +33,15 @@ export function copyLine(values: readonly CopyValue[]): string {
   return `${line}\n`
 }
 
-/** `COPY table (columns) FROM STDIN` of text pieces, on the caller's connection. */
-async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>): Promise<void> {
-  await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN`)))
+/** `COPY table (columns) FROM STDIN` of pieces in the text (or binary) format, on the caller's connection. */
+async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>, binary: boolean): Promise<void> {
+  const format = binary ? ' (FORMAT binary)' : ''
+  await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN${format}`)))
 }
 
 /**
- * Writes rows that should all be new: `COPY` straight into `table` inside a savepoint of the caller's
- * transaction. Only when a row is there already (a unique violation) is the savepoint rolled back and
+ * Writes rows that should all be new: `COPY` (text, or binary with `binary`) straight into `table`
+ * inside a savepoint of the caller's transaction. Only when a row is there already (a unique violation) is the savepoint rolled back and
  * the rows copied into a temporary twin of the table, then merged with `INSERT … SELECT … {onConflict}`.
  * Returns how many rows the write added or changed.
  */
@@ -49,11 +50,11 @@ export async function copyOrMerge(
   table: string,
   columns: readonly string[],
   pieces: readonly (Buffer | string)[],
-  { rows, onConflict }: { rows: number; onConflict: string },
+  { rows, onConflict, binary = false }: { rows: number; onConflict: string; binary?: boolean },
 ): Promise<number> {
   await client.query(`SAVEPOINT copy_${table}`)
   try {
-    await copyInto(client, table, columns, pieces)
+    await copyInto(client, table, columns, pieces, binary)
     await client.query(`RELEASE SAVEPOINT copy_${table}`)
     return rows
   } catch (error) {
@@ -64,7 +65,7 @@ export async function copyOrMerge(
   const incoming = `${table}_incoming`
   await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${incoming} ON COMMIT DELETE ROWS AS SELECT ${list} FROM ${table} WITH NO DATA`)
   await client.query(`TRUNCATE ${incoming}`)
-  await copyInto(client, incoming, columns, pieces)
+  await copyInto(client, incoming, columns, pieces, binary)
   const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
   return result.rowCount ?? 0
 }

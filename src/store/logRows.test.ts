@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { toCopyText, toLogRows, type LogInput } from './logRows.js'
+import { LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from './logRows.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 const log = (i: number, topics: number): LogInput => ({
@@ -14,26 +14,75 @@ const log = (i: number, topics: number): LogInput => ({
   logIndex: `0x${(i % 3).toString(16)}`,
 })
 
-describe('toCopyText', () => {
-  it('renders one COPY text line per row: hex lowercased, absent topics as \\N, the status last', () => {
+type Field = string | number | null
+
+/** Reads PostgreSQL binary COPY back: the header, tuples of LOG_COPY_COLUMNS, the trailer. */
+function readCopyData(data: Buffer): Field[][] {
+  expect(data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0')
+  expect(data.readInt32BE(11)).toBe(0)
+  expect(data.readInt32BE(15)).toBe(0)
+  const integers: Record<string, 4 | 8> = { chain_id: 4, block_number: 8, block_timestamp: 8, transaction_index: 4, log_index: 4, tx_log_ordinal: 4 }
+  const rows: Field[][] = []
+  let at = 19
+  for (;;) {
+    const fields = data.readInt16BE(at)
+    at += 2
+    if (fields === -1) break
+    expect(fields).toBe(LOG_COPY_COLUMNS.length)
+    const row: Field[] = []
+    for (const column of LOG_COPY_COLUMNS) {
+      const length = data.readInt32BE(at)
+      at += 4
+      if (length === -1) {
+        row.push(null)
+        continue
+      }
+      const size = integers[column]
+      if (size) expect(length).toBe(size)
+      // Timestamps count microseconds from 2000-01-01; shown as ISO text to read the test.
+      if (column === 'block_timestamp') row.push(new Date(Number(data.readBigInt64BE(at) / 1000n) + Date.UTC(2000, 0, 1)).toISOString())
+      else if (size === 8) row.push(Number(data.readBigInt64BE(at)))
+      else if (size === 4) row.push(data.readInt32BE(at))
+      else row.push(data.toString('latin1', at, at + length))
+      at += length
+    }
+    rows.push(row)
+  }
+  expect(at).toBe(data.length)
+  return rows
+}
+
+describe('toCopyData', () => {
+  it('renders one binary COPY tuple per row: hex lowercased, absent topics null, the status last', () => {
     const rows = toLogRows([log(0, 0), log(1, 2), log(2, 4)])
-    const text = Buffer.concat(toCopyText(rows, 8453, (row) => (row.logIndex === 1 ? 'finalized' : 'confirmed')).pieces).toString()
-    expect(text.split('\n')).toEqual([
-      `8453\t10\t${hash(1_000_000)}\t2023-11-14T22:13:20.000Z\t${hash(0)}\t0\t0\t0\t0x00000000000000000000000000000000000000aa\t\\N\t\\N\t\\N\t\\N\t0x\tconfirmed`,
-      `8453\t10\t${hash(1_000_000)}\t2023-11-14T22:13:20.000Z\t${hash(1)}\t0\t1\t0\t0x00000000000000000000000000000000000000aa\t${hash(0xabc0)}\t${hash(0xabc1)}\t\\N\t\\N\t0xff\tfinalized`,
-      `8453\t10\t${hash(1_000_000)}\t2023-11-14T22:13:20.000Z\t${hash(2)}\t0\t2\t0\t0x00000000000000000000000000000000000000aa\t${hash(0xabc0)}\t${hash(0xabc1)}\t${hash(0xabc2)}\t${hash(0xabc3)}\t0x\tconfirmed`,
-      '',
+    const data = toCopyData(rows, 8453, (row) => (row.logIndex === 1 ? 'finalized' : 'confirmed'))
+    const address = '0x00000000000000000000000000000000000000aa'
+    const at = '2023-11-14T22:13:20.000Z'
+    expect(readCopyData(Buffer.concat(data.pieces))).toEqual([
+      [8453, 10, hash(1_000_000), at, hash(0), 0, 0, 0, address, null, null, null, null, '0x', 'confirmed'],
+      [8453, 10, hash(1_000_000), at, hash(1), 0, 1, 0, address, hash(0xabc0), hash(0xabc1), null, null, '0xff', 'finalized'],
+      [8453, 10, hash(1_000_000), at, hash(2), 0, 2, 0, address, hash(0xabc0), hash(0xabc1), hash(0xabc2), hash(0xabc3), '0x', 'confirmed'],
     ])
   })
 
-  it('cuts many rows into pieces of whole lines that add up to every row once', () => {
+  it('writes big numbers and timestamps before 2000 as signed 64-bit integers', () => {
+    const [row] = toLogRows([{ ...log(0, 1), blockNumber: '0x1fffffffffffff', blockTimestamp: '0x1' }])
+    const [fields] = readCopyData(Buffer.concat(toCopyData([row!], 1, () => 'confirmed').pieces))
+    expect(fields!.slice(0, 4)).toEqual([1, Number.MAX_SAFE_INTEGER, hash(1_000_000), '1970-01-01T00:00:01.000Z'])
+  })
+
+  it('cuts many rows into pieces of whole tuples that add up to every row once', () => {
     const rows = toLogRows(Array.from({ length: 4_501 }, (_, i) => log(i, i % 5)))
-    const { rows: count, pieces } = toCopyText(rows, 1, () => 'confirmed')
+    const { rows: count, pieces } = toCopyData(rows, 1, () => 'confirmed')
     expect(count).toBe(4_501)
-    expect(pieces.map((piece) => piece.toString().split('\n').length - 1)).toEqual([2_000, 2_000, 501])
-    for (const piece of pieces) expect(piece.at(-1)).toBe(0x0a)
-    const lines = Buffer.concat(pieces).toString().trimEnd().split('\n')
-    expect(lines.map((line) => line.split('\t')[4])).toEqual(rows.map((row) => row.transactionHash))
-    expect(lines.every((line) => line.split('\t').length === 15)).toBe(true)
+    // The header, three pieces of at most 2,000 rows, the trailer.
+    expect(pieces).toHaveLength(5)
+    const read = readCopyData(Buffer.concat(pieces))
+    expect(read.map((fields) => fields[4])).toEqual(rows.map((row) => row.transactionHash))
+    expect(read.map((fields) => fields[9])).toEqual(rows.map((row) => row.topics[0] ?? null))
+  })
+
+  it('writes no tuple for no rows', () => {
+    expect(readCopyData(Buffer.concat(toCopyData([], 1, () => 'confirmed').pieces))).toEqual([])
   })
 })

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { copyOrMerge } from './copy.js'
-import { LOG_COPY_COLUMNS, type CopyText, type LogRow } from './logRows.js'
+import { LOG_COPY_COLUMNS, type CopyData, type LogRow } from './logRows.js'
 import type { Status } from './schema.js'
 
 /**
@@ -9,9 +9,9 @@ import type { Status } from './schema.js'
  * meets an existing row does it fall back to `COPY` into a temporary table and `INSERT … ON CONFLICT`.
  * Returns how many rows were new.
  */
-export async function insertCanonicalLogs(client: pg.PoolClient, text: CopyText): Promise<number> {
-  if (text.rows === 0) return 0
-  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, text.pieces, { rows: text.rows, onConflict: 'ON CONFLICT DO NOTHING' })
+export async function insertCanonicalLogs(client: pg.PoolClient, data: CopyData): Promise<number> {
+  if (data.rows === 0) return 0
+  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, data.pieces, { rows: data.rows, onConflict: 'ON CONFLICT DO NOTHING', binary: true })
 }
 
 export type BlockRow = {

@@ -97,13 +97,13 @@ export function createRangeProcessor(context: RangeContext) {
         chain_id: data.chainId,
         from_block: data.fromBlock,
         to_block: data.toBlock,
-        logs: prepared.text.rows,
+        logs: prepared.copy.rows,
         inserted: result.inserted,
         stored: result.stored,
         duration_ms: Math.round(performance.now() - started),
       },
       result.stored ? 'range stored' : 'range already stored',
     )
-    return { logs: prepared.text.rows, inserted: result.inserted, stored: result.stored }
+    return { logs: prepared.copy.rows, inserted: result.inserted, stored: result.stored }
   }
 }
