@@ -48,6 +48,11 @@ describe('createRpcClient over HTTP', () => {
     expect(JSON.parse(seen[0]!.body)).toMatchObject({ jsonrpc: '2.0', method: 'eth_chainId', params: [] })
   })
 
+  it('decodes answers beyond ASCII as UTF-8', async () => {
+    handler = (_request, body, response) => json(response, 200, { jsonrpc: '2.0', id: JSON.parse(body).id, result: 'ünïcødé ✓ 🦊' })
+    expect(await createRpcClient({ url }).request('web3_clientVersion')).toBe('ünïcødé ✓ 🦊')
+  })
+
   it('keeps the connection alive between requests', async () => {
     const ports = new Set<number>()
     handler = (request, body, response) => {
