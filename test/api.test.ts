@@ -535,6 +535,9 @@ describe('GET /v1/logs', () => {
       [`address=${Array.from({ length: 101 }, (_, i) => addr(i)).join(',')}`, 'invalid_parameter'],
       ['address=', 'invalid_parameter'],
       [`cursor=${Buffer.from(JSON.stringify(['a1', 1, txHash(1), '', 'x'])).toString('base64url')}`, 'invalid_cursor'],
+      // A cursor of the earlier shape, keyed by the dropped row id.
+      [`cursor=${Buffer.from(JSON.stringify(['l1', 5, 0, 123])).toString('base64url')}`, 'invalid_cursor'],
+      [`cursor=${Buffer.from(JSON.stringify(['l2', 5, 0, txHash(1).toUpperCase(), txHash(1), 0])).toString('base64url')}`, 'invalid_cursor'],
     ]
     for (const [query, code] of cases) {
       const { status, body } = await get(`/v1/logs?${query}`)

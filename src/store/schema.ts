@@ -41,7 +41,6 @@ const statusCheck = (name: string, column: { name: string }) =>
 export const logs = pgTable(
   'logs',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     chainId: integer('chain_id').notNull(),
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),

@@ -2,8 +2,12 @@ import { and, asc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../store/index.js'
 import { logs, type Status } from '../../store/schema.js'
 
-/** Keyset of the log list, oldest first like `eth_getLogs`: (block number, log index, row id). */
-export type LogKey = readonly [blockNumber: number, logIndex: number, id: number]
+/**
+ * Keyset of the log list, oldest first like `eth_getLogs`: block number and log index, then what tells
+ * rows of one position apart — the block hash (forks), then transaction and ordinal (pending rows,
+ * which share the zero block hash). Both unique keys of `logs` are inside it, so it is a total order.
+ */
+export type LogKey = readonly [blockNumber: number, logIndex: number, blockHash: string, transactionHash: string, txLogOrdinal: number]
 
 export type ListLogsParameters = {
   chainId: number
@@ -19,7 +23,6 @@ export type ListLogsParameters = {
 }
 
 export type LogRow = {
-  id: number
   chainId: number
   blockNumber: number
   blockHash: string
@@ -27,6 +30,7 @@ export type LogRow = {
   transactionHash: string
   transactionIndex: number
   logIndex: number
+  txLogOrdinal: number
   address: string
   topic0: string | null
   topic1: string | null
@@ -54,11 +58,12 @@ export async function listLogs(
   if (statuses !== undefined) where.push(inArray(logs.status, [...statuses]))
   if (!includeRemoved) where.push(eq(logs.removed, false))
   if (after !== undefined)
-    where.push(sql`(${logs.blockNumber}, ${logs.logIndex}, ${logs.id}) > (${after[0]}, ${after[1]}, ${after[2]})`)
+    where.push(
+      sql`(${logs.blockNumber}, ${logs.logIndex}, ${logs.blockHash}, ${logs.transactionHash}, ${logs.txLogOrdinal}) > (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]}, ${after[4]})`,
+    )
 
   const rows = await db
     .select({
-      id: logs.id,
       chainId: logs.chainId,
       blockNumber: logs.blockNumber,
       blockHash: logs.blockHash,
@@ -66,6 +71,7 @@ export async function listLogs(
       transactionHash: logs.transactionHash,
       transactionIndex: logs.transactionIndex,
       logIndex: logs.logIndex,
+      txLogOrdinal: logs.txLogOrdinal,
       address: logs.address,
       topic0: logs.topic0,
       topic1: logs.topic1,
@@ -77,11 +83,11 @@ export async function listLogs(
     })
     .from(logs)
     .where(and(...where))
-    .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.id))
+    .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.blockHash), asc(logs.transactionHash), asc(logs.txLogOrdinal))
     .limit(limit + 1)
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
-export function logKey(row: Pick<LogRow, 'blockNumber' | 'logIndex' | 'id'>): LogKey {
-  return [row.blockNumber, row.logIndex, row.id]
+export function logKey(row: Pick<LogRow, 'blockNumber' | 'logIndex' | 'blockHash' | 'transactionHash' | 'txLogOrdinal'>): LogKey {
+  return [row.blockNumber, row.logIndex, row.blockHash, row.transactionHash, row.txLogOrdinal]
 }

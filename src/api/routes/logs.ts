@@ -12,6 +12,7 @@ import {
   hash,
   includeRemoved,
   isBlockNumber,
+  isLowerHash,
   isoTime,
   limit,
   list,
@@ -19,13 +20,13 @@ import {
   statusSchema,
 } from '../schemas.js'
 
-const CURSOR_VERSION = 'l1'
+const CURSOR_VERSION = 'l2'
 const isIndex = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0
 
 const logCursor = z
   .string()
   .transform((token, ctx) => {
-    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isIndex, isIndex])
+    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isIndex, isLowerHash, isLowerHash, isIndex])
     if (key === null) {
       ctx.addIssue({ code: 'custom', message: 'is not a cursor returned by this endpoint' })
       return z.NEVER
