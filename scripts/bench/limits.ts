@@ -7,7 +7,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
+import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
 import { cpuSecondsOf } from './processes.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 
@@ -134,7 +134,7 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
     let copyMs = 0
     for (const [from, to] of blockChunks(range[0], range[1], chunkBlocks)) {
       const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
-      const { pieces } = toCopyData(logRows, chainId, () => 'confirmed')
+      const pieces = copyStatement(toCopyData(logRows, chainId, () => 'confirmed'))
       const cpuBefore = cpuSecondsOf(backendPid)
       const started = performance.now()
       await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`)))

@@ -26,6 +26,16 @@ export function prepareLogs(rows: readonly LogRow[], chainId: number, finalizedB
   return { copy: toCopyData(rows, chainId, (row) => statusOf(row.blockNumber)), blocks: blocksOfLogs(rows), transactions }
 }
 
+/** Prepared logs of consecutive parts of one range, as one. */
+export function joinPrepared(parts: readonly PreparedLogs[]): PreparedLogs {
+  if (parts.length === 1) return parts[0]!
+  return {
+    copy: { rows: parts.reduce((rows, part) => rows + part.copy.rows, 0), pieces: parts.flatMap((part) => part.copy.pieces) },
+    blocks: parts.flatMap((part) => part.blocks),
+    transactions: parts.flatMap((part) => part.transactions),
+  }
+}
+
 export type StoreLogChunkParameters = {
   chainId: number
   filterId: string

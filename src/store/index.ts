@@ -1,6 +1,6 @@
 export { createStore, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
 export { runMigrations } from './migrate.js'
-export { prepareLogs, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
+export { joinPrepared, prepareLogs, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
 export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 export { LogShapeError, quantity, toLogRows, type LogInput, type LogRow, type TransactionRow } from './logRows.js'
 export * from './sync.js'

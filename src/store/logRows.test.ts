@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from './logRows.js'
+import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from './logRows.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 const log = (i: number, topics: number): LogInput => ({
@@ -58,7 +58,7 @@ describe('toCopyData', () => {
     const data = toCopyData(rows, 8453, (row) => (row.logIndex === 1 ? 'finalized' : 'confirmed'))
     const address = '0x00000000000000000000000000000000000000aa'
     const at = '2023-11-14T22:13:20.000Z'
-    expect(readCopyData(Buffer.concat(data.pieces))).toEqual([
+    expect(readCopyData(Buffer.concat(copyStatement(data)))).toEqual([
       [8453, 10, hash(1_000_000), at, hash(0), 0, 0, 0, address, null, null, null, null, '0x', 'confirmed'],
       [8453, 10, hash(1_000_000), at, hash(1), 0, 1, 0, address, hash(0xabc0), hash(0xabc1), null, null, '0xff', 'finalized'],
       [8453, 10, hash(1_000_000), at, hash(2), 0, 2, 0, address, hash(0xabc0), hash(0xabc1), hash(0xabc2), hash(0xabc3), '0x', 'confirmed'],
@@ -67,22 +67,24 @@ describe('toCopyData', () => {
 
   it('writes big numbers and timestamps before 2000 as signed 64-bit integers', () => {
     const [row] = toLogRows([{ ...log(0, 1), blockNumber: '0x1fffffffffffff', blockTimestamp: '0x1' }])
-    const [fields] = readCopyData(Buffer.concat(toCopyData([row!], 1, () => 'confirmed').pieces))
+    const [fields] = readCopyData(Buffer.concat(copyStatement(toCopyData([row!], 1, () => 'confirmed'))))
     expect(fields!.slice(0, 4)).toEqual([1, Number.MAX_SAFE_INTEGER, hash(1_000_000), '1970-01-01T00:00:01.000Z'])
   })
 
   it('cuts many rows into pieces of whole tuples that add up to every row once', () => {
     const rows = toLogRows(Array.from({ length: 4_501 }, (_, i) => log(i, i % 5)))
-    const { rows: count, pieces } = toCopyData(rows, 1, () => 'confirmed')
-    expect(count).toBe(4_501)
-    // The header, three pieces of at most 2,000 rows, the trailer.
-    expect(pieces).toHaveLength(5)
-    const read = readCopyData(Buffer.concat(pieces))
+    const data = toCopyData(rows, 1, () => 'confirmed')
+    expect(data.rows).toBe(4_501)
+    expect(data.pieces).toHaveLength(3)
+    const read = readCopyData(Buffer.concat(copyStatement(data)))
     expect(read.map((fields) => fields[4])).toEqual(rows.map((row) => row.transactionHash))
     expect(read.map((fields) => fields[9])).toEqual(rows.map((row) => row.topics[0] ?? null))
   })
 
-  it('writes no tuple for no rows', () => {
-    expect(readCopyData(Buffer.concat(toCopyData([], 1, () => 'confirmed').pieces))).toEqual([])
+  it('joins the tuples of several parts into one statement, in order', () => {
+    const rows = toLogRows(Array.from({ length: 9 }, (_, i) => log(i, 1)))
+    const parts = [rows.slice(0, 4), [], rows.slice(4)].map((part) => toCopyData(part, 1, () => 'confirmed'))
+    expect(readCopyData(Buffer.concat(copyStatement(...parts))).map((fields) => fields[4])).toEqual(rows.map((row) => row.transactionHash))
+    expect(readCopyData(Buffer.concat(copyStatement(toCopyData([], 1, () => 'confirmed'))))).toEqual([])
   })
 })

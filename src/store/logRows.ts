@@ -122,8 +122,8 @@ export const LOG_COPY_COLUMNS = [
 const COPY_PIECE_ROWS = 2_000
 
 /**
- * Log rows in PostgreSQL's binary `COPY` format, in pieces (the header opens the first, the trailer
- * closes the last): buffers live off the JS heap, so rows waiting to be stored cost the GC nothing.
+ * Log rows as tuples of PostgreSQL's binary `COPY` format, in pieces ({@link copyStatement} adds the
+ * header and trailer): buffers live off the JS heap, so rows waiting to be stored cost the GC nothing.
  */
 export type CopyData = { rows: number; pieces: Buffer[] }
 
@@ -143,7 +143,7 @@ const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 2 * 8 + 9
  * text format's CPU (bench/README.md). Hex strings are ASCII, one byte per character.
  */
 export function toCopyData(rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status): CopyData {
-  const pieces: Buffer[] = [BINARY_HEADER]
+  const pieces: Buffer[] = []
   for (let from = 0; from < rows.length; from += COPY_PIECE_ROWS) {
     const to = Math.min(rows.length, from + COPY_PIECE_ROWS)
     let size = 0
@@ -200,6 +200,10 @@ export function toCopyData(rows: readonly LogRow[], chainId: number, statusOf: (
     }
     pieces.push(piece.subarray(0, at))
   }
-  pieces.push(BINARY_TRAILER)
   return { rows: rows.length, pieces }
+}
+
+/** The pieces of one binary `COPY` statement: the header, the tuples of `parts` in order, the trailer. */
+export function copyStatement(...parts: CopyData[]): Buffer[] {
+  return [BINARY_HEADER, ...parts.flatMap((part) => part.pieces), BINARY_TRAILER]
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { copyOrMerge } from './copy.js'
-import { LOG_COPY_COLUMNS, type CopyData, type LogRow } from './logRows.js'
+import { copyStatement, LOG_COPY_COLUMNS, type CopyData, type LogRow } from './logRows.js'
 import type { Status } from './schema.js'
 
 /**
@@ -11,7 +11,7 @@ import type { Status } from './schema.js'
  */
 export async function insertCanonicalLogs(client: pg.PoolClient, data: CopyData): Promise<number> {
   if (data.rows === 0) return 0
-  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, data.pieces, { rows: data.rows, onConflict: 'ON CONFLICT DO NOTHING', binary: true })
+  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), { rows: data.rows, onConflict: 'ON CONFLICT DO NOTHING', binary: true })
 }
 
 export type BlockRow = {

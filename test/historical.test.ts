@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { silentLogger } from '../src/logger.js'
+import { createRpcClient, getLogs } from '../src/rpc/index.js'
+import type { LogInput } from '../src/store/index.js'
+import { toRpcFilter } from '../src/sync/filter.js'
+import { createRangeProcessor, planBackfill } from '../src/sync/historical.js'
+import { buildChain } from './fixtures/chain.js'
+import { startFaultProxy, type FaultProxy } from './fixtures/faultProxy.js'
+import { expectIndexMatchesNode } from './helpers/compare.js'
+import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+
+const CHAIN_ID = 31337
+
+let anvil: Anvil
+let proxy: FaultProxy
+let db: TestDatabase
+let lastBlock: number
+
+beforeAll(async () => {
+  anvil = await startAnvil()
+  // Longer than the first request of a range (100 blocks), dense enough for several after it.
+  lastBlock = Number((await buildChain(anvil.url, { blocks: 150, txsPerBlock: 1 })).toBlock)
+  proxy = await startFaultProxy({ upstream: anvil.url })
+  db = await createTestDatabase()
+})
+
+afterAll(async () => {
+  await db?.drop()
+  await proxy?.stop()
+  await anvil?.stop()
+})
+
+describe('a range job', () => {
+  it('reads a dense range in requests sized to its density, and stores every log once', async () => {
+    const rpc = createRpcClient({ url: proxy.url })
+    const logsPerRequest = 30
+    const processRange = createRangeProcessor({
+      pool: db.store.pool,
+      logger: silentLogger,
+      fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
+      fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
+      finalizedBlock: async () => lastBlock,
+      logsPerRequest,
+    })
+    const plan = await planBackfill(db.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range: [0, lastBlock], chunkBlocks: 1000 })
+    expect(plan.jobs).toHaveLength(1)
+    proxy.resetStats()
+
+    const result = await processRange(plan.jobs[0]!)
+
+    const stored = await expectIndexMatchesNode(db.store.pool, anvil.url, [0, lastBlock])
+    expect(result).toEqual({ logs: stored, inserted: stored, stored: true })
+    // The requests tile the range in order, one after another; after the first they are sized by the
+    // density of the one before, here a few blocks for about 30 logs each.
+    const ranges = proxy.stats.getLogsRanges
+    expect(ranges[0]).toMatchObject({ fromBlock: 0, toBlock: 99 })
+    expect(ranges.at(-1)!.toBlock).toBe(lastBlock)
+    ranges.slice(1).forEach((range, i) => expect(range.fromBlock).toBe(ranges[i]!.toBlock + 1))
+    const firstLogs = await rpc.request<unknown[]>('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x63' }])
+    expect(ranges[1]!.toBlock - ranges[1]!.fromBlock + 1).toBe(Math.floor((logsPerRequest * 100) / firstLogs.length))
+    expect(ranges.length).toBeGreaterThan(5)
+  })
+})
