@@ -41,9 +41,9 @@ async function copyInto(client: pg.PoolClient, table: string, columns: readonly 
 
 /**
  * Writes rows that should all be new: `COPY` (text, or binary with `binary`) straight into `table`
- * inside a savepoint of the caller's transaction. Only when a row is there already (a unique violation) is the savepoint rolled back and
- * the rows copied into a temporary twin of the table, then merged with `INSERT … SELECT … {onConflict}`.
- * Returns how many rows the write added or changed.
+ * inside a savepoint of the caller's transaction. Only when a row is there already (a unique
+ * violation) is the savepoint rolled back and the rows copied into a temporary twin of the table, then
+ * merged with `INSERT … SELECT … {onConflict}`. Returns how many rows the write added or changed.
  */
 export async function copyOrMerge(
   client: pg.PoolClient,
