@@ -1,6 +1,7 @@
 import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError } from 'viem'
-import { buildRequest, getHttpRpcClient } from 'viem/utils'
+import { buildRequest } from 'viem/utils'
 import { describe, expect, it } from 'vitest'
+import { createRpcClient } from './client.js'
 import { classifyRpcError, parseBlockCount, parseRetryAfter, rpcErrorPatterns, type RpcErrorAction } from './errors.js'
 
 const url = 'http://node.invalid'
@@ -26,7 +27,7 @@ async function throughViem(error: Error): Promise<unknown> {
 
 /** A closed local port: connecting fails at once with ECONNREFUSED. */
 async function networkError() {
-  return getHttpRpcClient('http://127.0.0.1:1').request({ body: { method: 'eth_chainId' } }).then(
+  return createRpcClient({ url: 'http://127.0.0.1:1' }).request('eth_chainId').then(
     () => expect.unreachable('request resolved'),
     (thrown: unknown) => thrown,
   )
