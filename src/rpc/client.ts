@@ -157,7 +157,7 @@ function createHttpExchange(url: string, defaultTimeoutMs: number) {
  * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
  */
 export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
-  const exchange = createHttpExchange(url, timeoutMs)
+  const post = createHttpExchange(url, timeoutMs)
   let nextId = 0
 
   /** `methods`: the request's calls counted by method; a mixed batch reports each method's share. */
@@ -186,7 +186,7 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
   async function request<T>(method: string, params: readonly unknown[] = [], options: RpcRequestOptions = {}): Promise<T> {
     const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
     return send(new Map([[method, 1]]), async () => {
-      const response = (await exchange(body, options)) as RpcResponse
+      const response = (await post(body, options)) as RpcResponse
       if (response.error) throw toError(body, response.error)
       return response.result as T
     })
@@ -198,7 +198,7 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
     const methods = new Map<string, number>()
     for (const call of calls) methods.set(call.method, (methods.get(call.method) ?? 0) + 1)
     return send(methods, async () => {
-      const answer = (await exchange(body, options)) as RpcResponse[] | RpcResponse
+      const answer = (await post(body, options)) as RpcResponse[] | RpcResponse
       // Batch answers may come in any order; a node that rejects the whole batch answers once, maybe bare.
       const responses = Array.isArray(answer) ? answer : [answer]
       const byId = new Map(responses.map((response) => [response.id, response]))
