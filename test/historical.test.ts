@@ -61,4 +61,37 @@ describe('a range job', () => {
     expect(ranges[1]!.toBlock - ranges[1]!.fromBlock + 1).toBe(Math.floor((logsPerRequest * 100) / firstLogs.length))
     expect(ranges.length).toBeGreaterThan(5)
   })
+
+  it('reads the timestamps of blocks whose logs carry none from their headers, each block once', async () => {
+    const other = await createTestDatabase()
+    try {
+      const rpc = createRpcClient({ url: anvil.url })
+      const asked: number[] = []
+      const processRange = createRangeProcessor({
+        pool: other.store.pool,
+        logger: silentLogger,
+        // A node whose logs have no blockTimestamp (some geth builds).
+        fetchLogs: async ([fromBlock, toBlock], filter) =>
+          (await getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 })).map(({ blockTimestamp: _, ...log }) => log) as LogInput[],
+        fetchBlocks: async (numbers) => {
+          asked.push(...numbers)
+          const headers = await rpc.batch<{ number: string; hash: string; parentHash: string; timestamp: string }>(
+            numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] })),
+          )
+          return headers.map((header) => ({ number: Number(header.number), hash: header.hash, parentHash: header.parentHash, timestamp: Number(header.timestamp) }))
+        },
+        finalizedBlock: async () => lastBlock,
+        logsPerRequest: 30,
+      })
+      const plan = await planBackfill(other.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range: [0, lastBlock], chunkBlocks: 1000 })
+
+      await processRange(plan.jobs[0]!)
+
+      await expectIndexMatchesNode(other.store.pool, anvil.url, [0, lastBlock])
+      const { rows } = await other.store.pool.query<{ n: number }>('SELECT DISTINCT block_number::int AS n FROM logs ORDER BY n')
+      expect([...asked].sort((a, b) => a - b)).toEqual(rows.map((row) => row.n))
+    } finally {
+      await other.drop()
+    }
+  })
 })

@@ -92,15 +92,17 @@ export function createRangeProcessor(context: RangeContext) {
   async function fetchPrepared(data: RangeJobData, range: Interval, headers: readonly BlockRow[], finalizedBlock: number | null) {
     const parts: PreparedLogs[] = []
     const blocks = [...headers]
+    const timestamps = new Map(headers.map((block) => [block.number, block.timestamp]))
     let from = range[0]
     let size = FIRST_REQUEST_BLOCKS
     while (from <= range[1]) {
       const part: Interval = [from, Math.min(range[1], from + size - 1)]
       const logs = await context.fetchLogs(part, { addresses: data.addresses, topics: data.topics })
-      const known = new Set(blocks.map((block) => block.number))
-      const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !known.has(n))
-      if (missing.length > 0) blocks.push(...(await context.fetchBlocks(missing)))
-      const timestamps = new Map(blocks.map((block) => [block.number, block.timestamp]))
+      const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !timestamps.has(n))
+      for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
+        blocks.push(block)
+        timestamps.set(block.number, block.timestamp)
+      }
       parts.push(prepareLogs(toLogRows(logs, (blockNumber) => timestamps.get(blockNumber)), data.chainId, finalizedBlock))
       // The next request is sized by how dense this one was.
       size = Math.max(1, Math.floor((logsPerRequest * (part[1] - part[0] + 1)) / Math.max(logs.length, 1)))
