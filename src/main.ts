@@ -17,26 +17,38 @@ async function main() {
     process.exit(2)
   }
   const logger = createLogger(config.logLevel, { role })
-  let services: Service[]
-  try {
-    services = await startDaemon(config, role, logger)
-  } catch (error) {
-    logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
-    process.stderr.write(`codetrail could not start: ${(error as Error).message}\n`)
-    process.exit(1)
-  }
-  let stopping = false
-  const shutdown = async (signal: NodeJS.Signals) => {
-    if (stopping) return
-    stopping = true
+  const stop = async (signal: NodeJS.Signals, services: Service[]) => {
     logger.info({ signal }, 'shutting down')
     await stopServices(services, logger)
     logger.info('stopped')
     logger.flush()
     process.exit(0)
   }
-  process.on('SIGINT', shutdown)
-  process.on('SIGTERM', shutdown)
+  // Listening before start-up: a signal that comes while the daemon starts stops it once it has
+  // started, instead of killing it halfway (its migrations, its first jobs). A second one while it is
+  // still starting (a start-up that hangs) ends it at once.
+  let signalled: NodeJS.Signals | undefined
+  let started: Service[] | undefined
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      if (!started) process.exit(1)
+      return
+    }
+    signalled = signal
+    if (started) void stop(signal, started)
+    else logger.info({ signal }, 'stopping once started')
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  logger.info('starting')
+  try {
+    started = await startDaemon(config, role, logger)
+  } catch (error) {
+    logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
+    process.stderr.write(`codetrail could not start: ${(error as Error).message}\n`)
+    process.exit(1)
+  }
+  if (signalled) await stop(signalled, started)
 }
 
 await main()

@@ -1,5 +1,7 @@
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { MIGRATION_LOCK_KEY } from '../src/store/migrate.js'
 import { storedBlocks } from '../src/sync/historical.js'
 import { buildChain } from './fixtures/chain.js'
 import { startFaultProxy } from './fixtures/faultProxy.js'
@@ -125,6 +127,26 @@ describe('npm run backfill', () => {
     await waitFor(async () => (await storedBlocks(db.store.pool, 31337, 'all', range)) === range[1] - range[0] + 1, 'the whole range', 90_000)
     await expectIndexMatchesNode(db.store.pool, anvil.url, range)
     for (const worker of workers) expect(await worker.kill('SIGTERM')).toBe(0)
+  })
+
+  it('a worker told to stop while it is still starting stops cleanly once started', async () => {
+    const { db, env } = await environment()
+    // Holding the migration lock keeps the worker in its start-up.
+    const lock = new pg.Client({ connectionString: db.url })
+    await lock.connect()
+    try {
+      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
+      const worker = spawnTs('src/main.ts', ['--role', 'worker'], { ...env, LOG_LEVEL: 'info' })
+      cleanups.push(() => worker.kill('SIGKILL'))
+      await waitFor(async () => worker.output().includes('"msg":"starting"'), 'the worker to start starting')
+      worker.child.kill('SIGTERM')
+      await waitFor(async () => worker.output().includes('"msg":"stopping once started"'), 'the signal to be taken')
+      await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
+      expect(await worker.exited, worker.output()).toBe(0)
+      expect(worker.output()).toMatch(/"msg":"codetrail started"[^\n]*\n(.*\n)*.*"msg":"stopped"/)
+    } finally {
+      await lock.end()
+    }
   })
 
   it('gets every log through a provider that caps ranges, rate limits, answers slowly and refuses big results', async () => {

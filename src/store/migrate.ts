@@ -5,7 +5,7 @@ import type pg from 'pg'
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url))
 // Any fixed key: serialises concurrent starts so two processes never apply the same migration.
-const MIGRATION_LOCK_KEY = 0x636f6465
+export const MIGRATION_LOCK_KEY = 0x636f6465
 
 /** Applies the drizzle-kit migrations in `migrations/`, once even when several processes start together. */
 export async function runMigrations(pool: pg.Pool): Promise<void> {
