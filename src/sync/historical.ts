@@ -24,7 +24,7 @@ import { filterIdOf, normalizeFilter, type LogFilter } from './filter.js'
  * and dies there, where a whole 1,000-block chunk of a busy chain (~25,000 logs, 15 MB) outlived
  * collections and cost the old generation's (bench/README.md).
  */
-export const LOGS_PER_REQUEST = 2_500
+const LOGS_PER_REQUEST = 2_500
 /** The first request of a range: the density of the range is not known yet. */
 const FIRST_REQUEST_BLOCKS = 100
 
