@@ -18,6 +18,7 @@ import {
 } from '../store/index.js'
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, normalizeFilter, type LogFilter } from './filter.js'
+import { crashPoint } from '../utils/crashPoint.js'
 
 /**
  * Logs per `eth_getLogs` request a range job aims at: the parsed answer then fits the young generation
@@ -132,6 +133,7 @@ export function createRangeProcessor(context: RangeContext) {
       force,
       ...(extraWrites ? { extraWrites } : {}),
     })
+    if (result.stored) crashPoint('range-stored')
     context.logger.info(
       {
         chain_id: data.chainId,

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
 import { toLogRows, upsertPendingLogs, type LogInput, type LogRow } from '../store/index.js'
+import { crashPoint } from '../utils/crashPoint.js'
 
 export type PendingPollerContext = {
   pool: pg.Pool
@@ -47,6 +48,7 @@ export function createPendingPoller(context: PendingPollerContext) {
     if (logs.length === 0) return 0
     const rows = toLogRows(logs)
     const changed = await upsertPendingLogs(context.pool, context.chainId, rows)
+    crashPoint('pending-stored')
     if (changed > 0) attributeLater(rows)
     return changed
   }

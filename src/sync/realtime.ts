@@ -20,6 +20,7 @@ import {
 } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import type { LogFilter } from './filter.js'
+import { crashPoint } from '../utils/crashPoint.js'
 
 /** Blocks stored per step when catching up, so each database transaction stays short. */
 const MAX_BLOCKS_PER_STEP = 100
@@ -117,6 +118,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       const orphaned = stored.filter((block) => onNode.get(block.number)?.hash !== block.hash)
       if (orphaned.length > 0) {
         const logsRemoved = await orphanBlocks(pool, chainId, orphaned.map((block) => block.hash))
+        crashPoint('orphans-marked')
         logger.warn({ chain_id: chainId, blocks: orphaned.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
         await context.refetchBlocks?.(orphaned.map((block) => block.number))
         events.push({ type: 'reorg', forkBlock: Math.min(...orphaned.map((b) => b.number)) - 1, depth: 0, logsRemoved })
@@ -167,6 +169,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       finalizedBlock: finalized,
       ...(extraWrites ? { extraWrites } : {}),
     })
+    crashPoint('tip-stored')
     const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
     events.push(...(await finalize()))
     return events
@@ -177,6 +180,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const fork = await findForkPoint(liveBlock, state?.finalizedBlock ?? null)
     const depth = liveBlock - fork.number
     const logsRemoved = await applyReorg(pool, { chainId, forkBlock: fork, depth, oldHash, newHash })
+    crashPoint('reorg-marked')
     logger.warn({ chain_id: chainId, fork_block: fork.number, depth, logs_removed: logsRemoved }, 'reorg')
     return { type: 'reorg', forkBlock: fork.number, depth, logsRemoved }
   }
