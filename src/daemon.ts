@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from './metrics.js'
 import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
+import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
 import { runEvery } from './utils/loop.js'
@@ -51,12 +52,24 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
     if (runs('scheduler')) {
       const redis = createRedis(config.redisUrl)
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
+      const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
+      const repairs = createRepairRunner({
+        pool: indexer.store.pool,
+        logger,
+        chainId: indexer.chainId,
+        followerFilterId: indexer.filterId,
+        chunkBlocks: config.chunkBlocks,
+        processRange: indexer.processRange,
+        enqueue: repairQueue.enqueue,
+      })
       const scheduler = startScheduler({
         redis,
         keyPrefix: config.redisPrefix,
         chainId: indexer.chainId,
         logger,
         follower: indexer.follower,
+        repairs,
         poller: {
           ...indexer.poller,
           // The indexer's share of pending latency: from asking the node to the rows being readable.

@@ -4,7 +4,7 @@ import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { createRpcClient, getLogs, withRetry, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createStore, filtersCovering, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createStore, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
@@ -16,7 +16,7 @@ import type { Interval } from './utils/interval.js'
 const FINALIZED_CACHE_MS = 2_000
 const POOL_SIZE_PER_JOB = 2
 
-type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string }
+type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; logsBloom?: string }
 
 export type BlockTag = 'latest' | 'safe' | 'finalized'
 
@@ -25,6 +25,7 @@ const toHeader = (block: RpcBlock): Header => ({
   hash: block.hash.toLowerCase(),
   parentHash: block.parentHash.toLowerCase(),
   timestamp: Number(block.timestamp),
+  ...(block.logsBloom ? { logsBloom: block.logsBloom.toLowerCase() } : {}),
 })
 
 const hex = (n: number) => `0x${n.toString(16)}`
@@ -115,14 +116,6 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     fetchLogs,
     finalizedBlock,
     attribute,
-    refetchBlocks: async (numbers) => {
-      for (const number of numbers) {
-        for (const covering of await filtersCovering(store.pool, chainId, number)) {
-          const { addresses, topics } = covering
-          await processRange({ chainId, filterId: covering.filterId, addresses: [...addresses], topics: [...topics], fromBlock: number, toBlock: number }, { force: true })
-        }
-      }
-    },
   })
 
   const poller = createPendingPoller({

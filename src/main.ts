@@ -2,11 +2,33 @@
  * The codetrail daemon: `npm start -- [--role api|worker|scheduler|all]` (default `all`).
  * Applies migrations, runs the role's parts until SIGINT/SIGTERM, then stops them gracefully.
  */
-import { loadConfig, type Config, type Role } from './config/index.js'
-import { parseRole, startDaemon, stopServices, type Service } from './daemon.js'
-import { createLogger } from './logger.js'
+import type { Config, Role } from './config/index.js'
+import type { Service } from './daemon.js'
 
 async function main() {
+  // Listening before anything else loads: a signal that comes while the daemon starts stops it once it
+  // has started, instead of killing it halfway (its migrations, its first jobs) or before a handler
+  // exists (loading the daemon's modules takes most of a start). A second one while it is still
+  // starting (a start-up that hangs) ends it at once.
+  let signalled: NodeJS.Signals | undefined
+  let started: Service[] | undefined
+  let onStarted: ((signal: NodeJS.Signals) => void) | undefined
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      if (!started) process.exit(1)
+      return
+    }
+    signalled = signal
+    onStarted?.(signal)
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  const [{ loadConfig }, { parseRole, startDaemon, stopServices }, { createLogger }] = await Promise.all([
+    import('./config/index.js'),
+    import('./daemon.js'),
+    import('./logger.js'),
+  ])
+
   let config: Config
   let role: Role
   try {
@@ -24,22 +46,11 @@ async function main() {
     logger.flush()
     process.exit(0)
   }
-  // Listening before start-up: a signal that comes while the daemon starts stops it once it has
-  // started, instead of killing it halfway (its migrations, its first jobs). A second one while it is
-  // still starting (a start-up that hangs) ends it at once.
-  let signalled: NodeJS.Signals | undefined
-  let started: Service[] | undefined
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      if (!started) process.exit(1)
-      return
-    }
-    signalled = signal
+  onStarted = (signal) => {
     if (started) void stop(signal, started)
     else logger.info({ signal }, 'stopping once started')
   }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  if (signalled) logger.info({ signal: signalled }, 'stopping once started')
   logger.info('starting')
   try {
     started = await startDaemon(config, role, logger)

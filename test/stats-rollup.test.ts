@@ -8,7 +8,8 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/api/queries/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
-import { advanceFinality, applyReorg, runMigrations, withTransaction } from '../src/store/index.js'
+import { applyReorg } from '../src/chain/index.js'
+import { advanceFinality, runMigrations, withTransaction } from '../src/store/index.js'
 import { STATUSES, type Status } from '../src/store/schema.js'
 import { seededRandom } from './helpers/random.js'
 import { ADMIN_DATABASE_URL, createTestDatabase, dropDatabase, type TestDatabase } from './helpers/services.js'
@@ -159,7 +160,7 @@ async function randomWrite(): Promise<string> {
       return `delete ${keys.length}`
     case 6: {
       const fork = BLOCKS - 1 - int(20)
-      await applyReorg(pool, { chainId: CHAIN_ID, forkBlock: { number: fork, hash: hex(fork, 64, 'b') }, depth: 1, oldHash: 'x', newHash: 'y' })
+      await applyReorg(pool, { chainId: CHAIN_ID, followerFilterId: 'all', forkBlock: { number: fork, hash: hex(fork, 64, 'b') }, depth: 1, oldHash: 'x', newHash: 'y' })
       return `reorg above ${fork}`
     }
     case 7: {

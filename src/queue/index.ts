@@ -8,6 +8,8 @@ export { UnrecoverableError }
 export const RANGE_QUEUE = 'ranges'
 const RANGE_ATTEMPTS = 10
 const RANGE_BACKOFF_MS = 1_000
+// Job states asked of Redis at once when enqueueing many chunks.
+const STATE_LOOKUPS_AT_ONCE = 500
 // A worker SIGKILLed mid-job leaves its job stalled; it may be picked up again this many times.
 const MAX_STALLED_COUNT = 20
 
@@ -85,12 +87,15 @@ export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
      * failed for good is retried, so re-planning a range never leaves a gap behind a failed job.
      */
     async enqueue(chunks: readonly RangeJobData[]): Promise<{ added: number; retried: number }> {
-      const ids = new Set(chunks.map(rangeJobId))
+      // Asked per chunk, not by listing every failed job: the failed set grows with history.
       let retried = 0
-      const failed = await queue.getFailed()
-      for (const job of failed) {
-        if (job.id && ids.has(job.id)) {
-          await job.retry('failed')
+      for (let from = 0; from < chunks.length; from += STATE_LOOKUPS_AT_ONCE) {
+        const ids = chunks.slice(from, from + STATE_LOOKUPS_AT_ONCE).map(rangeJobId)
+        const states = await Promise.all(ids.map((id) => queue.getJobState(id)))
+        for (const [i, state] of states.entries()) {
+          if (state !== 'failed') continue
+          const job = await queue.getJob(ids[i]!)
+          await job?.retry('failed')
           retried++
         }
       }

@@ -31,3 +31,4 @@ export {
   type RpcLog,
 } from './getLogs.js'
 export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
+export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'

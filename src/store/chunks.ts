@@ -1,10 +1,20 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
+import { lockForkMarks } from './chainLock.js'
 import { withTransaction } from './client.js'
 import { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 import { toCopyData, type CopyData, type LogRow, type TransactionRow } from './logRows.js'
 import { statusBelow } from './schema.js'
+import { blocksInConflict } from './reorgs.js'
 import { isCovered, recordInterval } from './sync.js'
+
+/**
+ * A range's answer is from a fork the index already knows to be orphaned, or disagrees with blocks the
+ * index holds as canonical at the same heights: it is read again, never stored. Retryable.
+ */
+export class StaleForkError extends Error {
+  override name = 'StaleForkError'
+}
 
 /**
  * A range's logs made ready to store right after they are converted: their `COPY` data, the blocks
@@ -45,8 +55,6 @@ export type StoreLogChunkParameters = {
   blocks?: readonly BlockRow[]
   /** Blocks at or below this number are stored as `finalized`, the rest as `confirmed`. */
   finalizedBlock: number | null
-  /** Store even when the range is recorded as stored (blocks fetched again after an orphaned fork). */
-  force?: boolean
   /** Further writes that must commit with the logs (transactions, attributions). */
   extraWrites?: (client: pg.PoolClient) => Promise<void>
 }
@@ -60,11 +68,17 @@ export type StoreLogChunkReturnType = { stored: boolean; inserted: number }
  */
 export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParameters): Promise<StoreLogChunkReturnType> {
   const { chainId, filterId, range, logs, finalizedBlock } = params
+  const headers = new Map((params.blocks ?? []).map((block) => [block.hash, block]))
+  for (const block of logs.blocks) if (!headers.has(block.hash)) headers.set(block.hash, block)
+  const unfinalized = [...headers.values()].filter((block) => finalizedBlock === null || block.number > finalizedBlock)
   return withTransaction(pool, async (client) => {
-    if (!params.force && (await isCovered(client, chainId, filterId, range))) return { stored: false, inserted: 0 }
+    await lockForkMarks(client, chainId, 'store')
+    if (await isCovered(client, chainId, filterId, range)) return { stored: false, inserted: 0 }
+    const stale = await blocksInConflict(client, chainId, unfinalized)
+    if (stale.length > 0) {
+      throw new StaleForkError(`blocks ${range[0]}–${range[1]} were read from another fork than the one stored (block ${stale[0]}): reading them again`)
+    }
     const inserted = await insertCanonicalLogs(client, logs.copy)
-    const headers = new Map((params.blocks ?? []).map((block) => [block.hash, block]))
-    for (const block of logs.blocks) if (!headers.has(block.hash)) headers.set(block.hash, block)
     await insertBlocks(client, chainId, [...headers.values()], statusBelow(finalizedBlock))
     await params.extraWrites?.(client)
     await recordInterval(client, chainId, filterId, range)

@@ -1,10 +1,26 @@
 export { createStore, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
 export { runMigrations } from './migrate.js'
-export { joinPrepared, prepareLogs, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
+export { joinPrepared, prepareLogs, StaleForkError, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
 export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 export { LogShapeError, quantity, toLogRows, type LogInput, type LogRow, type TransactionRow } from './logRows.js'
 export * from './sync.js'
 export * as schema from './schema.js'
 export { STATUSES, statusBelow, ZERO_HASH, type Status } from './schema.js'
-export { advanceFinality, applyReorg, confirmedBlocks, getCanonicalBlock, orphanBlocks, storeTipBlocks, upsertPendingLogs, type StoredBlock } from './tip.js'
+export { getCanonicalBlock, storeTipBlocks, type StoredBlock } from './tip.js'
+export { upsertPendingLogs } from './pending.js'
+export { advanceFinality, confirmedBlocks } from './finality.js'
+export { lockForkMarks, lockTipWrites } from './chainLock.js'
+export {
+  blocksInConflict,
+  blocksOffCanonical,
+  deleteRepair,
+  listRepairs,
+  markBlocksRemoved,
+  markRemovedAbove,
+  recordReorg,
+  recordRepairs,
+  takeOutOfIntervals,
+  type BlockId,
+  type Repair,
+} from './reorgs.js'
 export { registeredWallets, saveWalletNonces, type WalletNonces } from './wallets.js'

@@ -5,13 +5,19 @@ import type { Status } from './schema.js'
 
 /**
  * Inserts canonical logs inside the caller's transaction; rows already stored (same chain, block hash
- * and log index) are left as they are. The fast path is one `COPY` straight into `logs`; only when it
+ * and log index) are left as they are, except that a row a reorg had removed is canonical again (its
+ * block came back, or a repair read it again). The fast path is one `COPY` straight into `logs`; only when it
  * meets an existing row does it fall back to `COPY` into a temporary table and `INSERT … ON CONFLICT`.
  * Returns how many rows were new.
  */
 export async function insertCanonicalLogs(client: pg.PoolClient, data: CopyData): Promise<number> {
   if (data.rows === 0) return 0
-  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), { rows: data.rows, onConflict: 'ON CONFLICT DO NOTHING', binary: true })
+  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), {
+    rows: data.rows,
+    onConflict: `ON CONFLICT (chain_id, block_number, block_hash, log_index) WHERE status <> 'pending'
+      DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,
+    binary: true,
+  })
 }
 
 export type BlockRow = {
@@ -21,15 +27,19 @@ export type BlockRow = {
   timestamp: number
 }
 
-/** Stores block headers (those known only from logs have no parent hash yet), keeping what is there. */
+/**
+ * Stores block headers (those known only from logs have no parent hash yet), keeping what is there; a
+ * block a reorg had marked removed is canonical again.
+ */
 export async function insertBlocks(client: pg.PoolClient, chainId: number, rows: readonly BlockRow[], statusOf: (number: number) => Status) {
   if (rows.length === 0) return
   const sorted = [...rows].sort((a, b) => a.number - b.number)
   await client.query(
     `INSERT INTO blocks (chain_id, number, hash, parent_hash, timestamp, status)
      SELECT $1, n, h, p, to_timestamp(t), s FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(n, h, p, t, s)
-     ON CONFLICT (chain_id, hash) DO UPDATE SET parent_hash = COALESCE(blocks.parent_hash, EXCLUDED.parent_hash)
-     WHERE blocks.parent_hash IS NULL AND EXCLUDED.parent_hash IS NOT NULL`,
+     ON CONFLICT (chain_id, hash) DO UPDATE SET parent_hash = COALESCE(blocks.parent_hash, EXCLUDED.parent_hash), removed = false,
+       updated_at = now()
+     WHERE (blocks.parent_hash IS NULL AND EXCLUDED.parent_hash IS NOT NULL) OR blocks.removed`,
     [
       chainId,
       sorted.map((b) => b.number),

@@ -67,6 +67,8 @@ export const logs = pgTable(
       .on(t.chainId, t.transactionHash, t.txLogOrdinal)
       .where(sql`status = 'pending'`),
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
+    // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
+    index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     statusCheck('logs_status_check', t.status),
   ],
 )
@@ -125,6 +127,7 @@ export const transactions = pgTable(
   (t) => [
     primaryKey({ columns: [t.chainId, t.hash] }),
     index('transactions_block_number').on(t.chainId, t.blockNumber),
+    index('transactions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     statusCheck('transactions_status_check', t.status),
   ],
 )
@@ -189,6 +192,7 @@ export const attributions = pgTable(
     index('attributions_code_block').on(t.chainId, t.builderCode, t.blockNumber, t.txHash),
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
+    index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
   ],
 )
@@ -281,6 +285,28 @@ export const syncIntervals = pgTable(
   (t) => [
     primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock] }),
     check('sync_intervals_order', sql`from_block <= to_block`),
+  ],
+)
+
+/**
+ * Blocks a filter must read again: written in the same transaction that marks their rows removed and
+ * takes them out of the filter's `sync_intervals`, so a crash right after still leaves the work
+ * recorded. The scheduler turns them into range jobs; a repair is done once its blocks are stored
+ * for the filter again.
+ */
+export const syncRepairs = pgTable(
+  'sync_repairs',
+  {
+    chainId: integer('chain_id').notNull(),
+    filterId: text('filter_id').notNull(),
+    fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
+    toBlock: bigint('to_block', { mode: 'number' }).notNull(),
+    reason: text('reason', { enum: ['reorg', 'orphaned'] }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock, t.toBlock] }),
+    check('sync_repairs_order', sql`from_block <= to_block`),
   ],
 )
 

@@ -33,12 +33,17 @@ export async function isCovered(db: Queryable, chainId: number, filterId: string
   return (rowCount ?? 0) > 0
 }
 
+/** Serialises changes to one filter's intervals until the caller's transaction ends. */
+export async function lockFilterIntervals(client: pg.PoolClient, chainId: number, filterId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`, [filterId, chainId])
+}
+
 /**
  * Records `[from, to]` as stored, merged with the intervals it touches, inside the caller's transaction
  * (so it commits with the rows it describes). Merges of one filter are serialised by an advisory lock.
  */
 export async function recordInterval(client: pg.PoolClient, chainId: number, filterId: string, [from, to]: Interval): Promise<void> {
-  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`, [filterId, chainId])
+  await lockFilterIntervals(client, chainId, filterId)
   await client.query(
     `WITH merged AS (
        DELETE FROM sync_intervals
@@ -84,13 +89,11 @@ export async function updateChainState(db: Queryable, chainId: number, fields: P
   )
 }
 
-/** The filters whose stored progress covers a block (their logs there must be kept right). */
-export async function filtersCovering(db: Queryable, chainId: number, blockNumber: number): Promise<FilterRecord[]> {
+/** Every filter the indexer has worked for on a chain. */
+export async function listFilters(db: Queryable, chainId: number): Promise<FilterRecord[]> {
   const { rows } = await db.query(
-    `SELECT f.chain_id AS "chainId", f.filter_id AS "filterId", f.addresses, f.topics FROM sync_filters f
-     WHERE f.chain_id = $1 AND EXISTS (SELECT 1 FROM sync_intervals i WHERE i.chain_id = f.chain_id AND i.filter_id = f.filter_id
-       AND i.from_block <= $2 AND i.to_block >= $2)`,
-    [chainId, blockNumber],
+    `SELECT chain_id AS "chainId", filter_id AS "filterId", addresses, topics FROM sync_filters WHERE chain_id = $1`,
+    [chainId],
   )
   return rows as FilterRecord[]
 }

@@ -25,3 +25,6 @@ export function toRpcFilter(filter: LogFilter): { address?: Hex[]; topics?: Hex[
     ...(filter.topics.length > 0 ? { topics: [filter.topics as Hex[]] } : {}),
   }
 }
+
+/** Whether the filter matches every log of the chain (no address, no topic). */
+export const isEveryLog = (filter: LogFilter): boolean => filter.addresses.length === 0 && filter.topics.length === 0

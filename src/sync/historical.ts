@@ -17,7 +17,9 @@ import {
   type TransactionRow,
 } from '../store/index.js'
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
-import { filterIdOf, normalizeFilter, type LogFilter } from './filter.js'
+import { filterIdOf, isEveryLog, normalizeFilter, type LogFilter } from './filter.js'
+import type { Header } from '../chain/index.js'
+import { verifyLogs } from '../rpc/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 
 /**
@@ -71,14 +73,21 @@ export type RangeContext = {
   logger: Logger
   /** Every log of the range matching the filter, as the node returns them (adaptive, never partial). */
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
-  /** Headers of the given blocks, for nodes whose logs carry no `blockTimestamp`. */
-  fetchBlocks: (numbers: readonly number[]) => Promise<BlockRow[]>
+  /** Headers of the given blocks: to check unfinalized blocks' logs against, and for nodes whose logs carry no `blockTimestamp`. */
+  fetchBlocks: (numbers: readonly number[]) => Promise<Header[]>
   /** The node's finalized block (or head − depth), so rows below it are stored as finalized. */
   finalizedBlock: () => Promise<number | null>
   /** Logs per `eth_getLogs` request to aim at. @default LOGS_PER_REQUEST */
   logsPerRequest?: number
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
+}
+
+/** The headers of the blocks of `[from, to]` among those fetched. */
+function headersWithin(headerAt: ReadonlyMap<number, Header>, [from, to]: Interval): Map<number, Header> {
+  const within = new Map<number, Header>()
+  for (const [number, header] of headerAt) if (number >= from && number <= to) within.set(number, header)
+  return within
 }
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
@@ -90,7 +99,9 @@ export function createRangeProcessor(context: RangeContext) {
    * `COPY` data and one row per transaction wait. Returns them with the headers fetched for blocks
    * whose logs carry no timestamp.
    */
-  async function fetchPrepared(data: RangeJobData, range: Interval, headers: readonly BlockRow[], finalizedBlock: number | null) {
+  async function fetchPrepared(data: RangeJobData, range: Interval, headers: readonly Header[], finalizedBlock: number | null) {
+    const headerAt = new Map(headers.map((header) => [header.number, header]))
+    const everyLog = isEveryLog(data)
     const parts: PreparedLogs[] = []
     const blocks = [...headers]
     const timestamps = new Map(headers.map((block) => [block.number, block.timestamp]))
@@ -99,6 +110,7 @@ export function createRangeProcessor(context: RangeContext) {
     while (from <= range[1]) {
       const part: Interval = [from, Math.min(range[1], from + size - 1)]
       const logs = await context.fetchLogs(part, { addresses: data.addresses, topics: data.topics })
+      verifyLogs(logs, { headers: headersWithin(headerAt, part), everyLog })
       const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !timestamps.has(n))
       for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
         blocks.push(block)
@@ -112,10 +124,10 @@ export function createRangeProcessor(context: RangeContext) {
     return { prepared: joinPrepared(parts), blocks }
   }
 
-  return async function processRange(data: RangeJobData, { force = false } = {}): Promise<RangeJobResult> {
+  return async function processRange(data: RangeJobData): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
-    if (!force && (await isCovered(context.pool, data.chainId, data.filterId, range))) return { logs: 0, inserted: 0, stored: false }
+    if (await isCovered(context.pool, data.chainId, data.filterId, range)) return { logs: 0, inserted: 0, stored: false }
     const finalizedBlock = await context.finalizedBlock()
     // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
     const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
@@ -130,7 +142,6 @@ export function createRangeProcessor(context: RangeContext) {
       logs: prepared,
       blocks,
       finalizedBlock,
-      force,
       ...(extraWrites ? { extraWrites } : {}),
     })
     if (result.stored) crashPoint('range-stored')

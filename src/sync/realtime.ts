@@ -1,31 +1,29 @@
 import type pg from 'pg'
+import { advanceToFinalized, applyReorg, findForkPoint, orphanBlocks, type Header } from '../chain/index.js'
 import type { Logger } from '../logger.js'
+import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
-  advanceFinality,
-  applyReorg,
-  confirmedBlocks,
-  orphanBlocks,
+  blocksOffCanonical,
   statusBelow,
-  getCanonicalBlock,
   getChainState,
   insertBlocks,
   storeTipBlocks,
   toLogRows,
   updateChainState,
   withTransaction,
-  type BlockRow,
+  ZERO_HASH,
   type LogInput,
   type TransactionRow,
   type Status,
 } from '../store/index.js'
-import type { Interval } from '../utils/interval.js'
-import type { LogFilter } from './filter.js'
 import { crashPoint } from '../utils/crashPoint.js'
+import type { Interval } from '../utils/interval.js'
+import { isEveryLog, type LogFilter } from './filter.js'
 
 /** Blocks stored per step when catching up, so each database transaction stays short. */
 const MAX_BLOCKS_PER_STEP = 100
 
-export type Header = BlockRow & { parentHash: string }
+export type { Header }
 
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
@@ -34,10 +32,6 @@ export type FollowEvent =
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }
-
-export class DeepReorgError extends Error {
-  override name = 'DeepReorgError'
-}
 
 export type HeadFollowerContext = {
   pool: pg.Pool
@@ -52,14 +46,12 @@ export type HeadFollowerContext = {
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
   finalizedBlock: () => Promise<number | null>
-  /** Stores the canonical logs of these blocks again for every filter whose progress covers them. */
-  refetchBlocks?: (numbers: readonly number[]) => Promise<void>
   attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /**
  * The head follower: each `step` stores the next canonical blocks after the last one it stored,
- * checking parent hashes; a mismatch walks back to the fork point and orphans what lies above it.
+ * checking parent hashes; a mismatch walks back to the fork point and hands the rest to `chain/`.
  */
 export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
@@ -75,58 +67,32 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const anchor = start > 0 ? await context.fetchHeader(start - 1) : null
     await withTransaction(pool, async (client) => {
       if (anchor) await insertBlocks(client, chainId, [anchor], () => 'confirmed')
-      await updateChainState(client, chainId, { liveBlock: start - 1, liveHash: anchor?.hash ?? `0x${'0'.repeat(64)}`, headBlock: head.number })
+      await updateChainState(client, chainId, { liveBlock: start - 1, liveHash: anchor?.hash ?? ZERO_HASH, headBlock: head.number })
     })
     logger.info({ chain_id: chainId, start_block: start }, 'live indexing starts')
-    return { liveBlock: start - 1, liveHash: anchor?.hash ?? `0x${'0'.repeat(64)}` }
+    return { liveBlock: start - 1, liveHash: anchor?.hash ?? ZERO_HASH }
   }
 
-  /**
-   * Walks back from `from` until the stored header equals the node's: that is the fork point. A height
-   * with no stored header (stored by a backfill from logs alone, or never) proves nothing, so the walk
-   * goes on, down to the finalized block at most.
-   */
-  async function findForkPoint(from: number, finalized: number | null): Promise<{ number: number; hash: string }> {
-    for (let n = from; n >= 0; n--) {
-      const [stored, onNode] = await Promise.all([getCanonicalBlock(pool, chainId, n), context.fetchHeader(n)])
-      if (!onNode) throw new Error(`node has no block ${n}`)
-      if (stored?.hash === onNode.hash) return { number: n, hash: onNode.hash }
-      const final = finalized !== null && n <= finalized
-      if (stored && final) {
-        throw new DeepReorgError(`reorg reaches block ${n}, at or below the finalized block ${finalized}; not rewriting finalized data`)
-      }
-      if (final || n === 0) return { number: n, hash: onNode.hash }
-    }
-    throw new DeepReorgError('reorg reaches genesis')
-  }
-
-  /**
-   * Before rows become final, checks the blocks of those still `confirmed` against the node: rows a
-   * backfill stored from a fork the follower never saw are marked removed and their blocks fetched again.
-   */
   async function finalize(): Promise<FollowEvent[]> {
-    const finalized = await context.finalizedBlock()
-    const state = await getChainState(pool, chainId)
-    if (finalized === null || state?.liveBlock == null) return []
-    const previous = state.finalizedBlock ?? -1
-    const target = Math.min(finalized, state.liveBlock)
-    if (target <= previous) return []
-    const events: FollowEvent[] = []
-    const stored = await confirmedBlocks(pool, chainId, [previous, target])
-    if (stored.length > 0) {
-      const onNode = new Map((await context.fetchHeaders([...new Set(stored.map((b) => b.number))])).map((h) => [h.number, h]))
-      const orphaned = stored.filter((block) => onNode.get(block.number)?.hash !== block.hash)
-      if (orphaned.length > 0) {
-        const logsRemoved = await orphanBlocks(pool, chainId, orphaned.map((block) => block.hash))
-        crashPoint('orphans-marked')
-        logger.warn({ chain_id: chainId, blocks: orphaned.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
-        await context.refetchBlocks?.(orphaned.map((block) => block.number))
-        events.push({ type: 'reorg', forkBlock: Math.min(...orphaned.map((b) => b.number)) - 1, depth: 0, logsRemoved })
-      }
-    }
-    const logs = await advanceFinality(pool, chainId, [previous, target])
-    events.push({ type: 'finalize', from: previous + 1, to: target, logs })
-    return events
+    const steps = await advanceToFinalized(pool, { chainId, finalizedBlock: await context.finalizedBlock(), fetchHeaders: context.fetchHeaders })
+    return steps.map((step) => {
+      if (step.type === 'finalize') return step
+      logger.warn({ chain_id: chainId, blocks: step.blocks, logs_removed: step.logsRemoved }, 'stored rows from an orphaned fork')
+      return { type: 'reorg', forkBlock: Math.min(...step.blocks) - 1, depth: 0, logsRemoved: step.logsRemoved }
+    })
+  }
+
+  /**
+   * Rows other writers (a backfill ahead of the follower) stored at these heights from another fork
+   * than the canonical headers just stored: orphaned now, not when they reach finality.
+   */
+  async function orphanOffCanonical(headers: readonly Header[]): Promise<FollowEvent[]> {
+    const stale = await blocksOffCanonical(pool, chainId, headers)
+    if (stale.length === 0) return []
+    const { logsRemoved } = await orphanBlocks(pool, chainId, stale)
+    crashPoint('orphans-marked')
+    logger.warn({ chain_id: chainId, blocks: stale.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
+    return [{ type: 'reorg', forkBlock: Math.min(...stale.map((b) => b.number)) - 1, depth: 0, logsRemoved }]
   }
 
   async function step(): Promise<FollowEvent[]> {
@@ -153,10 +119,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const logs = await context.fetchLogs([liveBlock + 1, to], context.filter)
     const hashAt = new Map(headers.map((h) => [h.number, h]))
-    for (const log of logs) {
-      if (hashAt.get(Number(log.blockNumber))?.hash !== log.blockHash?.toLowerCase()) {
-        return [{ type: 'retry', reason: `log of block ${Number(log.blockNumber)} is from another fork` }]
-      }
+    try {
+      verifyLogs(logs, { headers: hashAt, everyLog: isEveryLog(context.filter) })
+    } catch (error) {
+      if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
+      throw error
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp)
     const finalized = await context.finalizedBlock()
@@ -171,18 +138,19 @@ export function createHeadFollower(context: HeadFollowerContext) {
     })
     crashPoint('tip-stored')
     const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
+    events.push(...(await orphanOffCanonical(headers)))
     events.push(...(await finalize()))
     return events
   }
 
   async function reorg(liveBlock: number, oldHash: string, newHash: string): Promise<FollowEvent> {
     const state = await getChainState(pool, chainId)
-    const fork = await findForkPoint(liveBlock, state?.finalizedBlock ?? null)
-    const depth = liveBlock - fork.number
-    const logsRemoved = await applyReorg(pool, { chainId, forkBlock: fork, depth, oldHash, newHash })
+    const forkBlock = await findForkPoint(pool, { chainId, from: liveBlock, finalizedBlock: state?.finalizedBlock ?? null, fetchHeader: context.fetchHeader })
+    const depth = liveBlock - forkBlock.number
+    const { logsRemoved, repairs } = await applyReorg(pool, { chainId, followerFilterId: context.filterId, forkBlock, depth, oldHash, newHash })
     crashPoint('reorg-marked')
-    logger.warn({ chain_id: chainId, fork_block: fork.number, depth, logs_removed: logsRemoved }, 'reorg')
-    return { type: 'reorg', forkBlock: fork.number, depth, logsRemoved }
+    logger.warn({ chain_id: chainId, fork_block: forkBlock.number, depth, logs_removed: logsRemoved, filters_repaired: repairs.size }, 'reorg')
+    return { type: 'reorg', forkBlock: forkBlock.number, depth, logsRemoved }
   }
 
   return { step, initialise }

@@ -4,9 +4,12 @@ import { createLease } from '../queue/lock.js'
 import { runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
 import type { PendingPoller } from './pending.js'
+import type { RepairRunner } from './repairs.js'
 
 /** How long a dead scheduler's lease blocks the next one; renewed every third of it. */
 const LEASE_TTL_MS = 5_000
+/** How often open repairs are looked at when no reorg says there are new ones. */
+const REPAIR_POLL_MS = 2_000
 
 export type SchedulerContext = {
   redis: Redis
@@ -15,6 +18,8 @@ export type SchedulerContext = {
   logger: Logger
   follower: HeadFollower
   poller?: PendingPoller
+  /** Turns open repairs into range jobs (see `sync/repairs.ts`). */
+  repairs?: RepairRunner
   headPollMs: number
   pendingPollMs: number
   onFollowEvent?: (event: FollowEvent) => void
@@ -53,6 +58,9 @@ export function startScheduler(context: SchedulerContext) {
     let nudge = () => {}
     const nudged = () => new Promise<void>((resolve) => (nudge = resolve))
     let polledHead: number | undefined
+    // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
+    let nudgeRepairs = () => {}
+    const repairsNudged = () => new Promise<void>((resolve) => (nudgeRepairs = resolve))
     const follow = runEvery(
       context.headPollMs,
       async () => {
@@ -60,6 +68,7 @@ export function startScheduler(context: SchedulerContext) {
         for (;;) {
           const events = await context.follower.step()
           for (const event of events) context.onFollowEvent?.(event)
+          if (events.some((event) => event.type === 'reorg')) nudgeRepairs()
           if (term.signal.aborted || !events.some((event) => event.type === 'blocks' || event.type === 'reorg')) break
         }
       },
@@ -78,8 +87,12 @@ export function startScheduler(context: SchedulerContext) {
             { signal: term.signal, logger, name: 'pending' },
           )
         : Promise.resolve()
+    const repairs = context.repairs
+    const repair = repairs
+      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged })
+      : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
-    await Promise.all([renewing, follow, poll, extra])
+    await Promise.all([renewing, follow, poll, repair, extra])
     await context.poller?.settled()
     stopped.signal.removeEventListener('abort', stop)
     leader = false

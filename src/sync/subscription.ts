@@ -5,6 +5,13 @@ import { sleep } from '../utils/loop.js'
 
 /** Notifications that arrive within this window are stored together. */
 const FLUSH_MS = 10
+/**
+ * Transactions whose logs a connection remembers: each flush stores every log seen of a transaction
+ * it touches, so ordinals are counted over the whole transaction however its notifications were split
+ * across flushes. Past this many the oldest are forgotten (polling fills what that loses), which bounds
+ * the memory a stalled database can make the subscriber hold.
+ */
+const MAX_TRACKED_TRANSACTIONS = 4_096
 const RECONNECT_BASE_MS = 250
 const RECONNECT_MAX_MS = 10_000
 
@@ -46,17 +53,15 @@ function subscribeOnce(
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url)
-    let buffer: LogInput[] = []
+    const pending = createPendingLogBuffer(MAX_TRACKED_TRANSACTIONS)
     let flushing: Promise<unknown> | undefined
     const flush = () => {
-      if (flushing || buffer.length === 0) return
-      const logs = buffer
-      buffer = []
-      flushing = onLogs(logs)
+      if (flushing || !pending.hasChanges()) return
+      flushing = onLogs(pending.take())
         .catch((error: Error) => logger.warn({ reason: error.message }, 'storing subscribed pending logs failed'))
         .finally(() => {
           flushing = undefined
-          if (buffer.length > 0) setTimeout(flush, FLUSH_MS)
+          if (pending.hasChanges()) setTimeout(flush, FLUSH_MS)
         })
     }
     const close = () => socket.close()
@@ -76,8 +81,7 @@ function subscribeOnce(
         return reject(new Error(`eth_subscribe pendingLogs: ${message.error.message}`))
       }
       if (message.method === 'eth_subscription' && message.params?.result) {
-        buffer.push(message.params.result)
-        if (buffer.length === 1) setTimeout(flush, FLUSH_MS)
+        if (pending.add(message.params.result) && !flushing) setTimeout(flush, FLUSH_MS)
       }
     })
     socket.on('error', (error) => reject(error))
@@ -86,4 +90,41 @@ function subscribeOnce(
       resolve()
     })
   })
+}
+
+/**
+ * The logs a subscription has seen, per transaction, with the transactions changed since the last
+ * `take`. A transaction's logs are those of the newest pending block it was seen in (a moved
+ * transaction starts over). Holds at most `maxTransactions`; the oldest go first.
+ */
+export function createPendingLogBuffer(maxTransactions: number) {
+  const seen = new Map<string, { block: string; logs: Map<string, LogInput> }>()
+  let changed = new Set<string>()
+  return {
+    /** Adds one notification's log; true when it is the first change since the last `take`. */
+    add(log: LogInput): boolean {
+      const tx = String(log.transactionHash).toLowerCase()
+      const block = String(log.blockNumber)
+      let entry = seen.get(tx)
+      if (!entry || entry.block !== block) entry = { block, logs: new Map() }
+      seen.delete(tx)
+      seen.set(tx, entry)
+      entry.logs.set(String(log.logIndex), log)
+      if (seen.size > maxTransactions) {
+        const oldest = seen.keys().next().value as string
+        seen.delete(oldest)
+        changed.delete(oldest)
+      }
+      const first = changed.size === 0
+      changed.add(tx)
+      return first
+    },
+    hasChanges: () => changed.size > 0,
+    /** Every known log of the transactions changed since the last call. */
+    take(): LogInput[] {
+      const logs = [...changed].flatMap((tx) => [...(seen.get(tx)?.logs.values() ?? [])])
+      changed = new Set()
+      return logs
+    },
+  }
 }

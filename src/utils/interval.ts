@@ -50,3 +50,16 @@ export function alignedChunks(intervals: readonly Interval[], size: number): Int
   }
   return chunks
 }
+
+/** The parts of `intervals` inside `within`, merged. */
+export function intervalIntersection(intervals: readonly Interval[], within: readonly Interval[]): Interval[] {
+  const result: Interval[] = []
+  for (const [from, to] of intervalUnion(intervals)) {
+    for (const [start, end] of intervalUnion(within)) {
+      const lo = Math.max(from, start)
+      const hi = Math.min(to, end)
+      if (lo <= hi) result.push([lo, hi])
+    }
+  }
+  return intervalUnion(result)
+}
