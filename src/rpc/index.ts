@@ -9,8 +9,11 @@ export {
 } from './client.js'
 export {
   classifyRpcError,
+  FatalError,
   parseRetryAfter,
+  RetryableError,
   rpcErrorPatterns,
+  toKindedError,
   type RpcErrorAction,
   type RpcErrorActionKind,
   type RpcErrorPattern,
