@@ -589,3 +589,56 @@ describe('attribution of a transaction first seen pending', () => {
     expect(await state()).toEqual([{ status: 'confirmed', block_hash: receipt.blockHash, gas_used: gasUsed, a_status: 'confirmed', a_gas_used: gasUsed, builder_code: code }])
   })
 })
+
+describe('registry check on a node error', () => {
+  it('stores the answer as unknown, never as not registered, and asks again on a later pass', async () => {
+    const anvil = await startAnvil()
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const emitter = await deployContract(anvil.url, artifacts.Emitter)
+    const registry = await deployContract(anvil.url, artifacts.CodeRegistry)
+    const code = codeOf(anvilAccount(4).address)
+    await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: registry, data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [code] }) }))
+    const suffix = Attribution.toDataSuffix({ codes: [code], codeRegistry: { address: registry, chainId: CHAIN_ID } })
+    const tx = await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: emitter, data: encodeEmitMany(1, 0, '0x'), suffix }))
+
+    // geth's answer for a state it cannot read at the moment; the batch and the call-by-call retry both get it.
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_call: { error: { times: 2, code: -32000, message: 'header not found' } } } })
+    cleanups.push(() => proxy.stop())
+    const db = await createTestDatabase()
+    cleanups.push(() => db.drop())
+    const rpc = createRpcClient({ url: proxy.url })
+    const attributorAskingAgainAfter = (registryRecheckAfterMs?: number) =>
+      createAttributor({
+        rpc: { request: (method, params) => rpc.request(method, params), batch: (calls) => rpc.batch(calls) },
+        chainId: CHAIN_ID,
+        logger: silentLogger,
+        pool: db.store.pool,
+        scope: 'logs',
+        ...(registryRecheckAfterMs === undefined ? {} : { registryRecheckAfterMs }),
+      })
+    const logsOf = async (block: number) => toLogRows(await rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: `0x${block.toString(16)}` }]))
+    const verified = async () => (await db.store.pool.query(`SELECT registry_verified FROM transactions WHERE hash = $1`, [tx.hash])).rows[0].registry_verified
+    const pass = async (attributor: ReturnType<typeof createAttributor>) => {
+      const other = await mined(client, await sendWithSuffix(anvil.url, { from: 1, to: emitter, data: encodeEmitMany(1, 1, '0x') }))
+      await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(other.block), () => 'confirmed'))
+    }
+
+    const attributor = attributorAskingAgainAfter(undefined)
+    await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(tx.block), () => 'confirmed'))
+    expect(proxy.faultCount('error')).toBe(2)
+    expect(await verified()).toBeNull()
+
+    // A pass right after does not ask again (the default wait is a minute)...
+    await pass(attributor)
+    expect(proxy.stats.calls.eth_call).toBe(2)
+    expect(await verified()).toBeNull()
+    // ...a pass once the wait is over does, and stores the registry's answer.
+    await pass(attributorAskingAgainAfter(0))
+    expect(proxy.stats.calls.eth_call).toBe(3)
+    expect(await verified()).toBe(true)
+    // Known now: never asked again.
+    await pass(attributorAskingAgainAfter(0))
+    expect(proxy.stats.calls.eth_call).toBe(3)
+  })
+})

@@ -1,9 +1,11 @@
 import type pg from 'pg'
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem'
 import type { Logger } from '../logger.js'
-import type { RpcCall } from '../rpc/index.js'
+import { isRevert, type RpcCall } from '../rpc/index.js'
 import {
   knownTransactions,
+  storeRegistryAnswers,
+  unverifiedTransactions,
   upsertAttributions,
   upsertTransactions,
   type KnownTransaction,
@@ -22,6 +24,9 @@ const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
 /** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
 const BLOCKS_PER_BATCH = 10
+/** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
+const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
+const REGISTRY_RECHECK_AFTER_MS = 60_000
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
 
 type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; transactions: TransactionInput[] }
@@ -47,6 +52,8 @@ export type AttributorContext = {
   pool: pg.Pool
   /** `ATTRIBUTION_SCOPE`: transactions behind logs, or every transaction of the stored blocks. */
   scope: 'logs' | 'blocks'
+  /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
+  registryRecheckAfterMs?: number
 }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
@@ -76,14 +83,12 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   return blocks
 }
 
-/** What an `isRegistered` call answered: a revert means not registered; null when nothing can be told. */
+/**
+ * What an `isRegistered` call answered: a revert means not registered; null (unknown, asked again on a
+ * later pass) for anything else, a node error such as -32000 "header not found" included.
+ */
 function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
-  if (answer.status === 'rejected') {
-    const error = answer.reason as { code?: number; cause?: { code?: number } }
-    const code = error.code ?? error.cause?.code
-    // Anvil and geth revert with code 3, the seed node with -32000 "execution reverted".
-    return code === 3 || code === -32000 ? false : null
-  }
+  if (answer.status === 'rejected') return isRevert(answer.reason) ? false : null
   try {
     return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: answer.value as Hex })
   } catch {
@@ -98,7 +103,7 @@ function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
  * beside the logs, in the same database transaction.
  */
 export function createAttributor(context: AttributorContext) {
-  const { rpc, chainId, logger } = context
+  const { rpc, chainId, logger, registryRecheckAfterMs = REGISTRY_RECHECK_AFTER_MS } = context
 
   /** Gas used by `hashes`, from their receipts in JSON-RPC batches. */
   async function fetchGasUsed(hashes: readonly string[]): Promise<Map<string, number>> {
@@ -147,16 +152,24 @@ export function createAttributor(context: AttributorContext) {
     }
     // A pending transaction has no receipt yet.
     const needGas = [...positions.values()].filter((p) => p.status !== 'pending' && lacksGas(p.hash)).map((p) => p.hash)
+    // Stored transactions whose registry answer is still unknown are asked again with this pass's.
+    const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
-    for (const a of fresh) {
-      if (a.registry?.chainId !== chainId) continue
-      for (const code of a.codes ?? []) checks.set(checkKey({ registry: a.registry.address, code }), { registry: a.registry.address, code })
+    const addChecks = (registry: string, codes: readonly string[]) => {
+      for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
     }
+    for (const a of fresh) if (a.registry?.chainId === chainId) addChecks(a.registry.address, a.codes ?? [])
+    for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
+    /** All codes registered: true; one not: false; one unknown: null. */
+    const verdict = (registry: string, codes: readonly string[]) => {
+      const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
+      return answers.includes(null) ? null : answers.every(Boolean)
+    }
+    const answersAgain = unverified.map((tx) => ({ hash: tx.hash, verified: verdict(tx.registryAddress, tx.codes) }))
 
-    const rows = fresh.map((a): TransactionDecodeRow => {
-      const verified = a.registry?.chainId === chainId ? (a.codes ?? []).map((code) => registered.get(checkKey({ registry: a.registry!.address, code })) ?? null) : null
-      return {
+    const rows = fresh.map(
+      (a): TransactionDecodeRow => ({
         hash: a.hash,
         from: a.from,
         to: a.to,
@@ -166,16 +179,18 @@ export function createAttributor(context: AttributorContext) {
         codes: a.codes,
         registryAddress: a.registry?.address ?? null,
         registryChainId: a.registry?.chainId ?? null,
-        registryVerified: verified ? (verified.includes(null) ? null : verified.every(Boolean)) : null,
+        registryVerified: a.registry?.chainId === chainId ? verdict(a.registry.address, a.codes ?? []) : null,
         cbor: a.cbor,
         malformedReason: a.malformedReason,
         userOperations: a.userOperations,
-      }
-    })
+      }),
+    )
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
     return async (client) => {
       await upsertTransactions(client, chainId, rows, positions, gasUsed)
       await upsertAttributions(client, chainId, entries, positions, gasUsed)
+      // Last, and skipping rows others hold: this transaction then never waits on another while holding them.
+      await storeRegistryAnswers(client, chainId, answersAgain)
     }
   }
 

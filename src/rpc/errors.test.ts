@@ -3,7 +3,7 @@ import { buildRequest } from 'viem/utils'
 import { describe, expect, it } from 'vitest'
 import { createRpcClient } from './client.js'
 import { GetLogsError } from './getLogs.js'
-import { classifyRpcError, FatalError, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
+import { classifyRpcError, FatalError, isRevert, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
 
 const url = 'http://node.invalid'
 const body = { method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x3e7' }] }
@@ -184,6 +184,10 @@ const samples: Record<string, Sample> = {
     error: () => rpcError(-32000, 'execution reverted: not registered', { data: '0x08c379a0' }),
     expected: { kind: 'fatal' },
   },
+  'revert-data': {
+    error: () => rpcError(-32015, 'VM execution error.', { data: `0x4e487b71${'0'.repeat(62)}11` }),
+    expected: { kind: 'fatal' },
+  },
   'invalid-params': {
     error: () => rpcError(-32602, 'invalid argument 0: hex string without 0x prefix'),
     expected: { kind: 'fatal' },
@@ -289,5 +293,17 @@ describe('toKindedError', () => {
     expect(toKindedError(new Error('range failed', { cause: fatal }))).toBe(fatal)
     const retryable = new RetryableError('the node is behind', { cause: { code: -32601 } })
     expect(toKindedError(new Error('wrapped', { cause: retryable }))).toBe(retryable)
+  })
+})
+
+describe('isRevert', () => {
+  it('is true for code 3, revert data and "execution reverted" only', async () => {
+    expect(isRevert(await rpcError(3, 'execution reverted', { data: '0x' }))).toBe(true)
+    expect(isRevert(await rpcError(-32000, 'execution reverted'))).toBe(true)
+    expect(isRevert(await rpcError(-32015, 'VM execution error.', { data: '0x3a81d6fc' }))).toBe(true)
+    expect(isRevert(await rpcError(-32000, 'header not found'))).toBe(false)
+    expect(isRevert(await rpcError(-32000, 'missing trie node 5f3a… (path )'))).toBe(false)
+    expect(isRevert(await rpcError(-32000, 'request timed out', { data: '0x' }))).toBe(false)
+    expect(isRevert(await httpError(503, 'Service Unavailable'))).toBe(false)
   })
 })

@@ -42,6 +42,8 @@ export type RpcErrorPattern = {
   errorName?: string
   /** `error.data` carries the suggested range as `{ from, to }` (Infura). */
   dataRange?: true
+  /** `error.data` is revert data: hex of at least a 4-byte selector. */
+  revertData?: true
   action: RpcErrorActionKind
 }
 
@@ -102,8 +104,9 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
   // Asking again gets the same answer. (A malformed answer is not here: another try, or another node behind the endpoint, may serve it whole.)
   // The contract's code decides a revert, the same at the same block.
   { name: 'execution-reverted', code: 3, action: 'fatal' },
-  // The seed interface (and some geth builds) report reverts as -32000 "execution reverted".
-  { name: 'execution-reverted-message', code: -32000, message: /execution reverted/i, action: 'fatal' },
+  // The seed interface (and some geth builds) report reverts as -32000 "execution reverted", others with their own codes.
+  { name: 'execution-reverted-message', message: /execution reverted/i, action: 'fatal' },
+  { name: 'revert-data', revertData: true, action: 'fatal' },
   // Parameters the node cannot read (range-size complaints were caught above as `halve`).
   { name: 'invalid-params', code: -32602, action: 'fatal' },
   // An invalid request, or a method the node does not have or does not offer.
@@ -139,6 +142,17 @@ export function toKindedError(error: unknown): FatalError | RetryableError {
   const action = classifyRpcError(error)
   const Kind = action.kind === 'fatal' && action.pattern !== 'aborted' ? FatalError : RetryableError
   return new Kind(briefly(error), { cause: error })
+}
+
+/** The catalogue's entries that mean "the call reverted". */
+const REVERT_PATTERNS = new Set(['execution-reverted', 'execution-reverted-message', 'revert-data'])
+
+/**
+ * Whether a failed `eth_call` reverted (code 3, revert data, or "execution reverted"): the contract's
+ * answer. Anything else (a node error such as geth's -32000 "header not found") tells nothing about the call.
+ */
+export function isRevert(error: unknown): boolean {
+  return REVERT_PATTERNS.has(classifyRpcError(error).pattern)
 }
 
 /** When nothing in the catalogue matches: retrying is bounded, so an unknown error costs little. */
@@ -219,6 +233,7 @@ function matchPattern(pattern: RpcErrorPattern, facts: ErrorFacts): RpcErrorActi
     if (!match) return undefined
     groups = match.groups ?? {}
   }
+  if (pattern.revertData && !(typeof facts.data === 'string' && /^0x(?:[0-9a-f]{2}){4,}$/i.test(facts.data))) return undefined
   if (pattern.dataRange) {
     const range = dataRange(facts.data)
     if (!range) return undefined

@@ -10,6 +10,7 @@ export {
 export {
   classifyRpcError,
   FatalError,
+  isRevert,
   parseRetryAfter,
   RetryableError,
   rpcErrorPatterns,

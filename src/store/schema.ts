@@ -125,6 +125,10 @@ export const transactions = pgTable(
   (t) => [
     primaryKey({ columns: [t.chainId, t.hash] }),
     index('transactions_block_number').on(t.chainId, t.blockNumber),
+    // Registry answers still unknown, asked again longest waiting first: few rows, so a partial index.
+    index('transactions_registry_unknown')
+      .on(t.chainId, t.registryChainId, t.updatedAt)
+      .where(sql`${t.registryVerified} IS NULL AND ${t.registryAddress} IS NOT NULL AND ${t.codes} IS NOT NULL AND NOT ${t.removed}`),
     statusCheck('transactions_status_check', t.status),
   ],
 )
