@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem'
+import { decodeFunctionResult, encodeFunctionData, numberToHex, parseAbi, type Address, type Hex } from 'viem'
 import type { Logger } from '../logger.js'
 import { isRevert, type RpcCall } from '../rpc/index.js'
 import {
@@ -15,6 +15,7 @@ import {
 import type { Status, TransactionRow } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
+import { eip7702Delegate } from './userOps.js'
 
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 const BATCH_SIZE = 100
@@ -136,6 +137,38 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
+   * `attributions` with the hashes of their EIP-7702 user operations: each sender's delegate is read
+   * from its code (`0xef0100 ∥ address`) at the transaction's block with `eth_getCode` in JSON-RPC
+   * batches, and the transaction is decoded again with them.
+   */
+  async function withEip7702Delegates(attributions: readonly TransactionAttribution[], positions: ReadonlyMap<string, TransactionPosition>): Promise<TransactionAttribution[]> {
+    // The state after the transaction's block: a bundle may carry the authorization that delegates its sender.
+    const blockOf = (hash: string) => {
+      const position = positions.get(hash)!
+      return position.status === 'pending' ? 'pending' : numberToHex(position.blockNumber)
+    }
+    const reads = new Map<string, [sender: string, block: string]>()
+    for (const a of attributions) {
+      for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
+    }
+    if (reads.size === 0) return [...attributions]
+    const codes = await inSlices([...reads.values()], BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<string | null>(slice.map((params) => ({ method: 'eth_getCode', params }))),
+    )
+    const delegateAt = new Map([...reads.keys()].map((key, i) => [key, eip7702Delegate(codes[i])]))
+    return attributions.map((a) => {
+      if (!a.eip7702) return a
+      const delegates = new Map<Address, Address>()
+      for (const sender of a.eip7702.senders) {
+        const delegate = delegateAt.get(`${sender}@${blockOf(a.hash)}`)
+        if (delegate) delegates.set(sender as Address, delegate)
+        else logger.warn({ tx_hash: a.hash, sender }, 'EIP-7702 user operation sender has no delegation; its hash is unknown')
+      }
+      return attributeTransaction(a.eip7702.tx, chainId, delegates)
+    })
+  }
+
+  /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
    * ones only move). Gas used is fetched for attributed, non-pending ones that lack it.
    */
@@ -144,7 +177,10 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
   ): Promise<Writes> {
-    const fresh = decoded.filter((a) => !known.has(a.hash))
+    const fresh = await withEip7702Delegates(
+      decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
+      positions,
+    )
     const freshAttributed = new Set(fresh.filter((a) => a.entries.length > 0).map((a) => a.hash))
     const lacksGas = (hash: string) => {
       const stored = known.get(hash)
