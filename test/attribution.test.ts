@@ -7,7 +7,7 @@
 import { Attribution } from 'ox/erc8021'
 import { concat, encodeFunctionData, parseEventLogs, type Address, type Hash, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deriveBuilderCode } from '../src/attribution/index.js'
+import { deriveBuilderCode, eip7702Delegate } from '../src/attribution/index.js'
 import { createAttributor } from '../src/attribution/pipeline.js'
 import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
 import { silentLogger } from '../src/logger.js'
@@ -15,6 +15,7 @@ import { createRpcClient } from '../src/rpc/index.js'
 import { toLogRows, withTransaction, ZERO_HASH, type LogInput, type LogRow } from '../src/store/index.js'
 import { anvilAccount, artifacts, buildChain, deployContract, encodeEmitMany, fixtureClient, rawSignedTx, sendWithSuffix, type FixtureClient } from './fixtures/chain.js'
 import {
+  createEip7702Account,
   createSmartAccount,
   deployEntryPoints,
   encodeExecute,
@@ -640,5 +641,39 @@ describe('registry check on a node error', () => {
     // Known now: never asked again.
     await pass(attributorAskingAgainAfter(0))
     expect(proxy.stats.calls.eth_call).toBe(3)
+  })
+})
+
+describe('EIP-7702 user operations', () => {
+  it('attributes a v0.8 operation of a delegated EOA with the hash the EntryPoint gives it', async () => {
+    const anvil = await startAnvil({ extraArgs: ['--hardfork', 'prague'] })
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const emitter = await deployContract(anvil.url, artifacts.Emitter)
+    await deployEntryPoints(anvil.url)
+    const account = await createEip7702Account(anvil.url, { owner: 3 })
+    expect(eip7702Delegate(await client.getCode({ address: account.address }))).not.toBeNull()
+
+    const sender = lower(account.address)
+    const code = codeOf(sender)
+    const callData = concat([encodeExecute({ to: emitter, data: encodeEmitMany(1, 0, '0x') }), Attribution.toDataSuffix({ codes: [code] })])
+    const bundle = await mined(client, await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }))
+    const receipt = await client.getTransactionReceipt({ hash: bundle.hash })
+    // The EntryPoint's own event names the operation's hash.
+    const [event] = parseEventLogs({ abi: entryPointArtifacts['0.8'].entryPoint.abi, logs: receipt.logs, eventName: 'UserOperationEvent' }) as unknown as {
+      args: { userOpHash: Hash; sender: Address }
+    }[]
+    expect(lower(event!.args.sender)).toBe(sender)
+
+    const { db, env } = await environment(anvil.url, 'logs')
+    const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(bundle.block)], env)
+    expect(result.code, result.output).toBe(0)
+    const { rows } = await db.store.pool.query(
+      `SELECT tx_hash, user_op_hash, sender, builder_code, removed FROM attributions WHERE chain_id = $1 AND tx_hash = $2`,
+      [CHAIN_ID, bundle.hash],
+    )
+    expect(rows).toEqual([{ tx_hash: bundle.hash, user_op_hash: event!.args.userOpHash, sender, builder_code: code, removed: false }])
+    const { rows: transactions } = await db.store.pool.query(`SELECT user_operations FROM transactions WHERE hash = $1`, [bundle.hash])
+    expect(transactions).toEqual([{ user_operations: 1 }])
   })
 })
