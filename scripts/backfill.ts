@@ -10,7 +10,7 @@ import cliProgress from 'cli-progress'
 import { loadConfig, ConfigError } from '../src/config/index.js'
 import { createIndexer } from '../src/indexer.js'
 import { createLogger } from '../src/logger.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, rangeJobId, type RangeJobData } from '../src/queue/index.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
 
 const USAGE =
@@ -178,11 +178,22 @@ async function main(): Promise<number> {
       const failed = (await rangeQueue.queue.getFailed()).filter((job) => job.id && ids.has(job.id))
       if (failed.length > 0 || interrupted) {
         bar?.stop()
-        for (const job of failed) say(`chunk ${job.data.fromBlock}–${job.data.toBlock} failed: ${job.failedReason}`, { failed: job.id })
+        for (const job of failed) {
+          const fatal = job.failedReason.startsWith(FATAL_REASON_PREFIX)
+          say(`chunk ${job.data.fromBlock}–${job.data.toBlock} failed after ${job.attemptsMade} attempt(s): ${job.failedReason}`, {
+            failed: job.id,
+            fromBlock: job.data.fromBlock,
+            toBlock: job.data.toBlock,
+            attempts: job.attemptsMade,
+            fatal,
+            reason: job.failedReason,
+          })
+        }
+        const fatal = failed.filter((job) => job.failedReason.startsWith(FATAL_REASON_PREFIX)).length
         say(
           interrupted
             ? `interrupted with ${plan.totalBlocks - done} blocks left; run the same command again to resume`
-            : `${failed.length} chunk(s) failed after retries; fix the cause and run the same command again to resume`,
+            : `${failed.length} chunk(s) failed (${fatal} at once on an error asking again cannot fix, ${failed.length - fatal} after retries); fix the cause and run the same command again to resume`,
           { done: false },
         )
         return 1

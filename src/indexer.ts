@@ -45,6 +45,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const rpc: RpcClient = createRpcClient({
     url: config.rpcUrl,
     timeoutMs: config.rpcTimeoutMs,
+    batchSize: config.rpcBatchSize,
     logger,
     ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
   })

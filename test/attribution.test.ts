@@ -7,7 +7,7 @@
 import { Attribution } from 'ox/erc8021'
 import { concat, encodeFunctionData, parseEventLogs, type Address, type Hash, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deriveBuilderCode } from '../src/attribution/index.js'
+import { deriveBuilderCode, eip7702Delegate } from '../src/attribution/index.js'
 import { createAttributor } from '../src/attribution/pipeline.js'
 import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
 import { silentLogger } from '../src/logger.js'
@@ -15,6 +15,7 @@ import { createRpcClient } from '../src/rpc/index.js'
 import { toLogRows, withTransaction, ZERO_HASH, type LogInput, type LogRow } from '../src/store/index.js'
 import { anvilAccount, artifacts, buildChain, deployContract, encodeEmitMany, fixtureClient, rawSignedTx, sendWithSuffix, type FixtureClient } from './fixtures/chain.js'
 import {
+  createEip7702Account,
   createSmartAccount,
   deployEntryPoints,
   encodeExecute,
@@ -587,5 +588,92 @@ describe('attribution of a transaction first seen pending', () => {
     await withTransaction(db.store.pool, await attributor.forLogs(toLogRows(logs), () => 'confirmed'))
     const gasUsed = Number(receipt.gasUsed)
     expect(await state()).toEqual([{ status: 'confirmed', block_hash: receipt.blockHash, gas_used: gasUsed, a_status: 'confirmed', a_gas_used: gasUsed, builder_code: code }])
+  })
+})
+
+describe('registry check on a node error', () => {
+  it('stores the answer as unknown, never as not registered, and asks again on a later pass', async () => {
+    const anvil = await startAnvil()
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const emitter = await deployContract(anvil.url, artifacts.Emitter)
+    const registry = await deployContract(anvil.url, artifacts.CodeRegistry)
+    const code = codeOf(anvilAccount(4).address)
+    await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: registry, data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [code] }) }))
+    const suffix = Attribution.toDataSuffix({ codes: [code], codeRegistry: { address: registry, chainId: CHAIN_ID } })
+    const tx = await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: emitter, data: encodeEmitMany(1, 0, '0x'), suffix }))
+
+    // geth's answer for a state it cannot read at the moment; the batch and the call-by-call retry both get it.
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_call: { error: { times: 2, code: -32000, message: 'header not found' } } } })
+    cleanups.push(() => proxy.stop())
+    const db = await createTestDatabase()
+    cleanups.push(() => db.drop())
+    const rpc = createRpcClient({ url: proxy.url })
+    const attributorAskingAgainAfter = (registryRecheckAfterMs?: number) =>
+      createAttributor({
+        rpc: { request: (method, params) => rpc.request(method, params), batch: (calls) => rpc.batch(calls) },
+        chainId: CHAIN_ID,
+        logger: silentLogger,
+        pool: db.store.pool,
+        scope: 'logs',
+        ...(registryRecheckAfterMs === undefined ? {} : { registryRecheckAfterMs }),
+      })
+    const logsOf = async (block: number) => toLogRows(await rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: `0x${block.toString(16)}` }]))
+    const verified = async () => (await db.store.pool.query(`SELECT registry_verified FROM transactions WHERE hash = $1`, [tx.hash])).rows[0].registry_verified
+    const pass = async (attributor: ReturnType<typeof createAttributor>) => {
+      const other = await mined(client, await sendWithSuffix(anvil.url, { from: 1, to: emitter, data: encodeEmitMany(1, 1, '0x') }))
+      await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(other.block), () => 'confirmed'))
+    }
+
+    const attributor = attributorAskingAgainAfter(undefined)
+    await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(tx.block), () => 'confirmed'))
+    expect(proxy.faultCount('error')).toBe(2)
+    expect(await verified()).toBeNull()
+
+    // A pass right after does not ask again (the default wait is a minute)...
+    await pass(attributor)
+    expect(proxy.stats.calls.eth_call).toBe(2)
+    expect(await verified()).toBeNull()
+    // ...a pass once the wait is over does, and stores the registry's answer.
+    await pass(attributorAskingAgainAfter(0))
+    expect(proxy.stats.calls.eth_call).toBe(3)
+    expect(await verified()).toBe(true)
+    // Known now: never asked again.
+    await pass(attributorAskingAgainAfter(0))
+    expect(proxy.stats.calls.eth_call).toBe(3)
+  })
+})
+
+describe('EIP-7702 user operations', () => {
+  it('attributes a v0.8 operation of a delegated EOA with the hash the EntryPoint gives it', async () => {
+    const anvil = await startAnvil({ extraArgs: ['--hardfork', 'prague'] })
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const emitter = await deployContract(anvil.url, artifacts.Emitter)
+    await deployEntryPoints(anvil.url)
+    const account = await createEip7702Account(anvil.url, { owner: 3 })
+    expect(eip7702Delegate(await client.getCode({ address: account.address }))).not.toBeNull()
+
+    const sender = lower(account.address)
+    const code = codeOf(sender)
+    const callData = concat([encodeExecute({ to: emitter, data: encodeEmitMany(1, 0, '0x') }), Attribution.toDataSuffix({ codes: [code] })])
+    const bundle = await mined(client, await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }))
+    const receipt = await client.getTransactionReceipt({ hash: bundle.hash })
+    // The EntryPoint's own event names the operation's hash.
+    const [event] = parseEventLogs({ abi: entryPointArtifacts['0.8'].entryPoint.abi, logs: receipt.logs, eventName: 'UserOperationEvent' }) as unknown as {
+      args: { userOpHash: Hash; sender: Address }
+    }[]
+    expect(lower(event!.args.sender)).toBe(sender)
+
+    const { db, env } = await environment(anvil.url, 'logs')
+    const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(bundle.block)], env)
+    expect(result.code, result.output).toBe(0)
+    const { rows } = await db.store.pool.query(
+      `SELECT tx_hash, user_op_hash, sender, builder_code, removed FROM attributions WHERE chain_id = $1 AND tx_hash = $2`,
+      [CHAIN_ID, bundle.hash],
+    )
+    expect(rows).toEqual([{ tx_hash: bundle.hash, user_op_hash: event!.args.userOpHash, sender, builder_code: code, removed: false }])
+    const { rows: transactions } = await db.store.pool.query(`SELECT user_operations FROM transactions WHERE hash = $1`, [bundle.hash])
+    expect(transactions).toEqual([{ user_operations: 1 }])
   })
 })

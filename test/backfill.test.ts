@@ -149,6 +149,43 @@ describe('npm run backfill', () => {
     }
   })
 
+  it('fails a chunk after one attempt on an error asking again cannot fix, naming the chunk and the reason', async () => {
+    const proxy = await startFaultProxy({
+      upstream: anvil.url,
+      faults: { eth_getLogs: { hintlessCap: { maxBlocks: 0, code: -32601, message: 'the method eth_getLogs does not exist/is not available' } } },
+    })
+    cleanups.push(() => proxy.stop())
+    const { env } = await environment(proxy.url)
+    // One chunk of CHUNK_BLOCKS=7.
+    const oneChunk = ['--from', '0', '--to', '6']
+    const result = await runTs('scripts/backfill.ts', oneChunk, env)
+    expect(result.code, result.output).toBe(1)
+    expect(result.output).toMatch(/chunk 0–6 failed after 1 attempt\(s\): fatal: .*the method eth_getLogs does not exist\/is not available/)
+    expect(proxy.stats.calls.eth_getLogs).toBe(1)
+
+    // Run again: the failed chunk is tried once more, and the JSON report carries the reason.
+    const json = await runTs('scripts/backfill.ts', [...oneChunk, '--json'], env)
+    expect(json.code, json.output).toBe(1)
+    const events = json.output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+    expect(events).toContainEqual(
+      expect.objectContaining({ fromBlock: 0, toBlock: 6, attempts: 1, fatal: true, reason: expect.stringMatching(/does not exist\/is not available/) }),
+    )
+    expect(events.at(-1)).toMatchObject({ done: false })
+    expect(proxy.stats.calls.eth_getLogs).toBe(2)
+  })
+
+  it('retries a chunk whose error a later attempt may get past', async () => {
+    // A Retry-After beyond getLogs' longest wait fails the attempt (retryable); the job runs again.
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_getLogs: { rateLimit: { times: 1, retryAfterSeconds: 120 } } } })
+    cleanups.push(() => proxy.stop())
+    const { db, env } = await environment(proxy.url)
+    const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', '6'], env)
+    expect(result.code, result.output).toBe(0)
+    expect(proxy.faultCount('rateLimit')).toBe(1)
+    expect(result.output).toMatch(/range job failed/)
+    await expectIndexMatchesNode(db.store.pool, anvil.url, [0, 6])
+  })
+
   it('gets every log through a provider that caps ranges, rate limits, answers slowly and refuses big results', async () => {
     const proxy = await startFaultProxy({
       upstream: anvil.url,

@@ -73,6 +73,24 @@ describe('createRpcClient over HTTP', () => {
     expect(answers).toEqual(['a', 'b', 'c'])
   })
 
+  it('slices a 1,999-header read into batches of at most RPC_BATCH_SIZE calls, answers in request order', async () => {
+    const sizes: number[] = []
+    handler = (_request, body, response) => {
+      const calls = JSON.parse(body) as { id: number; params: [string, boolean] }[]
+      sizes.push(calls.length)
+      json(response, 200, calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: { number: call.params[0] } })).reverse())
+    }
+    const numbers = Array.from({ length: 1_999 }, (_, i) => `0x${(5_000 + i).toString(16)}`)
+    const headers = await createRpcClient({ url }).batch<{ number: string }>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })))
+    expect(headers.map((header) => header.number)).toEqual(numbers)
+    expect(sizes).toEqual([...Array<number>(19).fill(100), 99])
+
+    sizes.length = 0
+    const answers = await createRpcClient({ url, batchSize: 7 }).batch<{ number: string }>(numbers.slice(0, 20).map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })))
+    expect(answers.map((header) => header.number)).toEqual(numbers.slice(0, 20))
+    expect(sizes).toEqual([7, 7, 6])
+  })
+
   it('fails every call of a batch the node rejects with one bare error', async () => {
     handler = (_request, _body, response) => json(response, 200, { jsonrpc: '2.0', id: null, error: { code: -32005, message: 'limit exceeded' } })
     const error = await createRpcClient({ url })

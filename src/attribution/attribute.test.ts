@@ -58,6 +58,7 @@ describe('attributeTransaction', () => {
       cbor: null,
       malformedReason: null,
       userOperations: 0,
+      eip7702: null,
       entries: ['bc_a1b2c3d4', 'bc_xyz12345'].map((builderCode, codeIndex) => ({
         userOpHash: '',
         builderCode,
@@ -129,11 +130,24 @@ describe('attributeTransaction', () => {
     ])
   })
 
-  test('a v0.8 EIP-7702 operation, whose hash calldata cannot tell, is counted but not attributed', () => {
+  test('a v0.8 EIP-7702 operation, whose hash calldata cannot tell, names its sender to read the delegate of, then is attributed with it', () => {
     const op = operation(0n, `${CALL}${codes(['bc_agent01'])}`, { factory: '0x7702', factoryData: '0x' })
-    const result = attributeTransaction({ hash: HASH, from: FROM, to: entryPoint08Address, input: handleOps(entryPoint08Abi, [op]) }, CHAIN_ID)
+    const tx = { hash: HASH, from: FROM, to: entryPoint08Address, input: handleOps(entryPoint08Abi, [op]) }
+    const result = attributeTransaction(tx, CHAIN_ID)
     expect(result.userOperations).toBe(1)
     expect(result.entries).toEqual([])
+    expect(result.eip7702).toEqual({ senders: [SMART_ACCOUNT.toLowerCase()], tx })
+
+    const delegate: Address = '0x00000000000000000000000000000000de1e9a7e'
+    const delegated = attributeTransaction(tx, CHAIN_ID, new Map([[SMART_ACCOUNT.toLowerCase() as Address, delegate]]))
+    const userOpHash = getUserOperationHash({
+      chainId: CHAIN_ID,
+      entryPointAddress: entryPoint08Address,
+      entryPointVersion: '0.8',
+      userOperation: { ...op, authorization: { address: delegate, chainId: CHAIN_ID, nonce: 0, r: '0x', s: '0x', yParity: 0 } },
+    })
+    expect(delegated).toMatchObject({ userOperations: 1, eip7702: null })
+    expect(delegated.entries).toEqual([{ userOpHash, builderCode: 'bc_agent01', codeIndex: 0, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] }])
   })
 
   test('never throws, whatever the input and recipient', () => {

@@ -29,6 +29,11 @@ export type TransactionAttribution = {
   malformedReason: string | null
   userOperations: number
   entries: AttributionEntry[]
+  /**
+   * EntryPoint v0.8 operations from EIP-7702 accounts whose hash needs the sender's delegate, which
+   * calldata cannot tell: their senders, and the transaction to decode again with the delegates.
+   */
+  eip7702: { senders: string[]; tx: TransactionInput } | null
 }
 
 function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHash: string): AttributionEntry[] {
@@ -45,14 +50,17 @@ function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHas
 
 /**
  * Decodes a transaction's ERC-8021 suffix and, for an EntryPoint `handleOps` call, the suffix of each
- * user operation's `callData` (attributed to the operation's sender). Never throws.
+ * user operation's `callData` (attributed to the operation's sender). `eip7702Delegates` (lowercase
+ * sender → delegate) completes the hashes of EIP-7702 operations; without it they are listed in
+ * `eip7702`. Never throws.
  */
-export function attributeTransaction(tx: TransactionInput, chainId: number): TransactionAttribution {
+export function attributeTransaction(tx: TransactionInput, chainId: number, eip7702Delegates?: ReadonlyMap<Address, Address>): TransactionAttribution {
   const input = tx.input as Hex
   const from = tx.from.toLowerCase()
   const to = tx.to?.toLowerCase() ?? null
   const decoded = decodeAttribution(input)
-  const operations = to ? extractUserOperations({ to: to as Address, input, chainId }) : []
+  const operations = to ? extractUserOperations({ to: to as Address, input, chainId, eip7702Delegates }) : []
+  const undelegated = [...new Set(operations.filter((op) => op.userOpHash === null).map((op) => op.sender))]
   const entries = entriesOf(decoded, from, '')
   const seen = new Set<string>()
   for (const op of operations) {
@@ -74,5 +82,6 @@ export function attributeTransaction(tx: TransactionInput, chainId: number): Tra
     malformedReason: decoded && !decoded.ok ? decoded.reason : null,
     userOperations: operations.length,
     entries,
+    eip7702: undelegated.length > 0 ? { senders: undelegated, tx } : null,
   }
 }

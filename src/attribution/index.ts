@@ -15,5 +15,6 @@ export {
   type EntryPointVersion,
   type ExtractedUserOperation,
   type ExtractUserOperationsParameters,
+  eip7702Delegate,
   extractUserOperations,
 } from './userOps.js'

@@ -1,9 +1,11 @@
 import type pg from 'pg'
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem'
+import { decodeFunctionResult, encodeFunctionData, numberToHex, parseAbi, type Address, type Hex } from 'viem'
 import type { Logger } from '../logger.js'
-import type { RpcCall } from '../rpc/index.js'
+import { isRevert, type RpcCall } from '../rpc/index.js'
 import {
   knownTransactions,
+  storeRegistryAnswers,
+  unverifiedTransactions,
   upsertAttributions,
   upsertTransactions,
   type KnownTransaction,
@@ -13,6 +15,7 @@ import {
 import type { Status, TransactionRow } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
+import { eip7702Delegate } from './userOps.js'
 
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 const BATCH_SIZE = 100
@@ -22,6 +25,9 @@ const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
 /** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
 const BLOCKS_PER_BATCH = 10
+/** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
+const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
+const REGISTRY_RECHECK_AFTER_MS = 60_000
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
 
 type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; transactions: TransactionInput[] }
@@ -47,6 +53,8 @@ export type AttributorContext = {
   pool: pg.Pool
   /** `ATTRIBUTION_SCOPE`: transactions behind logs, or every transaction of the stored blocks. */
   scope: 'logs' | 'blocks'
+  /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
+  registryRecheckAfterMs?: number
 }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
@@ -76,14 +84,12 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   return blocks
 }
 
-/** What an `isRegistered` call answered: a revert means not registered; null when nothing can be told. */
+/**
+ * What an `isRegistered` call answered: a revert means not registered; null (unknown, asked again on a
+ * later pass) for anything else, a node error such as -32000 "header not found" included.
+ */
 function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
-  if (answer.status === 'rejected') {
-    const error = answer.reason as { code?: number; cause?: { code?: number } }
-    const code = error.code ?? error.cause?.code
-    // Anvil and geth revert with code 3, the seed node with -32000 "execution reverted".
-    return code === 3 || code === -32000 ? false : null
-  }
+  if (answer.status === 'rejected') return isRevert(answer.reason) ? false : null
   try {
     return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: answer.value as Hex })
   } catch {
@@ -98,7 +104,7 @@ function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
  * beside the logs, in the same database transaction.
  */
 export function createAttributor(context: AttributorContext) {
-  const { rpc, chainId, logger } = context
+  const { rpc, chainId, logger, registryRecheckAfterMs = REGISTRY_RECHECK_AFTER_MS } = context
 
   /** Gas used by `hashes`, from their receipts in JSON-RPC batches. */
   async function fetchGasUsed(hashes: readonly string[]): Promise<Map<string, number>> {
@@ -131,6 +137,38 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
+   * `attributions` with the hashes of their EIP-7702 user operations: each sender's delegate is read
+   * from its code (`0xef0100 ∥ address`) at the transaction's block with `eth_getCode` in JSON-RPC
+   * batches, and the transaction is decoded again with them.
+   */
+  async function withEip7702Delegates(attributions: readonly TransactionAttribution[], positions: ReadonlyMap<string, TransactionPosition>): Promise<TransactionAttribution[]> {
+    // The state after the transaction's block: a bundle may carry the authorization that delegates its sender.
+    const blockOf = (hash: string) => {
+      const position = positions.get(hash)!
+      return position.status === 'pending' ? 'pending' : numberToHex(position.blockNumber)
+    }
+    const reads = new Map<string, [sender: string, block: string]>()
+    for (const a of attributions) {
+      for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
+    }
+    if (reads.size === 0) return [...attributions]
+    const codes = await inSlices([...reads.values()], BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<string | null>(slice.map((params) => ({ method: 'eth_getCode', params }))),
+    )
+    const delegateAt = new Map([...reads.keys()].map((key, i) => [key, eip7702Delegate(codes[i])]))
+    return attributions.map((a) => {
+      if (!a.eip7702) return a
+      const delegates = new Map<Address, Address>()
+      for (const sender of a.eip7702.senders) {
+        const delegate = delegateAt.get(`${sender}@${blockOf(a.hash)}`)
+        if (delegate) delegates.set(sender as Address, delegate)
+        else logger.warn({ tx_hash: a.hash, sender }, 'EIP-7702 user operation sender has no delegation; its hash is unknown')
+      }
+      return attributeTransaction(a.eip7702.tx, chainId, delegates)
+    })
+  }
+
+  /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
    * ones only move). Gas used is fetched for attributed, non-pending ones that lack it.
    */
@@ -139,7 +177,10 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
   ): Promise<Writes> {
-    const fresh = decoded.filter((a) => !known.has(a.hash))
+    const fresh = await withEip7702Delegates(
+      decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
+      positions,
+    )
     const freshAttributed = new Set(fresh.filter((a) => a.entries.length > 0).map((a) => a.hash))
     const lacksGas = (hash: string) => {
       const stored = known.get(hash)
@@ -147,16 +188,24 @@ export function createAttributor(context: AttributorContext) {
     }
     // A pending transaction has no receipt yet.
     const needGas = [...positions.values()].filter((p) => p.status !== 'pending' && lacksGas(p.hash)).map((p) => p.hash)
+    // Stored transactions whose registry answer is still unknown are asked again with this pass's.
+    const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
-    for (const a of fresh) {
-      if (a.registry?.chainId !== chainId) continue
-      for (const code of a.codes ?? []) checks.set(checkKey({ registry: a.registry.address, code }), { registry: a.registry.address, code })
+    const addChecks = (registry: string, codes: readonly string[]) => {
+      for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
     }
+    for (const a of fresh) if (a.registry?.chainId === chainId) addChecks(a.registry.address, a.codes ?? [])
+    for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
+    /** All codes registered: true; one not: false; one unknown: null. */
+    const verdict = (registry: string, codes: readonly string[]) => {
+      const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
+      return answers.includes(null) ? null : answers.every(Boolean)
+    }
+    const answersAgain = unverified.map((tx) => ({ hash: tx.hash, verified: verdict(tx.registryAddress, tx.codes) }))
 
-    const rows = fresh.map((a): TransactionDecodeRow => {
-      const verified = a.registry?.chainId === chainId ? (a.codes ?? []).map((code) => registered.get(checkKey({ registry: a.registry!.address, code })) ?? null) : null
-      return {
+    const rows = fresh.map(
+      (a): TransactionDecodeRow => ({
         hash: a.hash,
         from: a.from,
         to: a.to,
@@ -166,16 +215,18 @@ export function createAttributor(context: AttributorContext) {
         codes: a.codes,
         registryAddress: a.registry?.address ?? null,
         registryChainId: a.registry?.chainId ?? null,
-        registryVerified: verified ? (verified.includes(null) ? null : verified.every(Boolean)) : null,
+        registryVerified: a.registry?.chainId === chainId ? verdict(a.registry.address, a.codes ?? []) : null,
         cbor: a.cbor,
         malformedReason: a.malformedReason,
         userOperations: a.userOperations,
-      }
-    })
+      }),
+    )
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
     return async (client) => {
       await upsertTransactions(client, chainId, rows, positions, gasUsed)
       await upsertAttributions(client, chainId, entries, positions, gasUsed)
+      // Last, and skipping rows others hold: this transaction then never waits on another while holding them.
+      await storeRegistryAnswers(client, chainId, answersAgain)
     }
   }
 

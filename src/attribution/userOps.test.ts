@@ -15,7 +15,7 @@ import {
 } from 'viem/account-abstraction'
 import { describe, expect, test } from 'vitest'
 import { decodeAttribution } from './decode.js'
-import { type EntryPointVersion, extractUserOperations } from './userOps.js'
+import { type EntryPointVersion, eip7702Delegate, extractUserOperations } from './userOps.js'
 
 const CHAIN_ID = 8453
 const BENEFICIARY = '0x000000000000000000000000000000000000beef'
@@ -288,6 +288,17 @@ describe('EntryPoint v0.8 with an EIP-7702 account', () => {
       const [extracted] = extractUserOperations({ to: entryPoint08Address, input: handleOpsCalldata('0.8', [op]), chainId: 1 })
       expect(extracted?.userOpHash).toBe(hash)
     }
+  })
+})
+
+describe('eip7702Delegate', () => {
+  test('reads the delegate from the delegation designator, and nothing from other code', () => {
+    expect(eip7702Delegate('0xef01004337084D9E255Ff0702461CF8895CE9E3b5Ff108')).toBe('0x4337084d9e255ff0702461cf8895ce9e3b5ff108')
+    expect(eip7702Delegate('0xef01004337084d9e255ff0702461cf8895ce9e3b5ff10800')).toBeNull()
+    expect(eip7702Delegate('0xef02004337084d9e255ff0702461cf8895ce9e3b5ff108')).toBeNull()
+    expect(eip7702Delegate('0x6080604052')).toBeNull()
+    expect(eip7702Delegate('0x')).toBeNull()
+    expect(eip7702Delegate(null)).toBeNull()
   })
 })
 

@@ -46,6 +46,21 @@ export type ExtractedUserOperation = {
   attribution: DecodedAttribution | null
 }
 
+/** An EIP-7702 account's code: the delegation designator `0xef0100` then the delegate's address. */
+const EIP7702_DESIGNATOR = /^0xef0100([0-9a-f]{40})$/i
+
+/**
+ * The delegate an EIP-7702 account's code names (`0xef0100 ∥ address`, as viem's `getDelegation`
+ * reads it), lowercase; null for any other code.
+ *
+ * @example
+ * const delegate = eip7702Delegate(await rpc.request('eth_getCode', [sender, block]))
+ */
+export function eip7702Delegate(code: string | null | undefined): Address | null {
+  const match = code ? EIP7702_DESIGNATOR.exec(code) : null
+  return match ? (`0x${match[1]!.toLowerCase()}` as Address) : null
+}
+
 /** EntryPoint v0.8 takes this initCode (bare or zero-padded to 20 bytes) to mean "EIP-7702 account". */
 const EIP7702_MARKERS = new Set(['0x7702', '0x7702000000000000000000000000000000000000'])
 const SELECTOR_HEX_LENGTH = 10

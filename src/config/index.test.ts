@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       port: 8080,
       adminUi: false,
       logLevel: 'info',
+      rpcBatchSize: 100,
     })
     expect(Object.isFrozen(config)).toBe(true)
   })
@@ -34,6 +35,7 @@ describe('loadConfig', () => {
       ATTRIBUTION_SCOPE: 'blocks',
       ADMIN_UI: '1',
       BUILDER_API_URL: 'https://builder.example/',
+      RPC_BATCH_SIZE: '250',
     })
     expect(config.indexAddresses).toEqual([
       '0x0000000000000000000000000000000000000001',
@@ -46,6 +48,7 @@ describe('loadConfig', () => {
     expect(config.attributionScope).toBe('blocks')
     expect(config.adminUi).toBe(true)
     expect(config.builderApiUrl).toBe('https://builder.example')
+    expect(config.rpcBatchSize).toBe(250)
   })
 
   it.each([
@@ -56,6 +59,8 @@ describe('loadConfig', () => {
     ['START_BLOCK', '-1', 'invalid START_BLOCK="-1": expected "latest" or a block number'],
     ['ATTRIBUTION_SCOPE', 'all', 'invalid ATTRIBUTION_SCOPE="all": expected logs, blocks'],
     ['INDEX_ADDRESSES', '0x12', 'invalid INDEX_ADDRESSES="0x12": expected comma-separated 0x-prefixed 20-byte addresses'],
+    ['RPC_BATCH_SIZE', '0', 'invalid RPC_BATCH_SIZE="0": expected an integer from 1 to 10000'],
+    ['RPC_BATCH_SIZE', 'many', 'invalid RPC_BATCH_SIZE="many": expected an integer from 1 to 10000'],
     ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)

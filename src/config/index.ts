@@ -58,6 +58,7 @@ const schema = z.object({
   WORKER_CONCURRENCY: integer(1, 64).default(4),
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
   RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
+  RPC_BATCH_SIZE: integer(1, 10_000).default(100),
   API_RATE_LIMIT: integer(1, 1_000_000).default(600),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
 })
@@ -85,6 +86,7 @@ export type Config = Readonly<{
   workerConcurrency: number
   jobLockMs: number
   rpcTimeoutMs: number
+  rpcBatchSize: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
 }>
@@ -135,6 +137,7 @@ function toConfig(p: Parsed): Config {
     workerConcurrency: p.WORKER_CONCURRENCY,
     jobLockMs: p.JOB_LOCK_MS,
     rpcTimeoutMs: p.RPC_TIMEOUT_MS,
+    rpcBatchSize: p.RPC_BATCH_SIZE,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
   }

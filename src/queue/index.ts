@@ -1,9 +1,8 @@
 import { Queue, QueueEvents, UnrecoverableError, Worker, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
+import { FatalError, toKindedError } from '../rpc/index.js'
 import { briefly } from '../utils/errors.js'
-
-export { UnrecoverableError }
 
 export const RANGE_QUEUE = 'ranges'
 const RANGE_ATTEMPTS = 10
@@ -95,7 +94,8 @@ export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
         for (const [i, state] of states.entries()) {
           if (state !== 'failed') continue
           const job = await queue.getJob(ids[i]!)
-          await job?.retry('failed')
+          // A new run of the chunk gets all its attempts again.
+          await job?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })
           retried++
         }
       }
@@ -118,10 +118,24 @@ export type CreateRangeWorkerParameters = QueueContext & {
   process: (data: RangeJobData) => Promise<RangeJobResult>
 }
 
-/** A BullMQ worker for range jobs; errors other than `UnrecoverableError` retry with backoff. */
+/** The prefix of a job's failed reason when it failed at once, without retries. */
+export const FATAL_REASON_PREFIX = 'fatal: '
+
+/** Runs a range job; a fatal error fails it at once (BullMQ's `UnrecoverableError`), a retryable one retries with backoff. */
+async function runRangeJob(process: (data: RangeJobData) => Promise<RangeJobResult>, data: RangeJobData): Promise<RangeJobResult> {
+  try {
+    return await process(data)
+  } catch (error) {
+    const kinded = toKindedError(error)
+    if (kinded instanceof FatalError) throw new UnrecoverableError(`${FATAL_REASON_PREFIX}${kinded.message}`)
+    throw error
+  }
+}
+
+/** A BullMQ worker for range jobs; fatal errors fail a job at once, others retry with backoff. */
 export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
   const connection = createRedis(redisUrl)
-  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => process(job.data), {
+  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => runRangeJob(process, job.data), {
     connection,
     prefix,
     concurrency,

@@ -7,6 +7,8 @@ import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
+/** Providers refuse batches above roughly 100–1,000 calls (SPEC §5 `RPC_BATCH_SIZE`). */
+const DEFAULT_BATCH_SIZE = 100
 
 /** One finished HTTP request, for metrics. */
 export type RpcRequestEvent = {
@@ -32,6 +34,8 @@ export type CreateRpcClientParameters = {
   url: string
   /** Per HTTP request, body included. @default 30_000 */
   timeoutMs?: number
+  /** Most calls in one JSON-RPC batch; larger batches are sent as several in turn. @default 100 */
+  batchSize?: number
   logger?: Logger
   /** Called after every HTTP request, batches included (wire prom-client here). */
   onRequest?: (event: RpcRequestEvent) => void
@@ -43,8 +47,9 @@ export type RpcClient = {
   /** One JSON-RPC call; resolves to the node's raw `result` (hex strings, no viem formatting). */
   request<T = unknown>(method: string, params?: readonly unknown[], options?: RpcRequestOptions): Promise<T>
   /**
-   * Many calls in one HTTP request (a JSON-RPC batch); results in call order. Rejects with the first
-   * failed call's error, so the caller retries the batch as a whole.
+   * Many calls in JSON-RPC batches of at most `batchSize` calls, one HTTP request each, sent in turn;
+   * results in call order. Rejects with the first failed call's error, so the caller retries the batch
+   * as a whole.
    */
   batch<T = unknown>(calls: readonly RpcCall[], options?: RpcRequestOptions): Promise<T[]>
   /** `eth_chainId`, asked once. */
@@ -156,7 +161,8 @@ function createHttpExchange(url: string, defaultTimeoutMs: number) {
  * const head = await client.request<Hex>('eth_blockNumber')
  * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
  */
-export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
+export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, batchSize = DEFAULT_BATCH_SIZE, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, not ${batchSize}`)
   const post = createHttpExchange(url, timeoutMs)
   let nextId = 0
 
@@ -193,7 +199,13 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, logger = 
   }
 
   async function batch<T>(calls: readonly RpcCall[], options: RpcRequestOptions = {}): Promise<T[]> {
-    if (calls.length === 0) return []
+    const results: T[] = []
+    for (let start = 0; start < calls.length; start += batchSize) results.push(...(await batchOf<T>(calls.slice(start, start + batchSize), options)))
+    return results
+  }
+
+  /** One JSON-RPC batch, one HTTP request. */
+  async function batchOf<T>(calls: readonly RpcCall[], options: RpcRequestOptions): Promise<T[]> {
     const body = calls.map((call, id): RpcBody => ({ jsonrpc: '2.0', id, method: call.method, params: call.params ?? [] }))
     const methods = new Map<string, number>()
     for (const call of calls) methods.set(call.method, (methods.get(call.method) ?? 0) + 1)

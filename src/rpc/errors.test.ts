@@ -2,7 +2,8 @@ import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutEr
 import { buildRequest } from 'viem/utils'
 import { describe, expect, it } from 'vitest'
 import { createRpcClient } from './client.js'
-import { classifyRpcError, parseBlockCount, parseRetryAfter, rpcErrorPatterns, type RpcErrorAction } from './errors.js'
+import { GetLogsError } from './getLogs.js'
+import { classifyRpcError, FatalError, isRevert, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
 
 const url = 'http://node.invalid'
 const body = { method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x3e7' }] }
@@ -183,6 +184,10 @@ const samples: Record<string, Sample> = {
     error: () => rpcError(-32000, 'execution reverted: not registered', { data: '0x08c379a0' }),
     expected: { kind: 'fatal' },
   },
+  'revert-data': {
+    error: () => rpcError(-32015, 'VM execution error.', { data: `0x4e487b71${'0'.repeat(62)}11` }),
+    expected: { kind: 'fatal' },
+  },
   'invalid-params': {
     error: () => rpcError(-32602, 'invalid argument 0: hex string without 0x prefix'),
     expected: { kind: 'fatal' },
@@ -249,5 +254,56 @@ describe('parseBlockCount', () => {
     expect(parseBlockCount('2K')).toBe(2000)
     expect(parseBlockCount('10k')).toBe(10_000)
     expect(parseBlockCount('1999')).toBe(1999)
+  })
+})
+
+describe('toKindedError', () => {
+  it('reads what the node says asking again cannot change as fatal', async () => {
+    for (const error of [
+      await rpcError(-32601, 'the method eth_getLogs does not exist/is not available'),
+      await rpcError(-32602, 'invalid argument 0: hex string without 0x prefix'),
+      await httpError(401, 'invalid API key'),
+    ]) {
+      const kinded = toKindedError(error)
+      expect(kinded).toBeInstanceOf(FatalError)
+      expect(kinded.cause).toBe(error)
+    }
+    const gaveUp = new GetLogsError({ fromBlock: 0, toBlock: 9, attempts: 1, reason: { kind: 'fatal', pattern: 'invalid-request' }, retryable: false, cause: await rpcError(-32601, 'method not found') })
+    expect(toKindedError(gaveUp)).toBeInstanceOf(FatalError)
+  })
+
+  it('reads everything else as retryable: limits, a node behind, an abort, malformed or unknown failures', async () => {
+    const controller = new AbortController()
+    controller.abort()
+    for (const error of [
+      await rpcError(-32602, 'invalid block range'),
+      await rpcError(-32000, 'header not found'),
+      await httpError(429, 'Too Many Requests'),
+      controller.signal.reason,
+      new Error('log 3 of block 7 has no transactionHash'),
+      new GetLogsError({ fromBlock: 0, toBlock: 0, attempts: 5, reason: { kind: 'retry', pattern: 'malformed-json' }, retryable: true, cause: new SyntaxError('Unexpected end of JSON input') }),
+    ]) {
+      expect(toKindedError(error)).toBeInstanceOf(RetryableError)
+    }
+  })
+
+  it('keeps an error that already has a kind, also from its cause chain', () => {
+    const fatal = new FatalError('no such filter')
+    expect(toKindedError(fatal)).toBe(fatal)
+    expect(toKindedError(new Error('range failed', { cause: fatal }))).toBe(fatal)
+    const retryable = new RetryableError('the node is behind', { cause: { code: -32601 } })
+    expect(toKindedError(new Error('wrapped', { cause: retryable }))).toBe(retryable)
+  })
+})
+
+describe('isRevert', () => {
+  it('is true for code 3, revert data and "execution reverted" only', async () => {
+    expect(isRevert(await rpcError(3, 'execution reverted', { data: '0x' }))).toBe(true)
+    expect(isRevert(await rpcError(-32000, 'execution reverted'))).toBe(true)
+    expect(isRevert(await rpcError(-32015, 'VM execution error.', { data: '0x3a81d6fc' }))).toBe(true)
+    expect(isRevert(await rpcError(-32000, 'header not found'))).toBe(false)
+    expect(isRevert(await rpcError(-32000, 'missing trie node 5f3a… (path )'))).toBe(false)
+    expect(isRevert(await rpcError(-32000, 'request timed out', { data: '0x' }))).toBe(false)
+    expect(isRevert(await httpError(503, 'Service Unavailable'))).toBe(false)
   })
 })

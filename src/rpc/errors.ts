@@ -1,9 +1,11 @@
 /**
- * What to do about a failed node request, read from the error itself.
+ * What to do about a failed node request, read from the error itself, and the two kinds every failure
+ * comes down to: retryable or fatal.
  *
  * Providers refuse wide `eth_getLogs` ranges and big results in many dialects; the catalogue below
  * lists them as data, most specific first, so adding a provider is adding an entry.
  */
+import { briefly } from '../utils/errors.js'
 
 /** What a caller should do after a failed request. */
 export type RpcErrorAction =
@@ -40,6 +42,8 @@ export type RpcErrorPattern = {
   errorName?: string
   /** `error.data` carries the suggested range as `{ from, to }` (Infura). */
   dataRange?: true
+  /** `error.data` is revert data: hex of at least a 4-byte selector. */
+  revertData?: true
   action: RpcErrorActionKind
 }
 
@@ -97,14 +101,59 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
   { name: 'http-5xx', status: [500, 502, 504, 520, 521, 522, 523, 524], action: 'retry' },
   { name: 'internal-error', code: -32603, action: 'retry' },
 
-  // Asking again gets the same answer.
+  // Asking again gets the same answer. (A malformed answer is not here: another try, or another node behind the endpoint, may serve it whole.)
+  // The contract's code decides a revert, the same at the same block.
   { name: 'execution-reverted', code: 3, action: 'fatal' },
-  // The seed interface (and some geth builds) report reverts as -32000 "execution reverted".
-  { name: 'execution-reverted-message', code: -32000, message: /execution reverted/i, action: 'fatal' },
+  // The seed interface (and some geth builds) report reverts as -32000 "execution reverted", others with their own codes.
+  { name: 'execution-reverted-message', message: /execution reverted/i, action: 'fatal' },
+  { name: 'revert-data', revertData: true, action: 'fatal' },
+  // Parameters the node cannot read (range-size complaints were caught above as `halve`).
   { name: 'invalid-params', code: -32602, action: 'fatal' },
+  // An invalid request, or a method the node does not have or does not offer.
   { name: 'invalid-request', code: [-32600, -32601, -32004], action: 'fatal' },
+  // A wrong URL or key: only the operator can fix it.
   { name: 'http-client-error', status: [400, 401, 403, 404, 405], action: 'fatal' },
 ]
+
+/** A failure asking again cannot change: the node lacks the method, refuses the parameters or the credentials. */
+export class FatalError extends Error {
+  override name = 'FatalError'
+}
+
+/** A failure a later attempt may get past: a node behind, a rate limit, a timeout, a malformed answer. */
+export class RetryableError extends Error {
+  override name = 'RetryableError'
+}
+
+/**
+ * Any failure as one of the two kinds: itself, or the first of them in its cause chain; otherwise as
+ * {@link classifyRpcError} reads it, its `fatal` actions fatal (an abort aside: a stop, not the node's
+ * answer) and everything else retryable, unknown errors included, since retries are bounded.
+ *
+ * @example
+ * if (toKindedError(error) instanceof FatalError) throw new UnrecoverableError(error.message)
+ */
+export function toKindedError(error: unknown): FatalError | RetryableError {
+  let node: unknown = error
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && node && typeof node === 'object'; depth++) {
+    if (node instanceof FatalError || node instanceof RetryableError) return node
+    node = (node as { cause?: unknown }).cause
+  }
+  const action = classifyRpcError(error)
+  const Kind = action.kind === 'fatal' && action.pattern !== 'aborted' ? FatalError : RetryableError
+  return new Kind(briefly(error), { cause: error })
+}
+
+/** The catalogue's entries that mean "the call reverted". */
+const REVERT_PATTERNS = new Set(['execution-reverted', 'execution-reverted-message', 'revert-data'])
+
+/**
+ * Whether a failed `eth_call` reverted (code 3, revert data, or "execution reverted"): the contract's
+ * answer. Anything else (a node error such as geth's -32000 "header not found") tells nothing about the call.
+ */
+export function isRevert(error: unknown): boolean {
+  return REVERT_PATTERNS.has(classifyRpcError(error).pattern)
+}
 
 /** When nothing in the catalogue matches: retrying is bounded, so an unknown error costs little. */
 const UNKNOWN: RpcErrorAction = { kind: 'retry', pattern: 'unknown' }
@@ -184,6 +233,7 @@ function matchPattern(pattern: RpcErrorPattern, facts: ErrorFacts): RpcErrorActi
     if (!match) return undefined
     groups = match.groups ?? {}
   }
+  if (pattern.revertData && !(typeof facts.data === 'string' && /^0x(?:[0-9a-f]{2}){4,}$/i.test(facts.data))) return undefined
   if (pattern.dataRange) {
     const range = dataRange(facts.data)
     if (!range) return undefined

@@ -9,8 +9,12 @@ export {
 } from './client.js'
 export {
   classifyRpcError,
+  FatalError,
+  isRevert,
   parseRetryAfter,
+  RetryableError,
   rpcErrorPatterns,
+  toKindedError,
   type RpcErrorAction,
   type RpcErrorActionKind,
   type RpcErrorPattern,

@@ -64,6 +64,40 @@ export async function knownTransactions(db: Queryable, chainId: number, hashes: 
   return new Map(rows.map(({ hash, attributed, gasUsed }) => [hash, { attributed, gasUsed }]))
 }
 
+/** A stored transaction whose schema-1 registry answer is not known yet. */
+export type UnverifiedTransaction = { hash: string; registryAddress: string; codes: string[] }
+
+/**
+ * Stored transactions (not removed) naming a registry on this chain whose answer is still unknown (a
+ * node error when they were decoded), asked last more than `olderThanMs` ago, longest waiting first.
+ * Served by the partial index `transactions_registry_unknown`.
+ */
+export async function unverifiedTransactions(db: Queryable, chainId: number, { olderThanMs, limit }: { olderThanMs: number; limit: number }): Promise<UnverifiedTransaction[]> {
+  const { rows } = await db.query<UnverifiedTransaction>(
+    `SELECT hash, registry_address AS "registryAddress", codes FROM transactions
+     WHERE chain_id = $1 AND registry_chain_id = $1 AND registry_verified IS NULL AND registry_address IS NOT NULL AND codes IS NOT NULL AND NOT removed
+       AND updated_at < now() - make_interval(secs => $2 / 1000.0)
+     ORDER BY updated_at LIMIT $3`,
+    [chainId, olderThanMs, limit],
+  )
+  return rows
+}
+
+/**
+ * Stores registry answers asked again for transactions still unknown: `null` (unknown again) only marks
+ * them asked now, so others come first next time. Rows another transaction holds are left to it.
+ */
+export async function storeRegistryAnswers(client: pg.PoolClient, chainId: number, answers: readonly { hash: string; verified: boolean | null }[]): Promise<void> {
+  if (answers.length === 0) return
+  await client.query(
+    `UPDATE transactions t SET registry_verified = u.verified, updated_at = now()
+     FROM unnest($2::text[], $3::boolean[]) AS u(hash, verified)
+     WHERE t.chain_id = $1 AND t.hash = u.hash AND t.hash IN (
+       SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[]) AND registry_verified IS NULL FOR UPDATE SKIP LOCKED)`,
+    [chainId, answers.map((a) => a.hash), answers.map((a) => a.verified)],
+  )
+}
+
 /**
  * Inserts decoded transactions at their positions; ones already stored keep their decode and move to
  * the given position and status (not removed), with their attributions. `gasUsed` fills gas used

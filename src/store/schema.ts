@@ -128,6 +128,10 @@ export const transactions = pgTable(
     primaryKey({ columns: [t.chainId, t.hash] }),
     index('transactions_block_number').on(t.chainId, t.blockNumber),
     index('transactions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Registry answers still unknown, asked again longest waiting first: few rows, so a partial index.
+    index('transactions_registry_unknown')
+      .on(t.chainId, t.registryChainId, t.updatedAt)
+      .where(sql`${t.registryVerified} IS NULL AND ${t.registryAddress} IS NOT NULL AND ${t.codes} IS NOT NULL AND NOT ${t.removed}`),
     statusCheck('transactions_status_check', t.status),
   ],
 )

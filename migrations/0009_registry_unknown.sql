@@ -1,0 +1,1 @@
+CREATE INDEX "transactions_registry_unknown" ON "transactions" USING btree ("chain_id","registry_chain_id","updated_at") WHERE "transactions"."registry_verified" IS NULL AND "transactions"."registry_address" IS NOT NULL AND "transactions"."codes" IS NOT NULL AND NOT "transactions"."removed";
