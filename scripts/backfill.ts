@@ -175,7 +175,7 @@ async function main(): Promise<number> {
         })
         return 0
       }
-      const failed = (await rangeQueue.queue.getFailed()).filter((job) => job.id && ids.has(job.id))
+      const failed = await rangeQueue.failedJobs([...ids])
       if (failed.length > 0 || interrupted) {
         bar?.stop()
         for (const job of failed) {

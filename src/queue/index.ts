@@ -1,4 +1,4 @@
-import { Queue, QueueEvents, UnrecoverableError, Worker, type JobsOptions } from 'bullmq'
+import { Queue, QueueEvents, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { FatalError, toKindedError } from '../rpc/index.js'
@@ -79,6 +79,19 @@ export async function clearRedisPrefix(redisUrl: string, prefix: string): Promis
 export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)
   const queue = new Queue<RangeJobData, RangeJobResult>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
+
+  /** The jobs among `ids` that failed for good, asked per id: the failed set grows with history, these ids do not. */
+  async function failedJobs(ids: readonly string[]): Promise<Job<RangeJobData, RangeJobResult>[]> {
+    const failed: Job<RangeJobData, RangeJobResult>[] = []
+    for (let from = 0; from < ids.length; from += STATE_LOOKUPS_AT_ONCE) {
+      const slice = ids.slice(from, from + STATE_LOOKUPS_AT_ONCE)
+      const states = await Promise.all(slice.map((id) => queue.getJobState(id)))
+      const jobs = await Promise.all(slice.filter((_, i) => states[i] === 'failed').map((id) => queue.getJob(id)))
+      for (const job of jobs) if (job) failed.push(job)
+    }
+    return failed
+  }
+
   return {
     queue,
     /**
@@ -86,22 +99,13 @@ export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
      * failed for good is retried, so re-planning a range never leaves a gap behind a failed job.
      */
     async enqueue(chunks: readonly RangeJobData[]): Promise<{ added: number; retried: number }> {
-      // Asked per chunk, not by listing every failed job: the failed set grows with history.
-      let retried = 0
-      for (let from = 0; from < chunks.length; from += STATE_LOOKUPS_AT_ONCE) {
-        const ids = chunks.slice(from, from + STATE_LOOKUPS_AT_ONCE).map(rangeJobId)
-        const states = await Promise.all(ids.map((id) => queue.getJobState(id)))
-        for (const [i, state] of states.entries()) {
-          if (state !== 'failed') continue
-          const job = await queue.getJob(ids[i]!)
-          // A new run of the chunk gets all its attempts again.
-          await job?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })
-          retried++
-        }
-      }
+      const failed = await failedJobs(chunks.map(rangeJobId))
+      // A new run of the chunk gets all its attempts again.
+      for (const job of failed) await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })
       await queue.addBulk(chunks.map((data) => ({ name: 'range', data, opts: { jobId: rangeJobId(data) } })))
-      return { added: chunks.length - retried, retried }
+      return { added: chunks.length - failed.length, retried: failed.length }
     },
+    failedJobs,
     async close() {
       await queue.close()
       connection.disconnect()
