@@ -6,6 +6,9 @@ import type pg from 'pg'
 import { decodeFunctionData, parseEventLogs, type Abi, type Hex, type Log } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi } from 'viem/account-abstraction'
 import { decodeAttribution } from '../../src/attribution/decode.js'
+import { getIntervals } from '../../src/store/index.js'
+import { filterIdOf } from '../../src/sync/filter.js'
+import { intervalUnion, type Interval } from '../../src/utils/interval.js'
 import { nodeLogs, type ComparableLog } from '../helpers/compare.js'
 import { indexedAttributions, rpcBatch, type ComparableAttribution } from '../faults/helpers/nodeCompare.js'
 
@@ -14,7 +17,8 @@ const SHOWN_PER_KIND = 6
 const BATCH = 100
 const ENTRY_POINT_ABIS: readonly Abi[] = [entryPoint06Abi, entryPoint07Abi, entryPoint08Abi]
 
-export type ComparedFilter = { name: string; addresses: string[]; topics: string[]; range: readonly [number, number] }
+/** A filter that was asked for, and the range it was asked for. */
+export type ComparedFilter = { name: string; addresses: string[]; topics: string[]; range: Interval }
 /** A row stored from a block that a reorg then orphaned: it must stay, marked removed. */
 export type OrphanedRow = { blockNumber: number; blockHash: string; logIndex: number }
 
@@ -47,7 +51,7 @@ function createFindings() {
 type Findings = ReturnType<typeof createFindings>
 
 /** Non-removed rows of `analytics.logs` over the range that match the filter (address and topic0, as `eth_getLogs`). */
-async function indexedFilterLogs(pool: pg.Pool, filter: ComparedFilter): Promise<(ComparableLog & { status: string })[]> {
+async function indexedFilterLogs(pool: pg.Pool, filter: ComparedFilter, range: Interval): Promise<(ComparableLog & { status: string })[]> {
   const { rows } = await pool.query(
     `SELECT block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, address, topics, data, removed, status
      FROM analytics.logs
@@ -55,7 +59,7 @@ async function indexedFilterLogs(pool: pg.Pool, filter: ComparedFilter): Promise
        AND (cardinality($3::text[]) = 0 OR address = ANY($3::text[]))
        AND (cardinality($4::text[]) = 0 OR topics[1] = ANY($4::text[]))
      ORDER BY block_number, log_index`,
-    [filter.range[0], filter.range[1], filter.addresses, filter.topics],
+    [range[0], range[1], filter.addresses, filter.topics],
   )
   return rows.map((row) => ({
     blockNumber: row.block_number,
@@ -81,12 +85,12 @@ function differingFields(expected: ComparableLog, stored: ComparableLog): LogFie
 }
 
 /** The filter's logs: node against index, keyed by (block, log index). Returns the node's logs. */
-async function compareFilterLogs(pool: pg.Pool, rpcUrl: string, filter: ComparedFilter, findings: Findings): Promise<ComparableLog[]> {
+async function compareFilterLogs(pool: pg.Pool, rpcUrl: string, filter: ComparedFilter, range: Interval, findings: Findings): Promise<ComparableLog[]> {
   const rpcFilter = {
     ...(filter.addresses.length > 0 ? { address: filter.addresses } : {}),
     ...(filter.topics.length > 0 ? { topics: [filter.topics] } : {}),
   }
-  const [expected, stored] = await Promise.all([nodeLogs(rpcUrl, filter.range, rpcFilter), indexedFilterLogs(pool, filter)])
+  const [expected, stored] = await Promise.all([nodeLogs(rpcUrl, range, rpcFilter), indexedFilterLogs(pool, filter, range)])
   const key = (log: { blockNumber: number; logIndex: number }) => `${log.blockNumber}:${log.logIndex}`
   const storedByKey = new Map<string, typeof stored>()
   for (const row of stored) storedByKey.set(key(row), [...(storedByKey.get(key(row)) ?? []), row])
@@ -233,12 +237,23 @@ export async function compareWithNode(parameters: {
   filters: readonly ComparedFilter[]
   orphanedRows: readonly OrphanedRow[]
   entryPoints: readonly string[]
+  chainId: number
+  /** Told what is compared beyond the ranges asked for. */
+  note: (line: string) => void
 }): Promise<string[]> {
   const { pool, rpcUrl, filters } = parameters
   const findings = createFindings()
   const covered: ComparableLog[] = []
-  for (const filter of filters) covered.push(...(await compareFilterLogs(pool, rpcUrl, filter, findings)))
-  const top = Math.max(...filters.map((f) => f.range[1]))
+  let top = 0
+  for (const filter of filters) {
+    // What the index claims to hold for the filter is compared too, asked for or not.
+    const claimed = await getIntervals(pool, parameters.chainId, filterIdOf(filter))
+    for (const range of intervalUnion([filter.range, ...claimed])) {
+      if (range[0] < filter.range[0] || range[1] > filter.range[1]) parameters.note(`filter ${filter.name}: comparing blocks ${range[0]}–${range[1]} (claimed ${JSON.stringify(claimed)})`)
+      covered.push(...(await compareFilterLogs(pool, rpcUrl, filter, range, findings)))
+      top = Math.max(top, range[1])
+    }
+  }
   const entryPoints = parameters.entryPoints.map((a) => a.toLowerCase())
   const [expected, stored] = await Promise.all([nodeAttributionRows(rpcUrl, covered, entryPoints), indexedAttributions(pool, [0, top])])
   compareAttributions(expected, stored, findings)

@@ -42,6 +42,8 @@ export type Action =
   | { type: 'blocks'; blocks: BlockPlan[] }
   | { type: 'reorg'; depth: number; replacements: { offset: number; emitter: number; logs: number }[] }
   | { type: 'start-backfill'; index: number }
+  /** Waits until the backfill has stored some of its range (or is done), so what follows happens during it. */
+  | { type: 'await-backfill'; index: number }
   | { type: 'kill'; process: 'scheduler' | 'worker' | 'backfill'; afterMs: number }
   | { type: 'crash'; process: 'scheduler'; point: SchedulerCrashPoint }
   | { type: 'crash'; process: 'worker'; point: 'range-stored' }
@@ -136,8 +138,8 @@ function randomBlock(random: Random, emitters: number): BlockPlan {
   return block
 }
 
-function randomReorg(random: Random, emitters: number): Action {
-  const depth = random.int(1, 10)
+function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
+  const depth = random.int(Math.min(minDepth, 10), 10)
   const replacements = Array.from({ length: random.int(0, 3) }, () => ({
     offset: random.int(0, depth - 1),
     emitter: random.int(0, emitters - 1),
@@ -159,10 +161,13 @@ export function createSchedule(seed: number): Schedule {
     const filter = randomFilter(random, emitters, false)
     if (taken.has(filterKey(filter))) continue
     taken.add(filterKey(filter))
-    backfills.push({ filter, fromOffset: random.int(0, 6), toBelowHead: random.int(0, 3) })
+    backfills.push({ filter, fromOffset: random.int(0, 6), toBelowHead: random.int(0, 2) })
   }
 
+  const handOffBelowPrefix = random.int(0, 6)
   const actions: Action[] = []
+  // A reorg whose fork point lies below the hand-off block, while the follower has stored blocks above it.
+  if (random.chance(0.5)) actions.push(randomReorg(random, emitters, handOffBelowPrefix + 1))
   const backfillAt = new Set(backfills.map(() => random.int(0, 8)))
   let started = 0
   let redisRestarted = false
@@ -171,8 +176,9 @@ export function createSchedule(seed: number): Schedule {
     if (started < backfills.length && (backfillAt.has(i) || i >= 8)) {
       // A crash right after storing a range, and a reorg while the backfill runs, are what break it.
       if (random.chance(0.3)) actions.push({ type: 'crash', process: 'worker', point: 'range-stored' })
-      actions.push({ type: 'start-backfill', index: started++ })
-      if (random.chance(0.7)) actions.push(randomReorg(random, emitters))
+      const index = started++
+      actions.push({ type: 'start-backfill', index })
+      if (random.chance(0.7)) actions.push({ type: 'await-backfill', index }, randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
       continue
     }
     const roll = random.next()
@@ -201,7 +207,7 @@ export function createSchedule(seed: number): Schedule {
     seed,
     emitters,
     prefix,
-    handOffBelowPrefix: random.int(0, 6),
+    handOffBelowPrefix,
     daemonFilter,
     backfills,
     chunkBlocks: random.pick([2, 3, 5, 1000]),

@@ -6,13 +6,17 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Queue } from 'bullmq'
+import type { Redis } from 'ioredis'
 import { toEventSelector, type AbiEvent } from 'viem'
 import { createDevnet, type Devnet } from '../../src/devnet/index.js'
 import { clearRedisPrefix, createRedis, RANGE_QUEUE } from '../../src/queue/index.js'
+import { storedBlocks } from '../../src/sync/historical.js'
+import { filterIdOf } from '../../src/sync/filter.js'
 import { artifacts } from '../fixtures/chain.js'
 import { startFaultProxy, type FaultProxy, type Faults } from '../fixtures/faultProxy.js'
+import { waitFor } from '../helpers/compare.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/services.js'
-import { createCleanups, nodeHead } from '../faults/helpers/chain.js'
+import { CHAIN_ID, createCleanups, nodeHead, waitCaughtUp } from '../faults/helpers/chain.js'
 import type { PrivateRedis } from '../faults/helpers/privateServices.js'
 import { createSimChain, type SimChain } from './chain.js'
 import { compareWithNode, type ComparedFilter, type OrphanedRow } from './compare.js'
@@ -37,7 +41,12 @@ const FAULTS: Record<FaultKind, Faults> = {
 
 export type SeedResult = { seed: number; schedule: string[]; log: string[]; differences: string[]; seconds: number }
 
+/** Longest wait for a process to get somewhere before the schedule moves on anyway. */
+const AWAIT_MS = 30_000
+
 type World = {
+  redisClient: Redis
+  leaseKey: string
   devnet: Devnet
   chain: SimChain
   proxy: FaultProxy
@@ -92,6 +101,15 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       processes.start(name, 'scripts/backfill.ts', ['--from', String(from), '--to', String(to), ...flags, '--json'], world.env)
       return log(`${name} started: blocks ${from}–${to}`)
     }
+    case 'await-backfill': {
+      const name = `backfill-${action.index}` as const
+      const range = world.backfillRanges[action.index]!
+      const filterId = filterIdOf({ addresses: range.addresses, topics: range.topics })
+      const progressed = async () =>
+        !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) > 0
+      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} stored nothing within ${AWAIT_MS / 1000} s`))
+      return log(`${name} has stored ${await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)} blocks`)
+    }
     case 'kill': {
       await sleep(action.afterMs)
       const running = action.process === 'backfill' ? schedule.backfills.map((_, i) => `backfill-${i}` as const).filter(processes.running) : [action.process]
@@ -100,7 +118,15 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       return log(`${victim} SIGKILLed`)
     }
     case 'crash': {
+      const leader = await world.redisClient.get(world.leaseKey)
       await processes.crashAt(action.process, action.point)
+      // A new scheduler waits for the killed one's lease to lapse: the point must be reachable before what follows.
+      if (action.process === 'scheduler') {
+        await waitFor(async () => {
+          const now = await world.redisClient.get(world.leaseKey)
+          return now !== null && now !== leader
+        }, 'the restarted scheduler to lead', AWAIT_MS).catch(() => log('the restarted scheduler did not lead in time'))
+      }
       return log(`${action.process} restarted with CODETRAIL_CRASH_AT=${action.point}`)
     }
     case 'pending':
@@ -174,10 +200,10 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     cleanups.add(() => proxy.stop())
     const db = await createTestDatabase()
     const prefix = `ct_sim_${seed}_${Date.now().toString(36)}`
-    cleanups.add(
-      () => db.drop(),
-      () => clearRedisPrefix(redis.url, prefix),
-    )
+    // Kept for a look after the run: `--keep-db` (SIM_KEEP_DB).
+    if (process.env.SIM_KEEP_DB) log(`database ${db.url} kept`)
+    else cleanups.add(() => db.drop())
+    cleanups.add(() => clearRedisPrefix(redis.url, prefix))
     const env: Record<string, string> = {
       RPC_URL: proxy.url,
       DATABASE_URL: db.url,
@@ -192,7 +218,23 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     }
     const processes = createSupervisor(log)
     cleanups.add(() => processes.stopAll())
-    const world: World = { devnet, chain, proxy, redis, db, processes, env, orphanedRows: [], backfillRanges: [], firstTrafficBlock, log }
+    const redisClient = createRedis(redis.url)
+    cleanups.add(async () => redisClient.disconnect())
+    const world: World = {
+      redisClient,
+      leaseKey: `${prefix}:scheduler:${CHAIN_ID}`,
+      devnet,
+      chain,
+      proxy,
+      redis,
+      db,
+      processes,
+      env,
+      orphanedRows: [],
+      backfillRanges: [],
+      firstTrafficBlock,
+      log,
+    }
 
     const daemon = resolveFilter(schedule.daemonFilter, chain)
     const handOff = prefixTop + 1 - schedule.handOffBelowPrefix
@@ -206,6 +248,8 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     processes.start('scheduler', 'src/main.ts', ['--role', 'scheduler'], daemonEnv)
     processes.start('worker', 'src/main.ts', ['--role', 'worker'], env)
     log(`chain: deployments up to block ${chain.deployedTop}, traffic ${firstTrafficBlock}–${prefixTop}; daemon from block ${handOff}`)
+    await waitCaughtUp(db.store.pool, devnet.anvilUrl)
+    log('the follower has reached the head')
 
     for (const [i, action] of schedule.actions.entries()) {
       await runAction(world, action, i, schedule)
@@ -230,7 +274,7 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     ]
     const differences = [
       ...unsettled,
-      ...(await compareWithNode({ pool: db.store.pool, rpcUrl: devnet.anvilUrl, filters, orphanedRows: world.orphanedRows, entryPoints: chain.entryPoints })),
+      ...(await compareWithNode({ pool: db.store.pool, rpcUrl: devnet.anvilUrl, filters, orphanedRows: world.orphanedRows, entryPoints: chain.entryPoints, chainId: CHAIN_ID, note: log })),
     ]
     return { seed, schedule: describeSchedule(schedule), log: lines, differences, seconds: (Date.now() - started) / 1000 }
   } finally {
@@ -238,12 +282,12 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
   }
 }
 
-/** A failed seed as the report prints it: the seed, how to replay it, the schedule, what happened, what differs. */
-export function formatFailure(result: SeedResult): string {
+/** A seed's report: the seed, how to replay it, what differs from the node, the schedule, what happened. */
+export function formatReport(result: SeedResult): string {
+  const failed = result.differences.length > 0
   return [
-    `seed ${result.seed} FAILED (${result.seconds.toFixed(0)} s) — replay: npm run test:sim -- --seed ${result.seed}`,
-    'differences from the node:',
-    ...result.differences.map((line) => `  ${line}`),
+    `seed ${result.seed} ${failed ? 'FAILED' : 'passed'} (${result.seconds.toFixed(0)} s) — replay: npm run test:sim -- --seed ${result.seed}`,
+    ...(failed ? ['differences from the node:', ...result.differences.map((line) => `  ${line}`)] : []),
     'schedule:',
     ...result.schedule.map((line) => `  ${line}`),
     'run:',
