@@ -9,7 +9,7 @@ import { concat, type Address, type Hash, type Hex } from 'viem'
 import type { Devnet } from '../../src/devnet/index.js'
 import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../fixtures/chain.js'
 import { createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../fixtures/entryPoint.js'
-import { attributedCall, suffixFor } from '../faults/helpers/chain.js'
+import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/chain.js'
 import { rpcCall } from '../faults/helpers/nodeCompare.js'
 import { ACCOUNTS_PER_VERSION, ENTRY_POINT_VERSIONS, type Action, type BlockPlan, type EntryPointVersion } from './schedule.js'
 
@@ -21,7 +21,7 @@ const BUNDLER = 9
 /** Sends the transaction that overtakes a moved pre-confirmed one. */
 const OVERTAKER = 0
 /** Enough for `emitMany` of 10 logs with a 4 KiB payload; below it anvil would drop the transaction silently. */
-const TX_GAS = 2_000_000n
+const TX_GAS = 1_000_000n
 /** Long enough for the pending poller (100 ms) to see a pool transaction on the pre-confirmed layer (200 ms refresh). */
 const SEEN_PENDING_MS = 600
 
@@ -80,26 +80,49 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
   }
 
   /**
-   * `anvil_reorg` of the last `depth` blocks (never reaching the deployments), with attributed
-   * replacement transactions; `beforeReorg` runs once the fork point is known and the old blocks still stand.
+   * The orphaned transactions that come back on the new fork, at their block or one later, in their
+   * order (so each sender's nonces stay in sequence); a sender's transactions all come back or all vanish.
+   */
+  async function reincluded(fork: number, depth: number, action: Extract<Action, { type: 'reorg' }>) {
+    const random = seededRandom(action.salt)
+    // The replacer's orphaned transactions vanish: its new ones take their nonces.
+    const kept = new Map<string, boolean>([[anvilAccount(REPLACER).address.toLowerCase(), false]])
+    const list: { transaction: Hex; blockOffset: number }[] = []
+    let offset = 0
+    for (let n = fork + 1; n <= fork + depth; n++) {
+      const block = await client.getBlock({ blockNumber: BigInt(n), includeTransactions: true })
+      for (const tx of block.transactions) {
+        const from = tx.from.toLowerCase()
+        if (!kept.has(from)) kept.set(from, random() < action.keep)
+        if (!kept.get(from)) continue
+        offset = Math.min(depth - 1, Math.max(offset, n - fork - 1 + (random() < 0.3 ? 1 : 0)))
+        list.push({ transaction: await rpcCall<Hex>(url, 'eth_getRawTransactionByHash', [tx.hash]), blockOffset: offset })
+      }
+    }
+    return list
+  }
+
+  /**
+   * `anvil_reorg` of the last `depth` blocks (never reaching the deployments): orphaned transactions
+   * re-included or not, and new attributed ones; `beforeReorg` runs once the fork point is known and the old blocks still stand.
    */
   async function reorg(
     action: Extract<Action, { type: 'reorg' }>,
     beforeReorg: (fork: number, head: number) => Promise<void>,
-  ): Promise<{ fork: number; depth: number } | undefined> {
+  ): Promise<{ fork: number; depth: number; replacements: number } | undefined> {
     const top = await head()
     const depth = Math.min(action.depth, top - deployedTop - 1)
     if (depth < 1) return undefined
     const fork = top - depth
+    const replacements = await reincluded(fork, depth, action)
     let nonce = await client.getTransactionCount({ address: anvilAccount(REPLACER).address, blockNumber: BigInt(fork) })
-    const replacements: { transaction: Hex; blockOffset: number }[] = []
     for (const r of action.replacements) {
       const transaction = await attributedCall(url, { from: REPLACER, emitter: emitters[r.emitter]!, logs: r.logs, seq: nextSeq(r.logs), code: 'bc_sim_reorg', nonce: nonce++ })
       replacements.push({ transaction, blockOffset: Math.min(r.offset, depth - 1) })
     }
     await beforeReorg(fork, top)
     await devnet.reorg(depth, replacements)
-    return { fork, depth }
+    return { fork, depth, replacements: replacements.length }
   }
 
   /**

@@ -40,10 +40,14 @@ export type FaultKind = (typeof FAULT_KINDS)[number]
 
 export type Action =
   | { type: 'blocks'; blocks: BlockPlan[] }
-  | { type: 'reorg'; depth: number; replacements: { offset: number; emitter: number; logs: number }[] }
+  /**
+   * `anvil_reorg` of the last `depth` blocks: about `keep` of the orphaned transactions come back on the
+   * new fork (each a block later or not, drawn from `salt`), the rest vanish, and new ones are added.
+   */
+  | { type: 'reorg'; depth: number; keep: number; salt: number; replacements: { offset: number; emitter: number; logs: number }[] }
   | { type: 'start-backfill'; index: number }
-  /** Waits until the backfill has stored some of its range (or is done), so what follows happens during it. */
-  | { type: 'await-backfill'; index: number }
+  /** Waits until the backfill has stored this share of its range (or is done), so what follows happens during or right after it. */
+  | { type: 'await-backfill'; index: number; share: number }
   | { type: 'kill'; process: 'scheduler' | 'worker' | 'backfill'; afterMs: number }
   | { type: 'crash'; process: 'scheduler'; point: SchedulerCrashPoint }
   | { type: 'crash'; process: 'worker'; point: 'range-stored' }
@@ -145,7 +149,7 @@ function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
     emitter: random.int(0, emitters - 1),
     logs: random.int(1, 6),
   }))
-  return { type: 'reorg', depth, replacements }
+  return { type: 'reorg', depth, keep: random.pick([0.5, 0.8, 1]), salt: random.int(0, 2 ** 31 - 1), replacements }
 }
 
 /** The plan of `seed`. */
@@ -178,7 +182,7 @@ export function createSchedule(seed: number): Schedule {
       if (random.chance(0.3)) actions.push({ type: 'crash', process: 'worker', point: 'range-stored' })
       const index = started++
       actions.push({ type: 'start-backfill', index })
-      if (random.chance(0.7)) actions.push({ type: 'await-backfill', index }, randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
+      if (random.chance(0.7)) actions.push({ type: 'await-backfill', index, share: random.pick([0.3, 0.6, 1]) }, randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
       continue
     }
     const roll = random.next()

@@ -89,7 +89,7 @@ async function runAction(world: World, action: Action, index: number, schedule: 
     }
     case 'reorg': {
       const done = await chain.reorg(action, async (fork) => void world.orphanedRows.push(...(await rowsAbove(world, fork))))
-      return log(done ? `reorg: depth ${done.depth}, fork block ${done.fork}, ${action.replacements.length} replacement(s); head ${await chain.head()}` : 'reorg skipped: the chain is too short')
+      return log(done ? `reorg: depth ${done.depth}, fork block ${done.fork}, ${done.replacements} transaction(s) on the new fork; head ${await chain.head()}` : 'reorg skipped: the chain is too short')
     }
     case 'start-backfill': {
       const plan = schedule.backfills[action.index]!
@@ -105,8 +105,9 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       const name = `backfill-${action.index}` as const
       const range = world.backfillRanges[action.index]!
       const filterId = filterIdOf({ addresses: range.addresses, topics: range.topics })
+      const blocks = range.range[1] - range.range[0] + 1
       const progressed = async () =>
-        !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) > 0
+        !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) >= Math.ceil(blocks * action.share)
       await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} stored nothing within ${AWAIT_MS / 1000} s`))
       return log(`${name} has stored ${await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)} blocks`)
     }
