@@ -1,0 +1,243 @@
+/**
+ * A seed's plan, as a pure function of the seed: the contracts, the filters, the chain before the
+ * daemon starts and the schedule of actions that follows. Nothing here touches a process or the node,
+ * so the same seed always yields the same plan (the timing of the processes around it still varies).
+ */
+import { seededRandom } from '../helpers/random.js'
+
+/** Emitter events with a signature topic, so a topic0 filter can name them. */
+export const TOPIC_EVENTS = ['Ping', 'Data', 'Indexed1', 'Indexed2', 'Indexed3'] as const
+export type TopicEvent = (typeof TOPIC_EVENTS)[number]
+
+export const ENTRY_POINT_VERSIONS = ['0.6', '0.7', '0.8'] as const
+export type EntryPointVersion = (typeof ENTRY_POINT_VERSIONS)[number]
+
+/** Smart accounts per EntryPoint version. */
+export const ACCOUNTS_PER_VERSION = 2
+/** Suffix kinds of `suffixFor` (test/faults/helpers/chain.ts): one code, two codes, schema 2, none. */
+const SUFFIX_KINDS = 4
+/** Blocks the chain has past the tip before the comparison: anvil calls head − 64 final. */
+export const PAST_FINALITY = 70
+
+/**
+ * A log filter in the seed's own terms: emitters by index (`entryPoints` = the three EntryPoints) and
+ * events by name; empty lists mean any.
+ */
+export type SimFilter = { contracts: (number | 'entryPoints')[]; events: TopicEvent[] }
+
+/** One plain transaction: `Emitter.emitMany(logs, …)` on an emitter, with the `suffixFor(suffix)` suffix. */
+export type TxPlan = { emitter: number; logs: number; suffix: number; payload: number }
+/** One user operation: `execute(emitter, emitMany(logs, …))` ∥ the `suffixFor(suffix)` suffix. */
+export type OpPlan = { account: number; emitter: number; logs: number; suffix: number }
+/** One block: its transactions, maybe a `handleOps` bundle, and how long they stay pre-confirmed before it is mined. */
+export type BlockPlan = { txs: TxPlan[]; bundle?: { version: EntryPointVersion; ops: OpPlan[] }; pendingMs: number }
+
+export type ProcessName = 'scheduler' | 'worker' | `backfill-${number}`
+export type SchedulerCrashPoint = 'reorg-marked' | 'tip-stored' | 'pending-stored' | 'repairs-enqueued' | 'orphans-marked'
+
+export const FAULT_KINDS = ['rate-limit', 'unavailable', 'malformed', 'slow-logs', 'range-cap', 'suggested-range', 'result-cap'] as const
+export type FaultKind = (typeof FAULT_KINDS)[number]
+
+export type Action =
+  | { type: 'blocks'; blocks: BlockPlan[] }
+  /**
+   * `anvil_reorg` of the last `depth` blocks: about `keep` of the orphaned transactions come back on the
+   * new fork (each a block later or not, drawn from `salt`), the rest vanish, and new ones are added.
+   */
+  | { type: 'reorg'; depth: number; keep: number; salt: number; replacements: { offset: number; emitter: number; logs: number }[] }
+  | { type: 'start-backfill'; index: number }
+  /** Waits until the backfill has stored this share of its range (or is done), so what follows happens during or right after it. */
+  | { type: 'await-backfill'; index: number; share: number }
+  | { type: 'kill'; process: 'scheduler' | 'worker' | 'backfill'; afterMs: number }
+  | { type: 'crash'; process: 'scheduler'; point: SchedulerCrashPoint }
+  | { type: 'crash'; process: 'worker'; point: 'range-stored' }
+  | { type: 'pending'; kind: 'dropped' | 'moved'; emitter: number; logs: number }
+  | { type: 'faults'; kind: FaultKind | 'none' }
+  | { type: 'restart-redis'; downMs: number }
+  | { type: 'pause'; ms: number }
+
+export type BackfillPlan = {
+  filter: SimFilter
+  /** First block: this many blocks after the first block of traffic. */
+  fromOffset: number
+  /** Last block: this many blocks below the head when the backfill starts. */
+  toBelowHead: number
+}
+
+export type Schedule = {
+  seed: number
+  emitters: number
+  /** Blocks of traffic mined before the daemon starts. */
+  prefix: BlockPlan[]
+  /** The daemon's START_BLOCK: this many blocks below the last prefix block (0: the block after it). */
+  handOffBelowPrefix: number
+  daemonFilter: SimFilter
+  backfills: BackfillPlan[]
+  chunkBlocks: number
+  /** Whether the scheduler also follows `pendingLogs` over the devnet's WebSocket. */
+  websocket: boolean
+  actions: Action[]
+  /** Pause after each action, in milliseconds (same length as `actions`). */
+  gapsMs: number[]
+  /** The scheduler runs with this crash point while the chain moves past finality. */
+  finalCrash?: 'orphans-marked'
+}
+
+type Random = ReturnType<typeof createRandom>
+
+function createRandom(seed: number) {
+  const next = seededRandom(seed)
+  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1))
+  const chance = (p: number) => next() < p
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!
+  const subset = <T>(items: readonly T[], min: number, max: number): T[] => {
+    const copy = [...items]
+    for (let i = copy.length - 1; i > 0; i--) {
+      const j = Math.floor(next() * (i + 1))
+      ;[copy[i], copy[j]] = [copy[j]!, copy[i]!]
+    }
+    return copy.slice(0, int(min, Math.min(max, copy.length)))
+  }
+  return { next, int, chance, pick, subset }
+}
+
+/** A filter's identity, to keep the seed's filters distinct. */
+export function filterKey(filter: SimFilter): string {
+  return `${[...filter.contracts].map(String).sort().join(',')}|${[...filter.events].sort().join(',')}`
+}
+
+function randomFilter(random: Random, emitters: number, allowEverything: boolean): SimFilter {
+  const contracts = (): SimFilter['contracts'] => {
+    const chosen: SimFilter['contracts'] = random.subset(Array.from({ length: emitters }, (_, i) => i), 1, emitters - 1)
+    return random.chance(0.3) ? [...chosen, 'entryPoints'] : chosen
+  }
+  const events = () => random.subset(TOPIC_EVENTS, 1, 3)
+  const kind = random.int(allowEverything ? 0 : 1, 3)
+  if (kind === 0) return { contracts: [], events: [] }
+  if (kind === 1) return { contracts: contracts(), events: [] }
+  if (kind === 2) return { contracts: [], events: events() }
+  return { contracts: contracts(), events: events() }
+}
+
+function randomBlock(random: Random, emitters: number): BlockPlan {
+  const txs = Array.from({ length: random.int(0, 5) }, () => ({
+    emitter: random.int(0, emitters - 1),
+    // Zero logs: a transaction (suffixed or not) that no filter sees.
+    logs: random.chance(0.1) ? 0 : random.int(1, 10),
+    suffix: random.int(0, SUFFIX_KINDS - 1),
+    payload: random.int(0, 14),
+  }))
+  const block: BlockPlan = { txs, pendingMs: random.pick([0, 0, 150, 400]) }
+  if (random.chance(0.3)) {
+    block.bundle = {
+      version: random.pick(ENTRY_POINT_VERSIONS),
+      ops: Array.from({ length: random.int(1, 2) }, () => ({
+        account: random.int(0, ACCOUNTS_PER_VERSION - 1),
+        emitter: random.int(0, emitters - 1),
+        logs: random.int(1, 4),
+        suffix: random.int(0, SUFFIX_KINDS - 1),
+      })),
+    }
+  }
+  return block
+}
+
+function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
+  const depth = random.int(Math.min(minDepth, 10), 10)
+  const replacements = Array.from({ length: random.int(0, 3) }, () => ({
+    offset: random.int(0, depth - 1),
+    emitter: random.int(0, emitters - 1),
+    logs: random.int(1, 6),
+  }))
+  return { type: 'reorg', depth, keep: random.pick([0.5, 0.8, 1]), salt: random.int(0, 2 ** 31 - 1), replacements }
+}
+
+/** The plan of `seed`. */
+export function createSchedule(seed: number): Schedule {
+  const random = createRandom(seed)
+  const emitters = random.int(2, 3)
+  const prefix = Array.from({ length: random.int(12, 24) }, () => randomBlock(random, emitters))
+  const daemonFilter = randomFilter(random, emitters, true)
+  const backfills: BackfillPlan[] = []
+  const taken = new Set([filterKey(daemonFilter)])
+  const backfillCount = random.int(1, 2)
+  while (backfills.length < backfillCount) {
+    const filter = randomFilter(random, emitters, false)
+    if (taken.has(filterKey(filter))) continue
+    taken.add(filterKey(filter))
+    backfills.push({ filter, fromOffset: random.int(0, 6), toBelowHead: random.int(0, 2) })
+  }
+
+  const handOffBelowPrefix = random.int(0, 6)
+  const actions: Action[] = []
+  // A reorg whose fork point lies below the hand-off block, while the follower has stored blocks above it.
+  if (random.chance(0.5)) actions.push(randomReorg(random, emitters, handOffBelowPrefix + 1))
+  const backfillAt = new Set(backfills.map(() => random.int(0, 8)))
+  let started = 0
+  let redisRestarted = false
+  const length = random.int(14, 24)
+  for (let i = 0; i < length; i++) {
+    if (started < backfills.length && (backfillAt.has(i) || i >= 8)) {
+      // A crash right after storing a range, and a reorg while the backfill runs, are what break it.
+      if (random.chance(0.3)) actions.push({ type: 'crash', process: 'worker', point: 'range-stored' })
+      const index = started++
+      actions.push({ type: 'start-backfill', index })
+      if (random.chance(0.7)) actions.push({ type: 'await-backfill', index, share: random.pick([0.3, 0.6, 1]) }, randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
+      continue
+    }
+    const roll = random.next()
+    if (roll < 0.3) actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 4) }, () => randomBlock(random, emitters)) })
+    else if (roll < 0.45) actions.push(randomReorg(random, emitters))
+    else if (roll < 0.55) actions.push({ type: 'kill', process: random.pick(['scheduler', 'worker', 'backfill'] as const), afterMs: random.int(0, 600) })
+    else if (roll < 0.65) {
+      const point = random.pick(['reorg-marked', 'reorg-marked', 'tip-stored', 'pending-stored', 'repairs-enqueued'] as const)
+      actions.push({ type: 'crash', process: 'scheduler', point })
+      // The point is reached by what comes next: a reorg, a block, a pending transaction.
+      if (point === 'reorg-marked' || point === 'repairs-enqueued') actions.push(randomReorg(random, emitters))
+      else if (point === 'tip-stored') actions.push({ type: 'blocks', blocks: [randomBlock(random, emitters)] })
+      else actions.push({ type: 'pending', kind: 'moved', emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
+    } else if (roll < 0.75) actions.push({ type: 'pending', kind: random.pick(['dropped', 'moved'] as const), emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
+    else if (roll < 0.85) actions.push({ type: 'faults', kind: random.pick([...FAULT_KINDS, 'none'] as const) })
+    else if (roll < 0.9 && !redisRestarted) {
+      redisRestarted = true
+      actions.push({ type: 'restart-redis', downMs: random.int(0, 1_500) })
+    } else actions.push({ type: 'pause', ms: random.int(200, 1_500) })
+  }
+  // Always blocks at the end, so the last reorg has a successor the follower must find.
+  actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 3) }, () => randomBlock(random, emitters)) })
+  if (!redisRestarted) actions.splice(random.int(1, actions.length - 1), 0, { type: 'restart-redis', downMs: random.int(0, 1_500) })
+
+  return {
+    seed,
+    emitters,
+    prefix,
+    handOffBelowPrefix,
+    daemonFilter,
+    backfills,
+    chunkBlocks: random.pick([2, 3, 5, 1000]),
+    websocket: random.chance(0.4),
+    actions,
+    gapsMs: actions.map(() => random.pick([0, 100, 300, 800])),
+    ...(random.chance(0.3) ? { finalCrash: 'orphans-marked' as const } : {}),
+  }
+}
+
+/** The plan as readable lines, printed with a failure. */
+export function describeSchedule(schedule: Schedule): string[] {
+  const filter = (f: SimFilter) => `contracts [${f.contracts.join(', ') || 'any'}] events [${f.events.join(', ') || 'any'}]`
+  const block = (b: BlockPlan) =>
+    `${b.txs.map((t) => `e${t.emitter}×${t.logs}${t.suffix < 3 ? `+s${t.suffix}` : ''}`).join(' ') || '∅'}` +
+    `${b.bundle ? ` ops@${b.bundle.version}[${b.bundle.ops.map((o) => `a${o.account}→e${o.emitter}×${o.logs}`).join(' ')}]` : ''}`
+  const lines = [
+    `seed ${schedule.seed}: ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
+    `daemon filter: ${filter(schedule.daemonFilter)}`,
+    ...schedule.backfills.map((b, i) => `backfill-${i} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`),
+  ]
+  schedule.actions.forEach((action, i) => {
+    const { type, ...rest } = action
+    const detail = type === 'blocks' ? action.blocks.map(block).join(' | ') : JSON.stringify(rest)
+    lines.push(`  ${String(i).padStart(2)} ${type} ${detail} (then ${schedule.gapsMs[i]} ms)`)
+  })
+  if (schedule.finalCrash) lines.push(`  end: scheduler with CODETRAIL_CRASH_AT=${schedule.finalCrash} while the chain passes finality`)
+  return lines
+}

@@ -1,0 +1,297 @@
+/**
+ * One seed of the simulation: a devnet chain, the daemon (scheduler and worker processes) with one
+ * filter, backfills with other filters, the seed's schedule of reorgs, kills, crash points, pending
+ * churn, provider faults and a Redis restart, then the chain moved past finality, the processes left
+ * to settle, and every filter compared with the node.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Queue } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { toEventSelector, type AbiEvent } from 'viem'
+import { createDevnet, type Devnet } from '../../src/devnet/index.js'
+import { clearRedisPrefix, createRedis, RANGE_QUEUE } from '../../src/queue/index.js'
+import { storedBlocks } from '../../src/sync/historical.js'
+import { filterIdOf } from '../../src/sync/filter.js'
+import { artifacts } from '../fixtures/chain.js'
+import { startFaultProxy, type FaultProxy, type Faults } from '../fixtures/faultProxy.js'
+import { waitFor } from '../helpers/compare.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/services.js'
+import { CHAIN_ID, createCleanups, nodeHead, waitCaughtUp } from '../faults/helpers/chain.js'
+import type { PrivateRedis } from '../faults/helpers/privateServices.js'
+import { createSimChain, type SimChain } from './chain.js'
+import { compareWithNode, type ComparedFilter, type OrphanedRow } from './compare.js'
+import { createSupervisor, type Supervisor } from './processes.js'
+import { createSchedule, describeSchedule, PAST_FINALITY, type Action, type FaultKind, type ProcessName, type SimFilter } from './schedule.js'
+
+const SETTLE_TIMEOUT_MS = 180_000
+const SETTLE_POLL_MS = 250
+/** The settled state must hold this long (a repair job may still be on its way). */
+const SETTLED_FOR_MS = 2_000
+
+/** The proxy's faults per kind: every one is something providers do and the indexer must ride out. */
+const FAULTS: Record<FaultKind, Faults> = {
+  'rate-limit': { '*': { rateLimit: { probability: 0.15 } } },
+  unavailable: { '*': { unavailable: { probability: 0.1 } } },
+  malformed: { '*': { malformed: { probability: 0.1 } } },
+  'slow-logs': { eth_getLogs: { slow: { probability: 0.5, delayMs: 400 } } },
+  'range-cap': { eth_getLogs: { hintlessCap: { maxBlocks: 2 } } },
+  'suggested-range': { eth_getLogs: { suggestedRange: { maxBlocks: 3 } } },
+  'result-cap': { eth_getLogs: { maxResults: 150 } },
+}
+
+export type SeedResult = { seed: number; schedule: string[]; log: string[]; differences: string[]; seconds: number }
+
+/** Longest wait for a process to get somewhere before the schedule moves on anyway. */
+const AWAIT_MS = 30_000
+
+type World = {
+  redisClient: Redis
+  leaseKey: string
+  devnet: Devnet
+  chain: SimChain
+  proxy: FaultProxy
+  redis: PrivateRedis
+  db: TestDatabase
+  processes: Supervisor
+  env: Record<string, string>
+  orphanedRows: OrphanedRow[]
+  backfillRanges: (ComparedFilter | undefined)[]
+  firstTrafficBlock: number
+  log: (line: string) => void
+}
+
+/** A filter in `eth_getLogs` terms, and as the backfill's flags. */
+function resolveFilter(filter: SimFilter, chain: SimChain) {
+  const addresses = filter.contracts.flatMap((c) => (c === 'entryPoints' ? chain.entryPoints : [chain.emitters[c]!])).map((a) => a.toLowerCase())
+  const topics = filter.events.map((name) => {
+    const event = artifacts.Emitter.abi.find((item): item is AbiEvent => item.type === 'event' && item.name === name)!
+    return toEventSelector(event)
+  })
+  return { addresses, topics, flags: [...addresses.flatMap((a) => ['--address', a]), ...topics.flatMap((t) => ['--topic0', t])] }
+}
+
+/** Rows stored from blocks above the fork point: after the reorg they must still be there, removed. */
+async function rowsAbove(world: World, fork: number): Promise<OrphanedRow[]> {
+  const { rows } = await world.db.store.pool.query(
+    `SELECT block_number, block_hash, log_index FROM logs WHERE block_number > $1 AND status <> 'pending'`,
+    [fork],
+  )
+  return rows.map((r) => ({ blockNumber: Number(r.block_number), blockHash: r.block_hash, logIndex: r.log_index }))
+}
+
+async function runAction(world: World, action: Action, index: number, schedule: ReturnType<typeof createSchedule>) {
+  const { chain, processes, log } = world
+  switch (action.type) {
+    case 'blocks': {
+      const numbers: number[] = []
+      for (const block of action.blocks) numbers.push(await chain.mineBlock(block))
+      return log(`blocks ${numbers.join(', ')} mined`)
+    }
+    case 'reorg': {
+      const done = await chain.reorg(action, async (fork) => void world.orphanedRows.push(...(await rowsAbove(world, fork))))
+      return log(done ? `reorg: depth ${done.depth}, fork block ${done.fork}, ${done.replacements} transaction(s) on the new fork; head ${await chain.head()}` : 'reorg skipped: the chain is too short')
+    }
+    case 'start-backfill': {
+      const plan = schedule.backfills[action.index]!
+      const { addresses, topics, flags } = resolveFilter(plan.filter, chain)
+      const from = world.firstTrafficBlock + plan.fromOffset
+      const to = Math.max(from, (await chain.head()) - plan.toBelowHead)
+      const name: ProcessName = `backfill-${action.index}`
+      world.backfillRanges[action.index] = { name, addresses, topics, range: [from, to] }
+      processes.start(name, 'scripts/backfill.ts', ['--from', String(from), '--to', String(to), ...flags, '--json'], world.env)
+      return log(`${name} started: blocks ${from}–${to}`)
+    }
+    case 'await-backfill': {
+      const name = `backfill-${action.index}` as const
+      const range = world.backfillRanges[action.index]!
+      const filterId = filterIdOf({ addresses: range.addresses, topics: range.topics })
+      const blocks = range.range[1] - range.range[0] + 1
+      const progressed = async () =>
+        !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) >= Math.ceil(blocks * action.share)
+      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} stored nothing within ${AWAIT_MS / 1000} s`))
+      return log(`${name} has stored ${await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)} blocks`)
+    }
+    case 'kill': {
+      await sleep(action.afterMs)
+      const running = action.process === 'backfill' ? schedule.backfills.map((_, i) => `backfill-${i}` as const).filter(processes.running) : [action.process]
+      const victim = running[index % Math.max(running.length, 1)]
+      if (!victim || !(await processes.kill(victim))) return log(`kill ${action.process}: none running`)
+      return log(`${victim} SIGKILLed`)
+    }
+    case 'crash': {
+      const leader = await world.redisClient.get(world.leaseKey)
+      await processes.crashAt(action.process, action.point)
+      // A new scheduler waits for the killed one's lease to lapse: the point must be reachable before what follows.
+      if (action.process === 'scheduler') {
+        await waitFor(async () => {
+          const now = await world.redisClient.get(world.leaseKey)
+          return now !== null && now !== leader
+        }, 'the restarted scheduler to lead', AWAIT_MS).catch(() => log('the restarted scheduler did not lead in time'))
+      }
+      return log(`${action.process} restarted with CODETRAIL_CRASH_AT=${action.point}`)
+    }
+    case 'pending':
+      return log(`pending ${action.kind}: ${await chain.pendingChurn(action)}`)
+    case 'faults':
+      world.proxy.setFaults(action.kind === 'none' ? {} : FAULTS[action.kind])
+      return log(`provider faults: ${action.kind}`)
+    case 'restart-redis':
+      await world.redis.restart(action.downMs)
+      return log(`redis restarted (down ${action.downMs} ms)`)
+    case 'pause':
+      return sleep(action.ms)
+  }
+}
+
+/**
+ * Waits until everything asked for is done: backfills finished, no job queued or running, the
+ * follower at the node's head and finality at or past `finalAtLeast`. Returns what is still not
+ * done at the timeout (empty when settled).
+ */
+async function settle(world: World, finalAtLeast: number): Promise<string[]> {
+  const connection = createRedis(world.redis.url)
+  const queue = new Queue(RANGE_QUEUE, { connection, prefix: world.env.REDIS_PREFIX! })
+  try {
+    const deadline = Date.now() + SETTLE_TIMEOUT_MS
+    let settledSince: number | undefined
+    for (;;) {
+      const [head, { rows }, counts] = await Promise.all([
+        nodeHead(world.devnet.anvilUrl),
+        world.db.store.pool.query('SELECT live_block, live_hash, finalized_block FROM chain_state'),
+        queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
+      ])
+      const state = rows[0]
+      const waitingFor = [
+        ...(world.processes.backfillsDone() ? [] : ['backfills to finish']),
+        ...(state?.live_block === head.number && state?.live_hash === head.hash ? [] : [`the follower to reach head ${head.number} (at ${state?.live_block})`]),
+        ...((state?.finalized_block ?? -1) >= finalAtLeast ? [] : [`finality to reach ${finalAtLeast} (at ${state?.finalized_block})`]),
+        ...(Object.entries(counts).every(([state, n]) => state === 'failed' || n === 0) ? [] : [`queued jobs ${JSON.stringify(counts)}`]),
+      ]
+      if (waitingFor.length === 0) {
+        settledSince ??= Date.now()
+        if (Date.now() - settledSince >= SETTLED_FOR_MS) {
+          if (counts.failed) world.log(`${counts.failed} range job(s) ended failed`)
+          return []
+        }
+      } else settledSince = undefined
+      if (Date.now() > deadline) return waitingFor.map((what) => `not settled after ${SETTLE_TIMEOUT_MS / 1000} s: waiting for ${what}`)
+      await sleep(SETTLE_POLL_MS)
+    }
+  } finally {
+    await queue.close()
+    connection.disconnect()
+  }
+}
+
+/** Runs `seed` against a private Redis (restarted by the schedule) and the shared PostgreSQL. */
+export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedResult> {
+  const started = Date.now()
+  const schedule = createSchedule(seed)
+  const lines: string[] = []
+  const log = (line: string) => lines.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`)
+  const cleanups = createCleanups()
+  try {
+    const devnet = await createDevnet({ blockTimeMs: 0, refreshMs: 100 })
+    cleanups.add(() => devnet.stop())
+    const chain = await createSimChain(devnet, schedule.emitters, log)
+    const firstTrafficBlock = chain.deployedTop + 1
+    for (const block of schedule.prefix) await chain.mineBlock(block)
+    const prefixTop = await chain.head()
+    const proxy = await startFaultProxy({ upstream: devnet.url, seed })
+    cleanups.add(() => proxy.stop())
+    const db = await createTestDatabase()
+    const prefix = `ct_sim_${seed}_${Date.now().toString(36)}`
+    // Kept for a look after the run: `--keep-db` (SIM_KEEP_DB).
+    if (process.env.SIM_KEEP_DB) log(`database ${db.url} kept`)
+    else cleanups.add(() => db.drop())
+    cleanups.add(() => clearRedisPrefix(redis.url, prefix))
+    const env: Record<string, string> = {
+      RPC_URL: proxy.url,
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: prefix,
+      CHUNK_BLOCKS: String(schedule.chunkBlocks),
+      WORKER_CONCURRENCY: '2',
+      JOB_LOCK_MS: '2000',
+      HEAD_POLL_MS: '100',
+      PENDING_POLL_MS: '100',
+      RPC_TIMEOUT_MS: '5000',
+    }
+    const processes = createSupervisor(log)
+    cleanups.add(() => processes.stopAll())
+    const redisClient = createRedis(redis.url)
+    cleanups.add(async () => redisClient.disconnect())
+    const world: World = {
+      redisClient,
+      leaseKey: `${prefix}:scheduler:${CHAIN_ID}`,
+      devnet,
+      chain,
+      proxy,
+      redis,
+      db,
+      processes,
+      env,
+      orphanedRows: [],
+      backfillRanges: [],
+      firstTrafficBlock,
+      log,
+    }
+
+    const daemon = resolveFilter(schedule.daemonFilter, chain)
+    const handOff = prefixTop + 1 - schedule.handOffBelowPrefix
+    const daemonEnv = {
+      ...env,
+      INDEX_ADDRESSES: daemon.addresses.join(','),
+      INDEX_TOPICS: daemon.topics.join(','),
+      START_BLOCK: String(handOff),
+      ...(schedule.websocket ? { RPC_WS_URL: devnet.wsUrl } : {}),
+    }
+    processes.start('scheduler', 'src/main.ts', ['--role', 'scheduler'], daemonEnv)
+    processes.start('worker', 'src/main.ts', ['--role', 'worker'], env)
+    log(`chain: deployments up to block ${chain.deployedTop}, traffic ${firstTrafficBlock}–${prefixTop}; daemon from block ${handOff}`)
+    await waitCaughtUp(db.store.pool, devnet.anvilUrl)
+    log('the follower has reached the head')
+
+    for (const [i, action] of schedule.actions.entries()) {
+      await runAction(world, action, i, schedule)
+      await sleep(schedule.gapsMs[i]!)
+    }
+
+    // The end: no more faults or crash points, the chain past finality, everything asked for done.
+    proxy.setFaults({})
+    await processes.clearCrashPoint('scheduler')
+    await processes.clearCrashPoint('worker')
+    if (schedule.finalCrash) await processes.crashAt('scheduler', schedule.finalCrash)
+    await chain.mineEmpty(0)
+    const compareTop = await chain.head()
+    await chain.mineEmpty(PAST_FINALITY)
+    log(`compared range ends at block ${compareTop}; mined to ${await chain.head()} to pass finality`)
+    const unsettled = await settle(world, compareTop)
+    log(`settled; restarts ${JSON.stringify(processes.restarts())}`)
+
+    const filters: ComparedFilter[] = [
+      { name: 'daemon', addresses: daemon.addresses, topics: daemon.topics, range: [handOff, compareTop] },
+      ...world.backfillRanges.filter((f) => f !== undefined),
+    ]
+    const differences = [
+      ...unsettled,
+      ...(await compareWithNode({ pool: db.store.pool, rpcUrl: devnet.anvilUrl, filters, orphanedRows: world.orphanedRows, entryPoints: chain.entryPoints, chainId: CHAIN_ID, note: log })),
+    ]
+    return { seed, schedule: describeSchedule(schedule), log: lines, differences, seconds: (Date.now() - started) / 1000 }
+  } finally {
+    await cleanups.run()
+  }
+}
+
+/** A seed's report: the seed, how to replay it, what differs from the node, the schedule, what happened. */
+export function formatReport(result: SeedResult): string {
+  const failed = result.differences.length > 0
+  return [
+    `seed ${result.seed} ${failed ? 'FAILED' : 'passed'} (${result.seconds.toFixed(0)} s) — replay: npm run test:sim -- --seed ${result.seed}`,
+    ...(failed ? ['differences from the node:', ...result.differences.map((line) => `  ${line}`)] : []),
+    'schedule:',
+    ...result.schedule.map((line) => `  ${line}`),
+    'run:',
+    ...result.log.map((line) => `  ${line}`),
+  ].join('\n')
+}
