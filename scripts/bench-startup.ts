@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { freePort, startAnvil } from '../src/devnet/anvil.js'
 import { createStore, runMigrations } from '../src/store/index.js'
-import { ROOT } from './bench/processes.js'
+import { cpuSecondsOf, ROOT } from './bench/processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './bench/services.js'
 
 const POLL_MS = 10
@@ -23,8 +23,8 @@ const runs = Number(values.runs)
 const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
-/** Milliseconds from spawning the daemon to its first healthy answer; the daemon is stopped afterwards. */
-async function timeToHealthy(nodeArgs: readonly string[], env: Record<string, string>): Promise<number> {
+/** Milliseconds from spawning the daemon to its first healthy answer, and the CPU seconds it spent by then; the daemon is stopped afterwards. */
+async function timeToHealthy(nodeArgs: readonly string[], env: Record<string, string>): Promise<{ ms: number; cpuSeconds: number }> {
   const port = await freePort()
   const started = performance.now()
   const child = spawn(process.execPath, nodeArgs, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'ignore' })
@@ -33,7 +33,7 @@ async function timeToHealthy(nodeArgs: readonly string[], env: Record<string, st
     for (;;) {
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode} before it was healthy`)
       const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.ok, () => false)
-      if (ok) return performance.now() - started
+      if (ok) return { ms: performance.now() - started, cpuSeconds: cpuSecondsOf(child.pid!) ?? Number.NaN }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     }
   } finally {
@@ -51,13 +51,15 @@ try {
   const store = createStore({ databaseUrl: db.url, max: 1 })
   await runMigrations(store.pool).finally(() => store.close())
   const env = { RPC_URL: anvil.url, DATABASE_URL: db.url, REDIS_URL: redisUrl, REDIS_PREFIX: redis.prefix, START_BLOCK: '0', PENDING_POLL_MS: '0' }
-  const times: Record<keyof typeof VARIANTS, number[]> = { tsx: [], compiled: [] }
+  const results: Record<keyof typeof VARIANTS, { ms: number; cpuSeconds: number }[]> = { tsx: [], compiled: [] }
   for (let run = 0; run < runs; run++) {
-    for (const variant of Object.keys(VARIANTS) as (keyof typeof VARIANTS)[]) times[variant].push(await timeToHealthy(VARIANTS[variant], env))
+    for (const variant of Object.keys(VARIANTS) as (keyof typeof VARIANTS)[]) results[variant].push(await timeToHealthy(VARIANTS[variant], env))
   }
-  process.stdout.write(`node ${process.version}, ${runs} runs each, ms from spawn to the first 200 from /healthz\n`)
-  for (const [variant, ms] of Object.entries(times)) {
-    process.stdout.write(`${variant.padEnd(9)} median ${median(ms).toFixed(0)}  min ${Math.min(...ms).toFixed(0)}  max ${Math.max(...ms).toFixed(0)}\n`)
+  process.stdout.write(`node ${process.version}, ${runs} runs each, from spawn to the first 200 from /healthz\n`)
+  for (const [variant, runsOf] of Object.entries(results)) {
+    const ms = runsOf.map((run) => run.ms)
+    const cpu = median(runsOf.map((run) => run.cpuSeconds))
+    process.stdout.write(`${variant.padEnd(9)} median ${median(ms).toFixed(0)} ms (min ${Math.min(...ms).toFixed(0)}, max ${Math.max(...ms).toFixed(0)}), median CPU ${cpu.toFixed(2)} s\n`)
   }
 } finally {
   await redis.cleanup()
