@@ -16,7 +16,12 @@ export type Spawned = {
  * process (tsx as a loader, not its CLI, which would put a second process between us and SIGKILL).
  */
 export function spawnTs(entry: string, args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+  return spawnNode(['--import', 'tsx', entry, ...args], env)
+}
+
+/** Runs node in the repo with these arguments (a compiled entry point of `dist/` and its options). */
+export function spawnNode(nodeArgs: string[], env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

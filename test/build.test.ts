@@ -1,0 +1,88 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { waitFor } from './helpers/compare.js'
+import { ROOT, spawnNode } from './helpers/processes.js'
+import { ADMIN_DATABASE_URL, createTestRedisPrefix, dropDatabase, REDIS_URL } from './helpers/services.js'
+
+const CLI = 'dist/scripts/codetrail.js'
+const cleanups: (() => Promise<unknown>)[] = []
+let anvil: Anvil
+let database: { name: string; url: string }
+
+beforeAll(async () => {
+  await promisify(execFile)('npm', ['run', 'build'], { cwd: ROOT })
+  anvil = await startAnvil()
+  cleanups.push(() => anvil.stop())
+  // An empty database: the compiled `migrate` must find and apply every migration itself.
+  const name = `codetrail_test_${randomBytes(5).toString('hex')}`
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const url = new URL(ADMIN_DATABASE_URL)
+  url.pathname = `/${name}`
+  database = { name, url: url.toString() }
+  cleanups.push(() => dropDatabase(name))
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(join(ROOT, dir).length + 1))
+}
+
+describe('npm run build', () => {
+  it('compiles the daemon, the codetrail command and the migrations into dist, without tests, demo, bench or the devnet', () => {
+    const files = filesUnder('dist')
+    expect(files).toEqual(expect.arrayContaining(['src/main.js', 'scripts/codetrail.js', 'scripts/migrate.js', 'scripts/backfill.js', 'migrations/meta/_journal.json']))
+    expect(files.filter((file) => /devnet|\.test\.js$|^test\/|bench|demo|\.ts$/.test(file))).toEqual([])
+  })
+
+  it('codetrail migrate applies every migration from dist', async () => {
+    const migrate = spawnNode([CLI, 'migrate'], { DATABASE_URL: database.url })
+    expect(await migrate.exited).toBe(0)
+    expect(migrate.output()).toContain(`migrations applied to ${database.name}`)
+    const journal = JSON.parse(readFileSync(join(ROOT, 'migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] }
+    const client = new pg.Client({ connectionString: database.url })
+    await client.connect()
+    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations').finally(() => client.end())
+    expect(rows[0]!.n).toBe(journal.entries.length)
+  })
+
+  it('codetrail start runs the compiled daemon: /healthz answers, SIGTERM stops it cleanly', async () => {
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => redis.cleanup())
+    const port = await freePort()
+    const daemon = spawnNode([CLI, 'start', '--role', 'all'], {
+      RPC_URL: anvil.url,
+      DATABASE_URL: database.url,
+      REDIS_URL,
+      REDIS_PREFIX: redis.prefix,
+      START_BLOCK: '0',
+      PENDING_POLL_MS: '0',
+      PORT: String(port),
+    })
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true, 'the compiled daemon')
+    expect(await daemon.kill('SIGTERM')).toBe(0)
+  })
+
+  it('codetrail with no or an unknown command prints its usage and exits 2', async () => {
+    const none = spawnNode([CLI], {})
+    const unknown = spawnNode([CLI, 'serve'], {})
+    expect(await none.exited).toBe(2)
+    expect(await unknown.exited).toBe(2)
+    expect(none.output()).toContain('usage: codetrail <command>')
+    expect(unknown.output()).toMatch(/unknown command "serve"[\s\S]*usage: codetrail <command>/)
+  })
+})
