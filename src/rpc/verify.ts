@@ -1,8 +1,10 @@
+import { RetryableError } from './errors.js'
+
 /** What the checks read of a log. */
 type VerifiedLog = { blockHash: string | null; blockNumber: string | number | null; transactionHash: string | null }
 
 /** The node answered with logs that contradict its own headers: the request is made again, nothing is stored. Retryable. */
-export class InconsistentAnswerError extends Error {
+export class InconsistentAnswerError extends RetryableError {
   override name = 'InconsistentAnswerError'
 }
 
