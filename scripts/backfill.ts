@@ -12,6 +12,7 @@ import { createIndexer } from '../src/indexer.js'
 import { createLogger } from '../src/logger.js'
 import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
+import { sleep } from '../src/utils/loop.js'
 
 const USAGE =
   'usage: npm run backfill -- --from <block> --to <block|latest|safe|finalized> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]'
@@ -205,7 +206,7 @@ async function main(): Promise<number> {
         const missing = await missingJobs(rangeQueue, again.jobs)
         if (missing.length > 0) await rangeQueue.enqueue(missing)
       }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+      await sleep(POLL_MS)
     }
   } finally {
     await cleanup()

@@ -11,6 +11,7 @@ import { freePort, startAnvil } from '../src/devnet/anvil.js'
 import { createStore, runMigrations } from '../src/store/index.js'
 import { cpuSecondsOf, ROOT } from './bench/processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './bench/services.js'
+import { sleep } from '../src/utils/loop.js'
 
 const POLL_MS = 10
 const VARIANTS = {
@@ -34,7 +35,7 @@ async function timeToHealthy(nodeArgs: readonly string[], env: Record<string, st
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode} before it was healthy`)
       const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.ok, () => false)
       if (ok) return { ms: performance.now() - started, cpuSeconds: cpuSecondsOf(child.pid!) ?? Number.NaN }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+      await sleep(POLL_MS)
     }
   } finally {
     child.kill('SIGTERM')

@@ -3,7 +3,7 @@ import { createAttributor } from './attribution/pipeline.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
-import { createRpcClient, getLogs, withRetry, type RpcCall, type RpcClient } from './rpc/index.js'
+import { createRpcClient, getBlockHeader, getBlockHeaders, getLogs, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
 import { createStore, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
@@ -16,19 +16,6 @@ import type { Interval } from './utils/interval.js'
 const FINALIZED_CACHE_MS = 2_000
 const POOL_SIZE_PER_JOB = 2
 
-type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; logsBloom?: string }
-
-export type BlockTag = 'latest' | 'safe' | 'finalized'
-
-const toHeader = (block: RpcBlock): Header => ({
-  number: Number(block.number),
-  hash: block.hash.toLowerCase(),
-  parentHash: block.parentHash.toLowerCase(),
-  timestamp: Number(block.timestamp),
-  ...(block.logsBloom ? { logsBloom: block.logsBloom.toLowerCase() } : {}),
-})
-
-const hex = (n: number) => `0x${n.toString(16)}`
 
 /**
  * The parts every role shares, wired from the configuration: the database (migrated), the node client,
@@ -62,20 +49,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
 
-  async function fetchHeader(block: number | BlockTag): Promise<Header | null> {
-    const raw = await reliable.request<RpcBlock | null>('eth_getBlockByNumber', [typeof block === 'number' ? hex(block) : block, false])
-    return raw ? toHeader(raw) : null
-  }
-
-  // A node behind others (load-balanced endpoints) may not have a block yet: asked again like any transient error.
-  const fetchHeaders = (numbers: readonly number[]): Promise<Header[]> =>
-    withRetry(async () => {
-      const blocks = await rpc.batch<RpcBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), false] })))
-      return blocks.map((block, i) => {
-        if (!block) throw new Error(`node has no block ${numbers[i]}`)
-        return toHeader(block)
-      })
-    })
+  const fetchHeader = (block: number | BlockTag): Promise<Header | null> => getBlockHeader(rpc, block)
+  const fetchHeaders = (numbers: readonly number[]): Promise<Header[]> => getBlockHeaders(rpc, numbers)
 
   /** The node's block number for a tag; `safe`/`finalized` fall back to head − FINALITY_DEPTH where the node has no such tag. */
   async function blockNumberAt(tag: BlockTag): Promise<number> {

@@ -125,6 +125,8 @@ describe('head follower', () => {
     await client.request({ method: 'anvil_mine' as never, params: ['0x48'] as never })
     await caughtUp(db, anvil)
     await waitFor(async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block >= backfilled.number, 'finality over the backfilled range')
+    // The orphan check records a repair of those blocks with its marks; the scheduler reads them again.
+    await waitFor(async () => (await db.store.pool.query('SELECT count(*) AS n FROM sync_repairs')).rows[0].n === 0, 'the repair to close')
     const tip = await head(anvil)
     await expectIndexMatchesNode(db.store.pool, anvil.url, [0, tip.number])
     const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM logs WHERE removed AND block_hash = ANY($1::text[])`, [

@@ -12,6 +12,7 @@ import { fixtureSuffix, FIXTURE_PARAMETERS } from '../generate-fixture.js'
 import { spawnNode, watchProcess } from './processes.js'
 import { createRawRpc, type RawRpc } from './rawRpc.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { sleep } from '../../src/utils/loop.js'
 
 const BLOCK_TIME_MS = 2_000
 const LOGS_PER_TX = 2
@@ -245,4 +246,3 @@ function logKeys(logs: readonly KeyedLog[]): string[] {
   return logKeysWithGroup(logs).map(([key]) => key)
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

@@ -1,9 +1,10 @@
 import { z } from 'zod'
+import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
 export type Role = (typeof ROLES)[number]
 
-const MAX_CHUNK_BLOCKS = 1999
+const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 const hexAddress = /^0x[0-9a-fA-F]{40}$/

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { delimiter, join } from 'node:path'
+import { sleep } from '../utils/loop.js'
 
 const READY_TIMEOUT_MS = 20_000
 
@@ -85,7 +86,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
       child.kill('SIGKILL')
       throw new Error(`anvil did not answer on ${url} within ${READY_TIMEOUT_MS} ms`)
     }
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
 
   return {

@@ -1,7 +1,8 @@
 import type { Address, Hex } from 'viem'
+import { ZERO_HASH } from '../store/schema.js'
 
 /** What Base puts in `blockHash` of a pre-confirmed log: the block has no hash yet. */
-export const ZERO_HASH: Hex = `0x${'0'.repeat(64)}`
+export { ZERO_HASH }
 
 /** A transaction of anvil's pending block (`eth_getBlockByNumber("pending", true)`). */
 export type PendingTransaction = {

@@ -36,3 +36,4 @@ export {
 } from './getLogs.js'
 export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
 export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'
+export { getBlockHeader, getBlockHeaders, toBlockHeader, type BlockHeader, type BlockTag, type RpcBlockHeader } from './headers.js'

@@ -1,5 +1,6 @@
 import { backoffDelay, type BackoffPolicy } from './backoff.js'
 import { classifyRpcError } from './errors.js'
+import { sleep } from '../utils/loop.js'
 
 export type RetryPolicy = BackoffPolicy & { attempts: number }
 
@@ -18,7 +19,7 @@ export async function withRetry<T>(request: () => Promise<T>, policy: RetryPolic
       const action = classifyRpcError(error)
       if (action.kind === 'fatal' || attempt >= policy.attempts) throw error
       const delay = action.kind === 'backoff' && action.retryAfterMs !== undefined ? Math.min(action.retryAfterMs, policy.maxDelayMs) : backoffDelay(attempt, policy)
-      await new Promise((resolve) => setTimeout(resolve, delay))
+      await sleep(delay)
     }
   }
 }
