@@ -2,9 +2,10 @@
  * The codetrail daemon: `npm start -- [--role api|worker|scheduler|all]` (default `all`).
  * Applies migrations, runs the role's parts until SIGINT/SIGTERM, then stops them gracefully.
  */
-import { loadConfig, type Config, type Role } from './config/index.js'
+import { loadConfig, secretsOf, type Config, type Role } from './config/index.js'
 import { parseRole, startDaemon, stopServices, type Service } from './daemon.js'
 import { createLogger } from './logger.js'
+import { createRedactor } from './utils/redact.js'
 
 async function main() {
   let config: Config
@@ -16,7 +17,9 @@ async function main() {
     process.stderr.write(`codetrail: ${(error as Error).message}\n`)
     process.exit(2)
   }
-  const logger = createLogger(config.logLevel, { role })
+  const secrets = secretsOf(config)
+  const redact = createRedactor(secrets)
+  const logger = createLogger(config.logLevel, { role }, { secrets })
   const stop = async (signal: NodeJS.Signals, services: Service[]) => {
     logger.info({ signal }, 'shutting down')
     await stopServices(services, logger)
@@ -45,7 +48,7 @@ async function main() {
     started = await startDaemon(config, role, logger)
   } catch (error) {
     logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
-    process.stderr.write(`codetrail could not start: ${(error as Error).message}\n`)
+    process.stderr.write(`codetrail could not start: ${redact((error as Error).message)}\n`)
     process.exit(1)
   }
   if (signalled) await stop(signalled, started)

@@ -51,7 +51,11 @@ describe('loadConfig', () => {
   it.each([
     ['CHUNK_BLOCKS', '2000', 'invalid CHUNK_BLOCKS="2000": expected an integer from 1 to 1999'],
     ['CHUNK_BLOCKS', 'lots', 'invalid CHUNK_BLOCKS="lots": expected an integer from 1 to 1999'],
-    ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:8545": expected a http or https URL'],
+    ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:***": expected a http or https URL'],
+    ['RPC_URL', 'ftp://user:hunter22@node.example:2121/v2/key0123?apikey=key4567', 'invalid RPC_URL="ftp://node.example:2121/***": expected a http or https URL'],
+    ['DATABASE_URL', 'mysql://app:hunter22@db.example/app', 'invalid DATABASE_URL="mysql://db.example/***": expected a postgres or postgresql URL'],
+    ['ADMIN_TOKEN', 'short-secret', 'invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces'],
+    ['METRICS_PORT', '70000', 'invalid METRICS_PORT="70000": expected an integer from 0 to 65535'],
     ['RPC_WS_URL', 'http://x', 'invalid RPC_WS_URL="http://x": expected a ws or wss URL'],
     ['START_BLOCK', '-1', 'invalid START_BLOCK="-1": expected "latest" or a block number'],
     ['ATTRIBUTION_SCOPE', 'all', 'invalid ATTRIBUTION_SCOPE="all": expected logs, blocks'],
