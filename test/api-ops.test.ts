@@ -121,7 +121,7 @@ describe('GET /metrics', () => {
     const text = response.body
     for (const name of [
       'codetrail_logs_ingested_total',
-      'codetrail_attributions_ingested_total',
+      'codetrail_range_jobs_total',
       'codetrail_blocks_behind_head',
       'codetrail_pending_latency_seconds',
       'codetrail_rpc_calls_total',
