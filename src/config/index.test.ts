@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from './index.js'
+import { ConfigError, loadConfig, secretsOf } from './index.js'
 
 describe('loadConfig', () => {
   it('applies the defaults of SPEC §5 to an empty environment', () => {
@@ -19,6 +19,8 @@ describe('loadConfig', () => {
       attributionScope: 'logs',
       port: 8080,
       adminUi: false,
+      adminToken: undefined,
+      metricsPort: undefined,
       logLevel: 'info',
     })
     expect(Object.isFrozen(config)).toBe(true)
@@ -33,8 +35,11 @@ describe('loadConfig', () => {
       PENDING_POLL_MS: '0',
       ATTRIBUTION_SCOPE: 'blocks',
       ADMIN_UI: '1',
+      ADMIN_TOKEN: 'Zx9-long.enough~token',
+      METRICS_PORT: '9464',
       BUILDER_API_URL: 'https://builder.example/',
     })
+    expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
     expect(config.indexAddresses).toEqual([
       '0x0000000000000000000000000000000000000001',
       '0xabcdef0123456789abcdef0123456789abcdef01',
@@ -64,5 +69,17 @@ describe('loadConfig', () => {
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(message)
+  })
+
+  it('lists the secrets of every URL and the admin token, not the user or database names of the database and Redis', () => {
+    const config = loadConfig({
+      RPC_URL: 'https://rpc.example/v2/rpckey123',
+      RPC_WS_URL: 'wss://rpc.example/ws/wskey4567',
+      BUILDER_API_URL: 'https://builder.example/?apikey=bldkey89',
+      DATABASE_URL: 'postgres://codetrail:dbpass12@db.example/codetrail',
+      REDIS_URL: 'redis://default:redispw3@cache.example',
+      ADMIN_TOKEN: 'admin-token-0123456789',
+    })
+    expect(secretsOf(config).sort()).toEqual(['admin-token-0123456789', 'apikey=bldkey89', 'bldkey89', 'dbpass12', 'redispw3', 'rpckey123', 'wskey4567'])
   })
 })
