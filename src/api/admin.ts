@@ -71,7 +71,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRoutesOptions> = async (app
  * The document's transform with the dashboard page documented: bull-board hides its routes, and the
  * page's route reaches the document as `/admin/queues/` (a path with a trailing slash is frowned on).
  */
-export function withAdminDocs<T extends SwaggerTransform>(transform: T): SwaggerTransform {
+export function withAdminDocs(transform: SwaggerTransform): SwaggerTransform {
   return (route) => {
     if (route.url === `${QUEUES_PATH}/` && route.route.method === 'GET') return transform({ ...route, url: QUEUES_PATH, schema: dashboardSchema })
     return transform(route)
