@@ -7,12 +7,13 @@
  */
 import { parseArgs } from 'node:util'
 import cliProgress from 'cli-progress'
-import { loadConfig, ConfigError } from '../src/config/index.js'
+import { loadConfig, ConfigError, secretsOf } from '../src/config/index.js'
 import { createIndexer } from '../src/indexer.js'
 import { createLogger } from '../src/logger.js'
 import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
 import { sleep } from '../src/utils/loop.js'
+import { createRedactor } from '../src/utils/redact.js'
 
 const USAGE =
   'usage: npm run backfill -- --from <block> --to <block|latest|safe|finalized> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]'
@@ -73,6 +74,9 @@ function formatDuration(seconds: number): string {
   return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`
 }
 
+/** Masks the configuration's secrets in what this command prints; set once the configuration is read. */
+let redact = (text: string) => text
+
 async function main(): Promise<number> {
   let options: Options
   try {
@@ -84,9 +88,13 @@ async function main(): Promise<number> {
     return 2
   }
   const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env })
-  const logger = createLogger(config.logLevel, { role: 'backfill' }, 2)
-  const say = (message: string, fields: Record<string, unknown> = {}) =>
+  const secrets = secretsOf(config)
+  redact = createRedactor(secrets)
+  const logger = createLogger(config.logLevel, { role: 'backfill' }, { fd: 2, secrets })
+  const say = (text: string, fields: Record<string, unknown> = {}) => {
+    const message = redact(text)
     options.json ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`) : process.stderr.write(`${message}\n`)
+  }
 
   await checkRedis(config.redisUrl)
   const indexer = await createIndexer(config, logger)
@@ -217,7 +225,7 @@ main().then(
   (code) => process.exit(code),
   (error) => {
     const message = error instanceof ConfigError ? error.message : `backfill failed: ${(error as Error).message}`
-    process.stderr.write(`${message}\n`)
+    process.stderr.write(`${redact(message)}\n`)
     process.exit(1)
   },
 )

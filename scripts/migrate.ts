@@ -1,9 +1,13 @@
 /** npm run migrate — applies the drizzle-kit migrations in `migrations/` to DATABASE_URL. */
-import { ConfigError, loadConfig } from '../src/config/index.js'
+import { ConfigError, loadConfig, secretsOf } from '../src/config/index.js'
 import { createStore, runMigrations } from '../src/store/index.js'
+import { createRedactor } from '../src/utils/redact.js'
 
+/** Masks the configuration's secrets in what this command prints; set once the configuration is read. */
+let redact = (text: string) => text
 try {
   const config = loadConfig()
+  redact = createRedactor(secretsOf(config))
   const store = createStore({ databaseUrl: config.databaseUrl, max: 1 })
   try {
     await runMigrations(store.pool)
@@ -12,6 +16,6 @@ try {
     await store.close()
   }
 } catch (error) {
-  process.stderr.write(`migrate: ${error instanceof ConfigError ? error.message : (error as Error).message}\n`)
+  process.stderr.write(`migrate: ${redact(error instanceof ConfigError ? error.message : (error as Error).message)}\n`)
   process.exit(1)
 }

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config
 import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
-import { createMetrics, type Metrics } from './metrics.js'
+import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
 import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -42,9 +42,15 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         lockDurationMs: config.jobLockMs,
         logger,
         process: async (data) => {
-          const result = await indexer.processRange(data)
-          metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, result.inserted)
-          return result
+          try {
+            const result = await indexer.processRange(data)
+            metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, result.inserted)
+            metrics.rangeJobs.inc({ ...chain, outcome: 'completed' })
+            return result
+          } catch (error) {
+            metrics.rangeJobs.inc({ ...chain, outcome: 'failed' })
+            throw error
+          }
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
@@ -72,11 +78,13 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         repairs,
         poller: {
           ...indexer.poller,
-          // The indexer's share of pending latency: from asking the node to the rows being readable.
           poll: async () => {
             const started = performance.now()
             const result = await indexer.poller.poll()
-            if (result.changed > 0) metrics.pendingLatency.observe(chain, (performance.now() - started) / 1000)
+            if (result.changed > 0) {
+              metrics.pendingLatency.observe(chain, (performance.now() - started) / 1000)
+              metrics.logsIngested.inc({ ...chain, status: 'pending' }, result.changed)
+            }
             return result
           },
         },
@@ -91,7 +99,11 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
                   filter: toRpcFilter(indexer.filter),
                   logger,
                   signal,
-                  onLogs: (logs) => indexer.poller.store(logs),
+                  onLogs: async (logs) => {
+                    const changed = await indexer.poller.store(logs)
+                    metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
+                    return changed
+                  },
                 })
               : undefined
           await Promise.all([coverage, subscription])
@@ -127,6 +139,11 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           redis.disconnect()
         },
       })
+    }
+    if (!runs('api') && config.metricsPort !== undefined) {
+      const server = await serveMetrics({ metrics, port: config.metricsPort })
+      logger.info({ address: server.address }, 'metrics listening')
+      services.push({ name: 'metrics', stop: () => server.close() })
     }
   } catch (error) {
     await stopServices(services, logger)

@@ -10,6 +10,7 @@ import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
 import { briefly } from './utils/errors.js'
+import { redactUrl } from './utils/redact.js'
 import type { Interval } from './utils/interval.js'
 
 // The finalized block moves slowly; one look per this long serves every chunk job in between.
@@ -43,7 +44,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   }
   const chainId = await withRetry(() => rpc.chainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
     await store.close()
-    throw new Error(`the node is not reachable at ${config.rpcUrl} (${briefly(error)}): start it, or set RPC_URL`)
+    throw new Error(`the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start it, or set RPC_URL`)
   })
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)

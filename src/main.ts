@@ -23,10 +23,11 @@ async function main() {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  const [{ loadConfig }, { parseRole, startDaemon, stopServices }, { createLogger }] = await Promise.all([
+  const [{ loadConfig, secretsOf }, { parseRole, startDaemon, stopServices }, { createLogger }, { createRedactor }] = await Promise.all([
     import('./config/index.js'),
     import('./daemon.js'),
     import('./logger.js'),
+    import('./utils/redact.js'),
   ])
 
   let config: Config
@@ -38,7 +39,9 @@ async function main() {
     process.stderr.write(`codetrail: ${(error as Error).message}\n`)
     process.exit(2)
   }
-  const logger = createLogger(config.logLevel, { role })
+  const secrets = secretsOf(config)
+  const redact = createRedactor(secrets)
+  const logger = createLogger(config.logLevel, { role }, { secrets })
   const stop = async (signal: NodeJS.Signals, services: Service[]) => {
     logger.info({ signal }, 'shutting down')
     await stopServices(services, logger)
@@ -56,7 +59,7 @@ async function main() {
     started = await startDaemon(config, role, logger)
   } catch (error) {
     logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
-    process.stderr.write(`codetrail could not start: ${(error as Error).message}\n`)
+    process.stderr.write(`codetrail could not start: ${redact((error as Error).message)}\n`)
     process.exit(1)
   }
   if (signalled) await stop(signalled, started)

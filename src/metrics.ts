@@ -1,3 +1,4 @@
+import Fastify from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { RpcRequestEvent } from './rpc/index.js'
 
@@ -23,14 +24,14 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
 
   const logsIngested = new Counter({
     name: `${PREFIX}logs_ingested_total`,
-    help: 'Log rows written to the database, by chain and status (pending, confirmed, finalized).',
+    help: 'Log rows written to the database by this process, by chain and status (pending, confirmed).',
     labelNames: ['chain_id', 'status'] as const,
     registers,
   })
-  const attributionsIngested = new Counter({
-    name: `${PREFIX}attributions_ingested_total`,
-    help: 'Attribution rows (transaction or user operation, builder code) written, by chain and status.',
-    labelNames: ['chain_id', 'status'] as const,
+  const rangeJobs = new Counter({
+    name: `${PREFIX}range_jobs_total`,
+    help: "Range job attempts run by this process's worker, by outcome (completed, or failed and left to BullMQ's retries).",
+    labelNames: ['chain_id', 'outcome'] as const,
     registers,
   })
   const blocksBehindHead = new Gauge({
@@ -41,7 +42,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
   })
   const pendingLatency = new Histogram({
     name: `${PREFIX}pending_latency_seconds`,
-    help: 'Time from a log first being served as pending to being readable in the database.',
+    help: 'Seconds from asking the node for pending logs to the new or changed ones being committed, per poll that stored any (the indexer\'s share of pre-confirmed latency).',
     labelNames: ['chain_id'] as const,
     buckets: PENDING_LATENCY_BUCKETS,
     registers,
@@ -114,7 +115,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
   return {
     registry,
     logsIngested,
-    attributionsIngested,
+    rangeJobs,
     blocksBehindHead,
     pendingLatency,
     rpcCalls,
@@ -131,3 +132,19 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+export type MetricsServer = { address: string; close: () => Promise<void> }
+
+/**
+ * `GET /metrics` alone on `port`, for the roles that serve no API (worker, scheduler): every process
+ * of a deployment is scraped for its own series.
+ */
+export async function serveMetrics({ metrics, port, host = '0.0.0.0' }: { metrics: Metrics; port: number; host?: string }): Promise<MetricsServer> {
+  const app = Fastify()
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType)
+    return metrics.registry.metrics()
+  })
+  const address = await app.listen({ port, host })
+  return { address, close: () => app.close() }
+}

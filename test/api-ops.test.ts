@@ -24,10 +24,10 @@ afterAll(async () => {
 })
 
 /** An API on the test database; closed after the file. */
-async function startApi(overrides: Partial<CreateApiParameters> & { prefix?: string; adminUi?: boolean } = {}): Promise<Api> {
-  const { prefix = 'unused', adminUi = false, ...rest } = overrides
+async function startApi(overrides: Partial<CreateApiParameters> & { prefix?: string; adminUi?: boolean; adminToken?: string } = {}): Promise<Api> {
+  const { prefix = 'unused', adminUi = false, adminToken, ...rest } = overrides
   const api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix },
+    config: { port: 0, builderApiUrl: undefined, adminUi, adminToken, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -121,7 +121,7 @@ describe('GET /metrics', () => {
     const text = response.body
     for (const name of [
       'codetrail_logs_ingested_total',
-      'codetrail_attributions_ingested_total',
+      'codetrail_range_jobs_total',
       'codetrail_blocks_behind_head',
       'codetrail_pending_latency_seconds',
       'codetrail_rpc_calls_total',
@@ -236,18 +236,32 @@ describe('documentation and dashboard', () => {
     expect([docs.statusCode, docs.headers['content-type']]).toEqual([200, expect.stringMatching(/text\/html/)])
   })
 
-  it('serves the BullMQ dashboard at /admin/queues only with ADMIN_UI=1', async () => {
+  it('serves the BullMQ dashboard at /admin/queues only with ADMIN_UI=1 and ADMIN_TOKEN, to the bearer of the token', async () => {
     const { prefix, cleanup } = createTestRedisPrefix()
     cleanups.push(cleanup)
-    const off = await startApi({ prefix })
-    const hidden = await off.app.inject({ url: '/admin/queues' })
-    expect([hidden.statusCode, hidden.json().error.code]).toEqual([404, 'not_found'])
+    const token = 'admin-token-0123456789abcdef'
+    for (const hidden of [await startApi({ prefix }), await startApi({ prefix, adminUi: true }), await startApi({ prefix, adminToken: token })]) {
+      for (const headers of [{}, { authorization: `Bearer ${token}` }]) {
+        const answer = await hidden.app.inject({ url: '/admin/queues', headers })
+        expect([answer.statusCode, answer.json().error.code]).toEqual([404, 'not_found'])
+      }
+    }
 
-    const on = await startApi({ prefix, adminUi: true })
-    const page = await on.app.inject({ url: '/admin/queues' })
+    const on = await startApi({ prefix, adminUi: true, adminToken: token })
+    for (const authorization of [undefined, 'Bearer wrong', `Bearer ${token}x`, `Basic ${token}`, token, `Bearer ${token.slice(0, -1)}`]) {
+      for (const url of ['/admin/queues', '/admin/queues/api/queues']) {
+        const refused = await on.app.inject({ url, headers: authorization === undefined ? {} : { authorization } })
+        expect([refused.statusCode, refused.json().error.code, refused.headers['www-authenticate']]).toEqual([401, 'unauthorized', expect.stringMatching(/^Bearer/)])
+      }
+    }
+    const headers = { authorization: `Bearer ${token}` }
+    const page = await on.app.inject({ url: '/admin/queues', headers })
     expect([page.statusCode, page.headers['content-type']]).toEqual([200, expect.stringMatching(/text\/html/)])
-    const queues = await on.app.inject({ url: '/admin/queues/api/queues' })
+    const queues = await on.app.inject({ url: '/admin/queues/api/queues', headers })
     expect(queues.statusCode).toBe(200)
     expect(queues.json().queues.map((queue: { name: string }) => queue.name)).toEqual(['ranges'])
+    const document = (await on.app.inject({ url: '/openapi.json' })).json()
+    expect(document.paths['/admin/queues'].get.security).toEqual([{ adminToken: [] }])
+    expect(document.components.securitySchemes.adminToken).toMatchObject({ type: 'http', scheme: 'bearer' })
   })
 })

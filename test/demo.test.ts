@@ -120,6 +120,9 @@ describe('demo options and view', () => {
     expect(about).toContain("curl -s 'http://127.0.0.1:8080/v1/attributions?builderCode=bc_agent001&limit=3'")
     expect(about).toContain('curl -s http://127.0.0.1:8080/v1/agents/builder-codes/0x70997970c51812dc3a010c7d01b50e0d17dc79c8')
     expect(about).toMatch(/psql 'postgres:\/\/postgres@127\.0\.0\.1:5432\/codetrail_demo' -c "SELECT .* FROM analytics\.attributed_transactions/)
+    const withPassword = aboutLines({ ...context, databaseUrl: 'postgres://postgres:hunter22@127.0.0.1:5432/codetrail_demo' }).join('\n')
+    expect(withPassword).toContain("psql 'postgres://postgres@127.0.0.1:5432/codetrail_demo'")
+    expect(withPassword).not.toContain('hunter22')
     expect(about).toContain('Redis prefix codetrail-demo')
     expect(renderLine(figures, context, 65_000)).toBe(
       '[1:05] head 120 indexed 119 | logs 1234 (7 pending, 3 removed) 12.5/s | attributions pending 1 confirmed 22 finalized 33 removed 1 | ' +

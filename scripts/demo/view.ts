@@ -146,6 +146,13 @@ function owner(code: CodeFigures, context: ViewContext): string {
   return code.walletAddress ? shortAddress(code.walletAddress) : '(not registered here)'
 }
 
+/** The URL without its password: psql asks for it (or reads PGPASSWORD), and the screen never shows it. */
+function withoutPassword(url: string): string {
+  const parsed = new URL(url)
+  parsed.password = ''
+  return parsed.toString()
+}
+
 /** What stays the same while the demo runs: the API address, lines a newcomer can paste (two `curl`s and a `psql`), where the data goes. */
 export function aboutLines(context: ViewContext): string[] {
   const [code, agent] = [...context.agents.entries()][0] ?? ['bc_00000000', { address: '0x0000000000000000000000000000000000000000' }]
@@ -153,7 +160,7 @@ export function aboutLines(context: ViewContext): string[] {
     `  API       ${context.apiUrl}   (OpenAPI docs at ${context.apiUrl}/docs)`,
     `  try       curl -s '${context.apiUrl}/v1/attributions?builderCode=${code}&limit=3'`,
     `            curl -s ${context.apiUrl}/v1/agents/builder-codes/${agent.address.toLowerCase()}`,
-    `            psql '${context.databaseUrl}' -c "SELECT block_number, tx_hash, builder_code, wallet_address, status, removed FROM analytics.attributed_transactions ORDER BY block_number DESC LIMIT 10"`,
+    `            psql '${withoutPassword(context.databaseUrl)}' -c "SELECT block_number, tx_hash, builder_code, wallet_address, status, removed FROM analytics.attributed_transactions ORDER BY block_number DESC LIMIT 10"`,
     `  data      database ${context.databaseName} (created fresh on each run) · Redis prefix ${context.redisPrefix} · log ${context.logFile}`,
     '',
   ]

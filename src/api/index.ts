@@ -1,6 +1,3 @@
-import { createBullBoard } from '@bull-board/api'
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
-import { FastifyAdapter } from '@bull-board/fastify'
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -19,6 +16,7 @@ import type { Logger } from '../logger.js'
 import { createRangeQueue } from '../queue/index.js'
 import type { RpcClient } from '../rpc/index.js'
 import { createStore, type Store } from '../store/index.js'
+import { ADMIN_SECURITY_SCHEME, adminRoutes, withAdminDocs } from './admin.js'
 import type { ApiContext } from './context.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../metrics.js'
@@ -43,7 +41,8 @@ const BODY_LIMIT_BYTES = 16 * 1024
 const API_POOL_SIZE = 10
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
-export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'>
+export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
+  Partial<Pick<Config, 'adminToken'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -60,7 +59,7 @@ export type CreateApiParameters = {
   rpc?: RpcClient
   logger: Logger
   metrics?: Metrics
-  /** Queues shown at `/admin/queues` when `config.adminUi`; omitted: the range queue on `config.redisUrl`. */
+  /** Queues shown at `/admin/queues` when `config.adminUi` and `config.adminToken`; omitted: the range queue on `config.redisUrl`. */
   queues?: Queue[]
   /** Requests per minute per client on every route but health and metrics. */
   rateLimit?: number
@@ -106,7 +105,7 @@ function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
  * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
  * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
  * through Redis, `/healthz`, `/readyz`, `/metrics`, and the BullMQ dashboard at `/admin/queues` when
- * `config.adminUi`.
+ * `config.adminUi`, behind `config.adminToken` (without a token no admin route is served).
  *
  * @example
  * const api = await createApi({ config, chainId, redis: createApiRedis(config.redisUrl), rpc, logger })
@@ -154,6 +153,8 @@ export async function createApi({
   }
 
   async function buildApp() {
+    const dashboard = config.adminUi && config.adminToken !== undefined
+    if (config.adminUi && !dashboard) logger.warn('ADMIN_UI=1 without ADMIN_TOKEN: the queue dashboard is not served')
     const handleError = createErrorHandler(logger)
     const app = Fastify({
       // pino's Logger carries more than Fastify's base logger type; Fastify only uses the base methods.
@@ -197,7 +198,19 @@ export async function createApi({
           title: 'codetrail',
           version: '1',
           description: 'EVM log index with pre-confirmed state and ERC-8021 builder-code attribution.',
+          license: { name: 'UNLICENSED', identifier: 'LicenseRef-proprietary' },
         },
+        // Relative: the API answers on whatever host and port this document was fetched from.
+        servers: [{ url: '/', description: 'The server that serves this document.' }],
+        // Public routes need nothing; admin operations name the bearer scheme themselves.
+        security: [],
+        ...(dashboard && {
+          components: {
+            securitySchemes: {
+              [ADMIN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, sent as Authorization: Bearer <token>.' },
+            },
+          },
+        }),
         tags: [
           { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
           { name: 'attributions', description: 'Transactions attributed to builder codes.' },
@@ -205,8 +218,8 @@ export async function createApi({
           { name: 'operations', description: 'Health, readiness and metrics.' },
         ],
       },
-      transform: jsonSchemaTransform,
-      transformObject: jsonSchemaTransformObject,
+      transform: withAdminDocs(jsonSchemaTransform),
+      transformObject: (document) => withoutUnusedSchemas(jsonSchemaTransformObject(document)),
     })
     await app.register(swaggerUi, { routePrefix: '/docs' })
     app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
@@ -219,7 +232,7 @@ export async function createApi({
       registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
     }
     const queues = [...(givenQueues ?? [])]
-    if (config.adminUi && queues.length === 0) {
+    if (dashboard && queues.length === 0) {
       const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       queues.push(rangeQueue.queue)
       owned.push(() => rangeQueue.close())
@@ -231,12 +244,7 @@ export async function createApi({
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
 
-    if (config.adminUi) {
-      const serverAdapter = new FastifyAdapter()
-      serverAdapter.setBasePath('/admin/queues')
-      createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })), serverAdapter })
-      await app.register(serverAdapter.registerPlugin(), { prefix: '/admin/queues' })
-    }
+    if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })
 
     app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request) => {
       throw new ApiError(404, 'not_found', `There is no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)
@@ -245,4 +253,23 @@ export async function createApi({
     await app.ready()
     return app
   }
+}
+
+/**
+ * The document without the component schemas nothing refers to: the zod provider writes an input and an
+ * output variant of every named schema, and responses use only the outputs.
+ */
+function withoutUnusedSchemas<T extends object>(document: T): T {
+  const { components = {} } = document as { components?: { schemas?: Record<string, unknown> } }
+  const schemas = { ...components.schemas }
+  for (let removed = true; removed; ) {
+    removed = false
+    const text = JSON.stringify({ ...document, components: { ...components, schemas } })
+    for (const name of Object.keys(schemas)) {
+      if (text.includes(`"#/components/schemas/${name}"`)) continue
+      delete schemas[name]
+      removed = true
+    }
+  }
+  return { ...document, components: { ...components, schemas } }
 }

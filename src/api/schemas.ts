@@ -30,7 +30,7 @@ export const errorSchema = z
   .meta({ id: 'Error', description: 'Every error response has this shape.' })
 
 /** Error responses a route may give, for the OpenAPI document. */
-export const errorResponses = (...statuses: (400 | 404 | 413 | 415 | 429 | 500 | 502 | 503)[]) =>
+export const errorResponses = (...statuses: (400 | 401 | 404 | 413 | 415 | 429 | 500 | 502 | 503)[]) =>
   Object.fromEntries(statuses.map((status) => [status, errorSchema])) as Record<number, typeof errorSchema>
 
 /** A wallet in any letter case; a mixed-case one must carry a valid EIP-55 checksum. Lowercased. */

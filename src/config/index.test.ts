@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from './index.js'
+import { ConfigError, loadConfig, secretsOf } from './index.js'
 
 describe('loadConfig', () => {
   it('applies the defaults of SPEC §5 to an empty environment', () => {
@@ -19,6 +19,8 @@ describe('loadConfig', () => {
       attributionScope: 'logs',
       port: 8080,
       adminUi: false,
+      adminToken: undefined,
+      metricsPort: undefined,
       logLevel: 'info',
       rpcBatchSize: 100,
     })
@@ -34,9 +36,12 @@ describe('loadConfig', () => {
       PENDING_POLL_MS: '0',
       ATTRIBUTION_SCOPE: 'blocks',
       ADMIN_UI: '1',
+      ADMIN_TOKEN: 'Zx9-long.enough~token',
+      METRICS_PORT: '9464',
       BUILDER_API_URL: 'https://builder.example/',
       RPC_BATCH_SIZE: '250',
     })
+    expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
     expect(config.indexAddresses).toEqual([
       '0x0000000000000000000000000000000000000001',
       '0xabcdef0123456789abcdef0123456789abcdef01',
@@ -54,7 +59,11 @@ describe('loadConfig', () => {
   it.each([
     ['CHUNK_BLOCKS', '2000', 'invalid CHUNK_BLOCKS="2000": expected an integer from 1 to 1999'],
     ['CHUNK_BLOCKS', 'lots', 'invalid CHUNK_BLOCKS="lots": expected an integer from 1 to 1999'],
-    ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:8545": expected a http or https URL'],
+    ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:***": expected a http or https URL'],
+    ['RPC_URL', 'ftp://user:hunter22@node.example:2121/v2/key0123?apikey=key4567', 'invalid RPC_URL="ftp://node.example:2121/***": expected a http or https URL'],
+    ['DATABASE_URL', 'mysql://app:hunter22@db.example/app', 'invalid DATABASE_URL="mysql://db.example/***": expected a postgres or postgresql URL'],
+    ['ADMIN_TOKEN', 'short-secret', 'invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces'],
+    ['METRICS_PORT', '70000', 'invalid METRICS_PORT="70000": expected an integer from 0 to 65535'],
     ['RPC_WS_URL', 'http://x', 'invalid RPC_WS_URL="http://x": expected a ws or wss URL'],
     ['START_BLOCK', '-1', 'invalid START_BLOCK="-1": expected "latest" or a block number'],
     ['ATTRIBUTION_SCOPE', 'all', 'invalid ATTRIBUTION_SCOPE="all": expected logs, blocks'],
@@ -65,5 +74,17 @@ describe('loadConfig', () => {
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(message)
+  })
+
+  it('lists the secrets of every URL and the admin token, not the user or database names of the database and Redis', () => {
+    const config = loadConfig({
+      RPC_URL: 'https://rpc.example/v2/rpckey123',
+      RPC_WS_URL: 'wss://rpc.example/ws/wskey4567',
+      BUILDER_API_URL: 'https://builder.example/?apikey=bldkey89',
+      DATABASE_URL: 'postgres://codetrail:dbpass12@db.example/codetrail',
+      REDIS_URL: 'redis://default:redispw3@cache.example',
+      ADMIN_TOKEN: 'admin-token-0123456789',
+    })
+    expect(secretsOf(config).sort()).toEqual(['admin-token-0123456789', 'apikey=bldkey89', 'bldkey89', 'dbpass12', 'redispw3', 'rpckey123', 'wskey4567'])
   })
 })

@@ -1,11 +1,15 @@
 import { z } from 'zod'
 import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
 export type Role = (typeof ROLES)[number]
 
 const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+/** Long enough that guessing it over HTTP is hopeless. */
+const MIN_ADMIN_TOKEN_LENGTH = 16
 
 const hexAddress = /^0x[0-9a-fA-F]{40}$/
 const hexTopic = /^0x[0-9a-fA-F]{64}$/
@@ -55,6 +59,11 @@ const schema = z.object({
   ATTRIBUTION_SCOPE: z.enum(['logs', 'blocks']).default('logs'),
   PORT: integer(0, 65_535).default(8080),
   ADMIN_UI: z.enum(['0', '1']).transform((value) => value === '1').default(false),
+  ADMIN_TOKEN: z
+    .string()
+    .regex(new RegExp(`^[\\x21-\\x7e]{${MIN_ADMIN_TOKEN_LENGTH},}$`), `at least ${MIN_ADMIN_TOKEN_LENGTH} printable characters, no spaces`)
+    .optional(),
+  METRICS_PORT: integer(0, 65_535).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   WORKER_CONCURRENCY: integer(1, 64).default(4),
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
@@ -83,6 +92,10 @@ export type Config = Readonly<{
   attributionScope: 'logs' | 'blocks'
   port: number
   adminUi: boolean
+  /** Bearer token of the admin routes; unset: they are not served. */
+  adminToken: string | undefined
+  /** Where roles without the API serve `/metrics`; unset: they serve none. */
+  metricsPort: number | undefined
   logLevel: (typeof LOG_LEVELS)[number]
   workerConcurrency: number
   jobLockMs: number
@@ -96,9 +109,20 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
+/** Variables whose value may hold a secret, and how an error line shows it. */
+const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => string>> = {
+  RPC_URL: redactUrl,
+  RPC_WS_URL: redactUrl,
+  DATABASE_URL: redactUrl,
+  REDIS_URL: redactUrl,
+  BUILDER_API_URL: redactUrl,
+  ADMIN_TOKEN: () => MASK,
+}
+
 /**
  * Reads and validates the environment once. Empty strings count as unset.
- * Throws a `ConfigError` whose message is one line naming the variable, the value and what is allowed.
+ * Throws a `ConfigError` whose message is one line naming the variable, the value and what is allowed;
+ * a URL shows only its scheme, host and port, and the admin token not at all.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {}
@@ -109,9 +133,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = schema.safeParse(input)
   if (!result.success) {
     const issue = result.error.issues[0]!
-    const name = String(issue.path[0])
+    const name = String(issue.path[0]) as keyof typeof schema.shape
     const allowed = issue.code === 'invalid_value' ? issue.values.map(String).join(', ') : issue.message
-    throw new ConfigError(`invalid ${name}=${JSON.stringify(input[name])}: expected ${allowed}`)
+    const value = input[name]!
+    throw new ConfigError(`invalid ${name}=${JSON.stringify(SHOWN_AS[name]?.(value) ?? value)}: expected ${allowed}`)
   }
   return Object.freeze(toConfig(result.data))
 }
@@ -134,6 +159,8 @@ function toConfig(p: Parsed): Config {
     attributionScope: p.ATTRIBUTION_SCOPE,
     port: p.PORT,
     adminUi: p.ADMIN_UI,
+    adminToken: p.ADMIN_TOKEN,
+    metricsPort: p.METRICS_PORT,
     logLevel: p.LOG_LEVEL,
     workerConcurrency: p.WORKER_CONCURRENCY,
     jobLockMs: p.JOB_LOCK_MS,
@@ -142,4 +169,16 @@ function toConfig(p: Parsed): Config {
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
   }
+}
+
+/** Every secret the configuration holds (URL keys and passwords, the admin token), for masking output. */
+export function secretsOf(config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'>): string[] {
+  return [
+    ...secretsOfUrl(config.rpcUrl),
+    ...secretsOfUrl(config.rpcWsUrl),
+    ...secretsOfUrl(config.builderApiUrl),
+    ...secretsOfUrl(config.databaseUrl, { credentialsOnly: true }),
+    ...secretsOfUrl(config.redisUrl, { credentialsOnly: true }),
+    ...(config.adminToken ? [config.adminToken] : []),
+  ]
 }

@@ -3,6 +3,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { createPublicClient, custom, HttpRequestError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
 import { silentLogger, type Logger } from '../logger.js'
+import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
@@ -66,15 +67,19 @@ const isRpcError = (data: unknown): data is { error: NonNullable<RpcResponse['er
   return typeof error?.code === 'number' && typeof error.message === 'string'
 }
 
+/** How errors show the node: its URL without keys, and a mask for the keys in what it echoes. */
+type Shown = { url: string; redact: (text: string) => string }
+
 /**
  * JSON-RPC over HTTP with `node:http` and a keep-alive agent. viem's HTTP client rides on `fetch`,
  * whose web streams and text decoding cost twice the CPU per transaction batch (bench/README.md); its
  * errors are kept: a non-2xx answer is an `RpcRequestError` (a JSON-RPC error body) or an
  * `HttpRequestError` with the status and headers, a network failure an `HttpRequestError` with the
- * cause, a stalled request a `TimeoutError`; an aborted one rejects with the signal's reason.
+ * cause, a stalled request a `TimeoutError`; an aborted one rejects with the signal's reason. The
+ * errors name the node by scheme, host and port only, and what the node echoed has the URL's keys masked.
  */
-function createHttpExchange(url: string, defaultTimeoutMs: number) {
-  const endpoint = new URL(url)
+function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, { url, redact }: Shown) {
+  const endpoint = new URL(endpointUrl)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   // Credentials in the URL become basic authentication, as viem sends them.
   if (endpoint.username) {
@@ -95,15 +100,15 @@ function createHttpExchange(url: string, defaultTimeoutMs: number) {
       data = JSON.parse(text || '{}')
     } catch (error) {
       if (ok) throw new HttpRequestError({ body, cause: error as Error, url })
-      data = { error: text }
+      data = { error: redact(text) }
     }
     if (ok) return data
     const responseHeaders = new Headers()
     for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) responseHeaders.set(name, String(value))
     // A node that rejects a whole batch answers once, bare or in a one-element array.
     const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data
-    if (isRpcError(error)) throw new RpcRequestError({ body, error: error.error, headers: responseHeaders, status, url })
-    throw new HttpRequestError({ body, details: JSON.stringify((data as { error?: unknown }).error) || response.statusMessage, headers: responseHeaders, status, url })
+    if (isRpcError(error)) throw new RpcRequestError({ body, error: { ...error.error, message: redact(error.error.message) }, headers: responseHeaders, status, url })
+    throw new HttpRequestError({ body, details: redact(JSON.stringify((data as { error?: unknown }).error) ?? '') || response.statusMessage, headers: responseHeaders, status, url })
   }
 
   return function exchange(body: RpcBody | RpcBody[], { signal, timeoutMs = defaultTimeoutMs }: RpcRequestOptions): Promise<unknown> {
@@ -163,7 +168,8 @@ function createHttpExchange(url: string, defaultTimeoutMs: number) {
  */
 export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, batchSize = DEFAULT_BATCH_SIZE, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, not ${batchSize}`)
-  const post = createHttpExchange(url, timeoutMs)
+  const shown: Shown = { url: redactUrl(url), redact: createRedactor(secretsOfUrl(url)) }
+  const post = createHttpExchange(url, timeoutMs, shown)
   let nextId = 0
 
   /** `methods`: the request's calls counted by method; a mixed batch reports each method's share. */
@@ -186,7 +192,7 @@ export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, batchSize
   }
 
   function toError(body: { method: string; params: readonly unknown[] }, error: NonNullable<RpcResponse['error']>) {
-    return new RpcRequestError({ body, error, url })
+    return new RpcRequestError({ body, error: { ...error, message: shown.redact(error.message) }, url: shown.url })
   }
 
   async function request<T>(method: string, params: readonly unknown[] = [], options: RpcRequestOptions = {}): Promise<T> {

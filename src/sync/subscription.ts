@@ -2,6 +2,7 @@ import WebSocket from 'ws'
 import type { Logger } from '../logger.js'
 import type { LogInput } from '../store/index.js'
 import { sleep } from '../utils/loop.js'
+import { redactUrl } from '../utils/redact.js'
 
 /** Notifications that arrive within this window are stored together. */
 const FLUSH_MS = 10
@@ -34,12 +35,12 @@ export async function followPendingLogs({ url, filter, logger, signal, onLogs }:
   while (!signal.aborted) {
     const startedAt = Date.now()
     await subscribeOnce(url, filter, logger, signal, onLogs).catch((error: Error) =>
-      logger.warn({ url, reason: error.message }, 'pendingLogs subscription failed'),
+      logger.warn({ url: redactUrl(url), reason: error.message }, 'pendingLogs subscription failed'),
     )
     if (signal.aborted) break
     failures = Date.now() - startedAt > RECONNECT_MAX_MS ? 1 : failures + 1
     const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** (failures - 1))
-    logger.info({ url, delay_ms: delay }, 'pendingLogs subscription dropped: resubscribing')
+    logger.info({ url: redactUrl(url), delay_ms: delay }, 'pendingLogs subscription dropped: resubscribing')
     await sleep(delay, signal)
   }
 }

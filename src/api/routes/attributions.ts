@@ -125,6 +125,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['attributions'],
+        operationId: 'listAttributions',
         summary: 'Attributed transactions and user operations, newest block first',
         description:
           'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. walletAddress selects the code that wallet registered here.',
@@ -171,6 +172,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['attributions'],
+        operationId: 'getBuilderCodeStats',
         summary: "A builder code's activity per UTC hour or day",
         description:
           `Rows not removed, with block time in [since, until); since is rounded down and until up to whole UTC hours or days, and ` +

@@ -47,6 +47,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['builder codes'],
+        operationId: 'registerBuilderCode',
         summary: 'Register a wallet and get its builder code',
         description:
           'Idempotent: the same wallet, in any letter case, always gets the same code. With BUILDER_API_URL set, the code comes from that service (502 upstream_error when it fails).',
@@ -65,6 +66,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['builder codes'],
+        operationId: 'getBuilderCode',
         summary: "A wallet's builder code and how many of its transactions carry it",
         params: z.strictObject({ walletAddress }),
         querystring: z.strictObject({}),

@@ -5,6 +5,7 @@ import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import type { Metrics } from '../../metrics.js'
 import { getIndexedHead } from '../queries/health.js'
+import { errorResponses } from '../schemas.js'
 
 /** How long readiness and scrapes wait for one dependency before calling it down. */
 const CHECK_TIMEOUT_MS = 2_000
@@ -62,7 +63,12 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
     '/healthz',
     {
       config: exempt,
-      schema: { tags: ['operations'], summary: 'The process is up', response: { 200: z.object({ status: z.literal('ok') }) } },
+      schema: {
+        operationId: 'getHealth',
+        tags: ['operations'],
+        summary: 'The process is up',
+        response: { 200: z.object({ status: z.literal('ok') }), ...errorResponses(400) },
+      },
     },
     async () => ({ status: 'ok' as const }),
   )
@@ -73,10 +79,11 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
       config: exempt,
       schema: {
         tags: ['operations'],
+        operationId: 'getReadiness',
         summary: 'Database, Redis and node reachable, and how far indexing lags the node',
         description: 'Answers 503 with the same body when the database, Redis or the node is down.',
         querystring: z.strictObject({}),
-        response: { 200: readiness, 503: readiness },
+        response: { 200: readiness, 503: readiness, ...errorResponses(400) },
       },
     },
     async (_request, reply) => {
@@ -111,7 +118,20 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
 
   app.get(
     '/metrics',
-    { config: exempt, schema: { tags: ['operations'], summary: 'Prometheus metrics', produces: ['text/plain'] } },
+    {
+      config: exempt,
+      schema: {
+        operationId: 'getMetrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        description: "This process's series in the Prometheus text format (roles without the API serve them on METRICS_PORT).",
+        produces: ['text/plain'],
+        response: {
+          200: { description: 'Prometheus text exposition format.', content: { 'text/plain': { schema: z.string() } } },
+          ...errorResponses(400),
+        },
+      },
+    },
     async (_request, reply) => {
       await Promise.all(queues.map((queue) => probe(() => recordQueueDepth(metrics, queue))))
       reply.header('content-type', metrics.registry.contentType)

@@ -90,6 +90,7 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
     {
       schema: {
         tags: ['logs'],
+        operationId: 'listLogs',
         summary: 'Indexed logs filtered like eth_getLogs, oldest first',
         querystring: z.strictObject({
           address: list(address, 'address').optional().meta({ description: 'Comma-separated contract addresses.' }),

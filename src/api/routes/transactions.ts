@@ -60,6 +60,7 @@ export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['attributions'],
+        operationId: 'getTransactionAttribution',
         summary: "A transaction's decoded ERC-8021 suffix and matched builder codes",
         params: z.strictObject({ hash }),
         querystring: z.strictObject({}),
