@@ -194,7 +194,8 @@ export function createAttributor(context: AttributorContext) {
     const addChecks = (registry: string, codes: readonly string[]) => {
       for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
     }
-    for (const a of fresh) if (a.registry?.chainId === chainId) addChecks(a.registry.address, a.codes ?? [])
+    const onThisChain = String(chainId)
+    for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
     /** All codes registered: true; one not: false; one unknown: null. */
@@ -215,7 +216,7 @@ export function createAttributor(context: AttributorContext) {
         codes: a.codes,
         registryAddress: a.registry?.address ?? null,
         registryChainId: a.registry?.chainId ?? null,
-        registryVerified: a.registry?.chainId === chainId ? verdict(a.registry.address, a.codes ?? []) : null,
+        registryVerified: a.registry?.chainId === onThisChain ? verdict(a.registry.address, a.codes ?? []) : null,
         cbor: a.cbor,
         malformedReason: a.malformedReason,
         userOperations: a.userOperations,
