@@ -23,3 +23,4 @@ export {
   eip7702Delegate,
   extractUserOperations,
 } from './userOps.js'
+export { builderCodesRegistryAbi, builderCodesRegistryFilter } from './registry.js'

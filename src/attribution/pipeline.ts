@@ -55,6 +55,8 @@ export type AttributorContext = {
   scope: 'logs' | 'blocks'
   /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
   registryRecheckAfterMs?: number
+  /** Called once per newly stored transaction whose suffix has a schema id of 3 or above (stored without codes). */
+  onLaterSchema?: (schemaId: number) => void
 }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
@@ -223,6 +225,7 @@ export function createAttributor(context: AttributorContext) {
       }),
     )
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
+    for (const a of fresh) if (a.schemaId !== null && a.schemaId > 2 && a.malformedReason === null) context.onLaterSchema?.(a.schemaId)
     return async (client) => {
       await upsertTransactions(client, chainId, rows, positions, gasUsed)
       await upsertAttributions(client, chainId, entries, positions, gasUsed)
