@@ -65,6 +65,10 @@ FULL JOIN public.builder_codes bc ON bc.chain_id = rc.chain_id AND bc.builder_co
 --> statement-breakpoint
 COMMENT ON VIEW analytics.builder_codes IS 'Every known builder code: registered on the BuilderCodes registry (its logs not removed), issued by the upstream API, or issued here.';
 --> statement-breakpoint
+COMMENT ON COLUMN analytics.builder_codes.chain_id IS 'EIP-155 chain id.';
+--> statement-breakpoint
+COMMENT ON COLUMN analytics.builder_codes.builder_code IS 'The builder code.';
+--> statement-breakpoint
 COMMENT ON COLUMN analytics.builder_codes.source IS 'registry (on-chain, BUILDER_CODES_REGISTRY), api (issued by BUILDER_API_URL) or local (derived here); registry wins when both know the code.';
 --> statement-breakpoint
 COMMENT ON COLUMN analytics.builder_codes.wallet_address IS 'Wallet the code was issued to through the registration API; null for a code known only on-chain.';
