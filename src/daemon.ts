@@ -8,6 +8,7 @@ import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
 import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
+import { planBackfill } from './sync/historical.js'
 import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
@@ -60,6 +61,16 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
       const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
+      if (indexer.registry) {
+        // The registry's history up to now, for the workers; the head follower reads it from here on.
+        const { filter, startBlock } = indexer.registry
+        const head = await indexer.blockNumberAt('latest')
+        if (head >= startBlock) {
+          const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range: [startBlock, head], chunkBlocks: config.chunkBlocks })
+          await repairQueue.enqueue(plan.jobs)
+          logger.info({ chain_id: indexer.chainId, from_block: startBlock, to_block: head, jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
+        }
+      }
       const repairs = createRepairRunner({
         pool: indexer.store.pool,
         logger,

@@ -1,10 +1,11 @@
 import { refreshWalletNonces } from './attribution/coverage.js'
 import { createAttributor } from './attribution/pipeline.js'
+import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { createRpcClient, getBlockHeader, getBlockHeaders, getLogs, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createStore, runMigrations, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createStore, runMigrations, saveBuilderCodeRegistry, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
@@ -49,6 +50,17 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
+  // The BuilderCodes registry's events are indexed through a filter of their own, whatever the configured one selects.
+  const registry = config.builderCodesRegistry
+    ? (() => {
+        const registryFilter = normalizeFilter(builderCodesRegistryFilter(config.builderCodesRegistry))
+        return { filter: registryFilter, filterId: filterIdOf(registryFilter), startBlock: config.builderCodesRegistryStartBlock }
+      })()
+    : null
+  if (registry) {
+    await saveFilter(store.pool, { chainId, filterId: registry.filterId, ...registry.filter })
+    await saveBuilderCodeRegistry(store.pool, { chainId, address: config.builderCodesRegistry!, startBlock: registry.startBlock })
+  }
 
   const fetchHeader = (block: number | BlockTag): Promise<Header | null> => getBlockHeader(rpc, block)
   const fetchHeaders = (numbers: readonly number[]): Promise<Header[]> => getBlockHeaders(rpc, numbers)
@@ -76,7 +88,14 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       onSplit: () => metrics?.rangeSplits.inc({ chain_id: String(chainId) }),
     }) as Promise<LogInput[]>
 
-  const attributor = createAttributor({ rpc: reliable, chainId, logger, pool: store.pool, scope: config.attributionScope })
+  const attributor = createAttributor({
+    rpc: reliable,
+    chainId,
+    logger,
+    pool: store.pool,
+    scope: config.attributionScope,
+    onLaterSchema: (schemaId) => metrics?.laterSchemaSuffixes.inc({ chain_id: String(chainId), schema_id: String(schemaId) }),
+  })
   const attribute = attributor.attribute
 
   const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
@@ -87,6 +106,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     chainId,
     filter,
     filterId,
+    ...(registry ? { alsoFollow: [registry] } : {}),
     startBlock: config.startBlock === 'latest' ? 'latest' : Number(config.startBlock),
     fetchHeader,
     fetchHeaders,
@@ -120,6 +140,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     chainId,
     filter,
     filterId,
+    /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */
+    registry,
     processRange,
     follower,
     poller,

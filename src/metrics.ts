@@ -34,6 +34,12 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     labelNames: ['chain_id', 'outcome'] as const,
     registers,
   })
+  const laterSchemaSuffixes = new Counter({
+    name: `${PREFIX}attribution_later_schema_suffixes_total`,
+    help: 'Transactions whose ERC-8021 suffix has a schema id of 3 or above: recognised and stored without codes.',
+    labelNames: ['chain_id', 'schema_id'] as const,
+    registers,
+  })
   const blocksBehindHead = new Gauge({
     name: `${PREFIX}blocks_behind_head`,
     help: "Blocks between the node's head and the last block the live follower stored.",
@@ -116,6 +122,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     registry,
     logsIngested,
     rangeJobs,
+    laterSchemaSuffixes,
     blocksBehindHead,
     pendingLatency,
     rpcCalls,

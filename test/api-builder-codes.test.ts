@@ -112,7 +112,8 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
       ['[]', 'application/json', 400, 'invalid_body'],
       ['"0xd8da6bf26964af9d7eed9e03e53415d37aa96045"', 'application/json', 400, 'invalid_body'],
       [JSON.stringify({ walletAddress: lower, extra: 1 }), 'application/json', 400, 'invalid_body'],
-      [JSON.stringify({ wallet_address: lower }), 'application/json', 400, 'invalid_body'],
+      [JSON.stringify({ wallet_address: lower, walletAddress: lower }), 'application/json', 400, 'invalid_body'],
+      [JSON.stringify({ wallet_address: '0x123' }), 'application/json', 400, 'invalid_wallet_address'],
       ['{"walletAddress":', 'application/json', 400, 'invalid_json'],
       [lower, 'text/plain', 415, 'unsupported_media_type'],
       [`walletAddress=${lower}`, 'application/x-www-form-urlencoded', 415, 'unsupported_media_type'],
@@ -122,6 +123,15 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
       const response = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload, headers: { 'content-type': contentType } })
       expect([response.statusCode, response.json().error.code], payload.slice(0, 40)).toEqual([status, code])
     }
+  })
+
+  it('accepts wallet_address, the spelling of Base’s docs, and answers in the same shape', async () => {
+    const address = '0x00000000000000000000000000000000000000e7'
+    const camel = await register(api, address)
+    const snake = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload: { wallet_address: address.toUpperCase().replace('0X', '0x') } })
+    expect(snake.statusCode).toBe(200)
+    expect(snake.json()).toStrictEqual(camel.body)
+    expect(Object.keys(snake.json())).toEqual(['builderCode', 'walletAddress'])
   })
 })
 

@@ -221,6 +221,7 @@ describe('documentation and dashboard', () => {
         '/v1/agents/builder-codes',
         '/v1/agents/builder-codes/{walletAddress}',
         '/v1/attributions',
+        '/v1/builder-codes/{code}',
         '/v1/builder-codes/{code}/stats',
         '/v1/logs',
         '/v1/transactions/{hash}/attribution',
@@ -228,7 +229,7 @@ describe('documentation and dashboard', () => {
     )
     const list = document.paths['/v1/attributions'].get
     expect(list.parameters.map((p: { name: string }) => p.name).sort()).toEqual(
-      ['builderCode', 'cursor', 'fromBlock', 'includeRemoved', 'limit', 'since', 'status', 'toBlock', 'until', 'walletAddress'].sort(),
+      ['builderCode', 'cursor', 'fromBlock', 'includeRemoved', 'limit', 'role', 'since', 'status', 'toBlock', 'until', 'walletAddress'].sort(),
     )
     expect(list.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
     expect(document.components.schemas.Attribution.properties).toHaveProperty('blockTimestamp')

@@ -185,6 +185,8 @@ describe('GET /v1/attributions', () => {
       to: row.to_address,
       sender: row.sender,
       builderCode: row.builder_code,
+      role: null,
+      registry: null,
       walletAddress: row.builder_code === C1 ? W1 : row.builder_code === C2 ? W2 : null,
       schemaId: row.schema_id,
       codes: row.codes,
@@ -319,6 +321,18 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
       pending: selected.filter((r) => r.status === 'pending').length,
       distinctSenders: new Set(selected.map((r) => r.sender)).size,
       gasUsed: String(selected.reduce((sum, r) => sum + (r.gas_used ?? 0), 0)),
+      // Every row here is of schema 0 or 1: one share without a role.
+      roles:
+        selected.length === 0
+          ? []
+          : [
+              {
+                role: null,
+                attributions: selected.length,
+                confirmed: selected.filter((r) => r.status !== 'pending').length,
+                pending: selected.filter((r) => r.status === 'pending').length,
+              },
+            ],
     }
   }
 
@@ -347,8 +361,8 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
 
   it('answers zeros for a code nobody used and reports an unregistered code without wallet', async () => {
     const unused = await get<Stats>('/v1/builder-codes/bc_unused00/stats?since=2025-01-01&until=2025-01-02')
-    expect(unused.body.total).toEqual({ attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0' })
-    expect(unused.body.buckets).toEqual([{ start: '2025-01-01T00:00:00.000Z', attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0' }])
+    expect(unused.body.total).toEqual({ attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0', roles: [] })
+    expect(unused.body.buckets).toEqual([{ start: '2025-01-01T00:00:00.000Z', attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0', roles: [] }])
     const other = await get<Stats>(`/v1/builder-codes/${C3}/stats?since=2025-01-01&until=2025-01-03`)
     expect(other.body.walletAddress).toBeNull()
     expect(other.body.total).toEqual(model(C3, T0, T0 + 2 * 86_400))

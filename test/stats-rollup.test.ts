@@ -119,7 +119,7 @@ async function upsertThroughStore(): Promise<string> {
     })
   }
   const unique = [...new Map(rows.map((row) => [`${row.txHash}|${row.userOpHash}|${row.builderCode}`, row])).values()]
-  const entries = unique.map((row) => ({ ...row, codeIndex: 0, sender: pick(SENDERS), schemaId: 0, codes: [row.builderCode], from: pick(SENDERS), to: null }))
+  const entries = unique.map((row) => ({ ...row, codeIndex: 0, role: null, registry: null, sender: pick(SENDERS), schemaId: 0, codes: [row.builderCode], from: pick(SENDERS), to: null }))
   const gasUsed = new Map(rows.filter(() => random() < 0.5).map((row) => [row.txHash, 30_000 + int(1000)]))
   // All new rows go in by COPY, a batch meeting stored ones by the upsert: the walk takes both paths.
   await withTransaction(db.store.pool, (client) => upsertAttributions(client, CHAIN_ID, entries, positions, gasUsed))

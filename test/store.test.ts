@@ -101,7 +101,7 @@ describe('transactions and attributions', () => {
       schemaId: 2,
       codes,
       registryAddress: '0x00000000000000000000000000000000000000f2',
-      registryChainId: 8453,
+      registryChainId: '8453',
       registryVerified: null,
       cbor: { note: 'line\none\ttab "quoted" \\', list: [1, 'two'] },
       malformedReason: 'reason with\ttab\nand newline \\N',
@@ -109,7 +109,7 @@ describe('transactions and attributions', () => {
     }
     const at = (blockNumber: number, status: 'confirmed' | 'pending'): Map<string, TransactionPosition> =>
       new Map([[decoded.hash, { hash: decoded.hash, blockNumber, blockHash: hash(blockNumber), blockTimestamp: 1_700_000_000 + blockNumber, transactionIndex: 3, status }]])
-    const entries = codes.map((builderCode, codeIndex) => ({ txHash: decoded.hash, userOpHash: '', builderCode, codeIndex, sender: decoded.from, schemaId: 2, codes, from: decoded.from, to: null }))
+    const entries = codes.map((builderCode, codeIndex) => ({ txHash: decoded.hash, userOpHash: '', builderCode, codeIndex, role: null, registry: null, sender: decoded.from, schemaId: 2, codes, from: decoded.from, to: null }))
     const store = (positions: Map<string, TransactionPosition>, gasUsed: Map<string, number>) =>
       withTransaction(db.store.pool, async (client) => {
         await upsertTransactions(client, chainId, [decoded], positions, gasUsed)

@@ -63,6 +63,8 @@ describe('attributeTransaction', () => {
         userOpHash: '',
         builderCode,
         codeIndex,
+        role: null,
+        registry: null,
         sender: FROM.toLowerCase(),
         schemaId: 0,
         codes: ['bc_a1b2c3d4', 'bc_xyz12345'],
@@ -87,17 +89,20 @@ describe('attributeTransaction', () => {
       { hash: HASH, from: FROM, to: TO, input: `${CALL}${Attribution.toDataSuffix({ codes: ['bc_a1b2c3d4'], codeRegistry: registry }).slice(2)}` },
       CHAIN_ID,
     )
-    expect(one).toMatchObject({ schemaId: 1, codes: ['bc_a1b2c3d4'], registry: { address: registry.address.toLowerCase(), chainId: CHAIN_ID }, cbor: null })
+    expect(one).toMatchObject({ schemaId: 1, codes: ['bc_a1b2c3d4'], registry: { address: registry.address.toLowerCase(), chainId: String(CHAIN_ID) }, cbor: null })
+    expect(one.entries.map((e) => [e.builderCode, e.role, e.registry])).toEqual([
+      ['bc_a1b2c3d4', null, { address: registry.address.toLowerCase(), chainId: String(CHAIN_ID) }],
+    ])
     const two = attributeTransaction(
       { hash: HASH, from: FROM, to: TO, input: `${CALL}${Attribution.toDataSuffix({ appCode: 'app_one', walletCode: 'wallet_two', serviceCodes: ['svc'] }).slice(2)}` },
       CHAIN_ID,
     )
     expect(two).toMatchObject({ schemaId: 2, codes: ['app_one', 'wallet_two', 'svc'], registry: null })
     expect(two.cbor).toMatchObject({ appCode: 'app_one', walletCode: 'wallet_two', serviceCodes: ['svc'] })
-    expect(two.entries.map((e) => [e.builderCode, e.codeIndex])).toEqual([
-      ['app_one', 0],
-      ['wallet_two', 1],
-      ['svc', 2],
+    expect(two.entries.map((e) => [e.builderCode, e.codeIndex, e.role])).toEqual([
+      ['app_one', 0, 'app'],
+      ['wallet_two', 1, 'wallet'],
+      ['svc', 2, 'service'],
     ])
   })
 
@@ -115,8 +120,8 @@ describe('attributeTransaction', () => {
     expect(result.userOperations).toBe(2)
     expect(result).toMatchObject({ hasSuffix: true, codes: ['bundler_code'] })
     expect(result.entries).toEqual([
-      { userOpHash: '', builderCode: 'bundler_code', codeIndex: 0, sender: FROM.toLowerCase(), schemaId: 0, codes: ['bundler_code'] },
-      { userOpHash: hashOf(attributed), builderCode: 'bc_agent01', codeIndex: 0, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] },
+      { userOpHash: '', builderCode: 'bundler_code', codeIndex: 0, role: null, registry: null, sender: FROM.toLowerCase(), schemaId: 0, codes: ['bundler_code'] },
+      { userOpHash: hashOf(attributed), builderCode: 'bc_agent01', codeIndex: 0, role: null, registry: null, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] },
     ])
   })
 
@@ -147,7 +152,7 @@ describe('attributeTransaction', () => {
       userOperation: { ...op, authorization: { address: delegate, chainId: CHAIN_ID, nonce: 0, r: '0x', s: '0x', yParity: 0 } },
     })
     expect(delegated).toMatchObject({ userOperations: 1, eip7702: null })
-    expect(delegated.entries).toEqual([{ userOpHash, builderCode: 'bc_agent01', codeIndex: 0, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] }])
+    expect(delegated.entries).toEqual([{ userOpHash, builderCode: 'bc_agent01', codeIndex: 0, role: null, registry: null, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] }])
   })
 
   test('never throws, whatever the input and recipient', () => {

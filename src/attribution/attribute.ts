@@ -1,15 +1,19 @@
 import type { Address, Hex } from 'viem'
-import { decodeAttribution, type DecodedAttribution } from './decode.js'
+import { type AttributionRole, type CodeRegistry, codeAttributions, decodeAttribution, type DecodedAttribution } from './decode.js'
 import { extractUserOperations } from './userOps.js'
 
 /** The fields of a node's transaction object that attribution reads. */
 export type TransactionInput = { hash: string; from: string; to: string | null; input: string }
 
-/** One (transaction or user operation, code) pair. `userOpHash` is '' for a plain transaction. */
+/** One (transaction or user operation, code, role) row. `userOpHash` is '' for a plain transaction. */
 export type AttributionEntry = {
   userOpHash: string
   builderCode: string
   codeIndex: number
+  /** Schema 2's role for the code; null for schemas 0 and 1. */
+  role: AttributionRole | null
+  /** The registry the suffix names for this code (schema 1's, or schema 2's for the role). */
+  registry: CodeRegistry | null
   sender: string
   schemaId: number
   codes: string[]
@@ -24,7 +28,7 @@ export type TransactionAttribution = {
   hasSuffix: boolean
   schemaId: number | null
   codes: string[] | null
-  registry: { address: string; chainId: number } | null
+  registry: CodeRegistry | null
   cbor: unknown
   malformedReason: string | null
   userOperations: number
@@ -38,10 +42,12 @@ export type TransactionAttribution = {
 
 function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHash: string): AttributionEntry[] {
   if (!decoded?.ok) return []
-  return decoded.codes.map((builderCode, codeIndex) => ({
+  return codeAttributions(decoded).map(({ code, codeIndex, role, registry }) => ({
     userOpHash,
-    builderCode,
+    builderCode: code,
     codeIndex,
+    role,
+    registry,
     sender,
     schemaId: decoded.schemaId,
     codes: decoded.codes,
@@ -77,7 +83,7 @@ export function attributeTransaction(tx: TransactionInput, chainId: number, eip7
     hasSuffix: decoded !== null,
     schemaId: decoded?.schemaId ?? null,
     codes: decoded?.ok ? decoded.codes : null,
-    registry: decoded?.ok && decoded.registry ? { address: decoded.registry.address.toLowerCase(), chainId: decoded.registry.chainId } : null,
+    registry: decoded?.ok ? (decoded.registry ?? null) : null,
     cbor: decoded?.ok && decoded.cbor ? decoded.cbor : null,
     malformedReason: decoded && !decoded.ok ? decoded.reason : null,
     userOperations: operations.length,

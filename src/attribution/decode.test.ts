@@ -3,8 +3,8 @@ import { Cbor, Hex as OxHex } from 'ox'
 import { Attribution } from 'ox/erc8021'
 import type { Hex } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { erc8021Vectors, MARKER, vectorInput } from '../../test/fixtures/erc8021-vectors.js'
-import { type DecodedAttribution, decodeAttribution, hasAttributionMarker, isAttributionCode } from './decode.js'
+import { erc8021Vectors, laterSchemaSuffix, MARKER, schema1Suffix, vectorInput } from '../../test/fixtures/erc8021-vectors.js'
+import { codeAttributions, type DecodedAttribution, decodeAttribution, hasAttributionMarker, isAttributionCode } from './decode.js'
 
 const validCode = fc.stringMatching(/^[a-z0-9_]{1,32}$/)
 const hostileCode = fc.oneof(
@@ -58,10 +58,63 @@ describe('decodeAttribution vectors', () => {
   test('agrees with ox on the codes of every well-formed vector', () => {
     for (const vector of erc8021Vectors) {
       if (!vector.expected?.ok) continue
-      const decoded = Attribution.fromData(vectorInput(vector))
+      // ox reads schema 1's chain id as a JS number and throws past 2^53; the codes must still agree.
+      const wide = vector.expected.registry !== undefined && !Number.isSafeInteger(Number(vector.expected.registry.chainId))
+      const input = wide ? vectorInput({ prefix: '0x', suffix: schema1Suffix(vector.expected.registry!.address, '01', vector.expected.codes.join(',')) }) : vectorInput(vector)
+      const decoded = Attribution.fromData(input)
       const oxCodes = decoded?.codes ?? [decoded?.appCode, decoded?.walletCode, ...(decoded?.serviceCodes ?? [])]
       expect(vector.expected.codes).toStrictEqual([...new Set(oxCodes.filter((code) => code !== undefined))])
     }
+  })
+})
+
+describe('codeAttributions', () => {
+  const rows = (suffix: Hex) => codeAttributions(decodeAttribution(`0xdd${suffix.slice(2)}`))
+
+  test('an x402 suffix gives three rows: seller as app, facilitator as wallet, client as service, each with its registry', () => {
+    const suffix = Attribution.toDataSuffix({
+      appCode: 'seller',
+      walletCode: 'facilitator',
+      serviceCodes: ['client'],
+      registries: {
+        app: { address: '0x00000000000000000000000000000000000000aa', chainId: 8453 },
+        wallet: { address: '0x00000000000000000000000000000000000000bb', chainId: 10 },
+      },
+      metadata: { scheme: 'exact' },
+    })
+    expect(rows(suffix)).toStrictEqual([
+      { code: 'seller', codeIndex: 0, role: 'app', registry: { address: '0x00000000000000000000000000000000000000aa', chainId: '8453' } },
+      { code: 'facilitator', codeIndex: 1, role: 'wallet', registry: { address: '0x00000000000000000000000000000000000000bb', chainId: '10' } },
+      { code: 'client', codeIndex: 2, role: 'service', registry: null },
+    ])
+  })
+
+  test('a code in several roles gets one row per role, a repeated service code one', () => {
+    const suffix = Attribution.toDataSuffix({ appCode: 'baseapp', walletCode: 'baseapp', serviceCodes: ['baseapp', 'titan', 'titan'] })
+    expect(rows(suffix).map(({ code, codeIndex, role }) => [code, codeIndex, role])).toStrictEqual([
+      ['baseapp', 0, 'app'],
+      ['baseapp', 0, 'wallet'],
+      ['baseapp', 0, 'service'],
+      ['titan', 1, 'service'],
+    ])
+  })
+
+  test('schemas 0 and 1 give one row per code without a role; schema 1 names its registry on each', () => {
+    expect(rows(Attribution.toDataSuffix({ codes: ['a', 'b', 'a'] }))).toStrictEqual([
+      { code: 'a', codeIndex: 0, role: null, registry: null },
+      { code: 'b', codeIndex: 1, role: null, registry: null },
+    ])
+    const registry = { address: '0xd8da6bf26964af9d7eed9e03e53415d37aa96045', chainId: '18446744073709551615' }
+    expect(rows(schema1Suffix(registry.address, 'ffffffffffffffff', 'a,b'))).toStrictEqual([
+      { code: 'a', codeIndex: 0, role: null, registry },
+      { code: 'b', codeIndex: 1, role: null, registry },
+    ])
+  })
+
+  test('schemas 3 and above, malformed suffixes and no suffix give no rows', () => {
+    expect(rows(laterSchemaSuffix(3, 'beef'))).toStrictEqual([])
+    expect(rows(Attribution.toDataSuffix({ codes: ['Bad'] }))).toStrictEqual([])
+    expect(codeAttributions(null)).toStrictEqual([])
   })
 })
 
@@ -102,7 +155,7 @@ describe('decodeAttribution properties', () => {
             ok: true,
             schemaId: codeRegistry ? 1 : 0,
             codes: [...new Set(codes)],
-            ...(codeRegistry ? { registry: { ...codeRegistry } } : {}),
+            ...(codeRegistry ? { registry: { address: codeRegistry.address, chainId: String(codeRegistry.chainId) } } : {}),
           })
         },
       ),

@@ -1,5 +1,5 @@
 import { Attribution } from 'ox/erc8021'
-import type { Address, Hex } from 'viem'
+import { type Address, type Hex, hexToBigInt } from 'viem'
 
 /** The 16-byte ERC-8021 marker that ends every attributed calldata, as hex without `0x`. */
 export const ERC8021_MARKER = '80218021802180218021802180218021'
@@ -15,11 +15,21 @@ const CHAR_ONE = 0x31
 const CHAR_ZERO = 0x30
 const CHAR_X = 0x78
 const ADDRESS_SIZE = 20
+/** Schema 1's chain id field: 1 to 32 bytes. */
+const MAX_CHAIN_ID_SIZE = 32
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/
 /** Longest piece of an offending value quoted in a reason, so reasons stay short. */
 const REASON_QUOTE_LENGTH = 40
 
+/** A schema-2 registry as ox reads it (`r.a`, `r.w`: chain id and address). */
 export type AttributionRegistry = { address: Address; chainId: number }
+
+/** A code registry named by a suffix; the chain id is decimal, as schema 1 allows up to 32 bytes of it. */
+export type CodeRegistry = { address: Address; chainId: string }
+
+/** The role a schema-2 suffix gives a code: `a` app, `w` wallet, `s` service (x402: seller, facilitator, client). */
+export const ATTRIBUTION_ROLES = ['app', 'wallet', 'service'] as const
+export type AttributionRole = (typeof ATTRIBUTION_ROLES)[number]
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
@@ -35,21 +45,26 @@ export type AttributionCbor = {
 
 /**
  * A decoded ERC-8021 suffix. `codes` are valid (`ATTRIBUTION_CODE_PATTERN`), deduplicated, in suffix
- * order (schema 2: app, wallet, then service codes), and empty when a well-formed suffix names none.
- * A suffix that carries the marker and a known schema but cannot be read, or carries an invalid code,
- * is `ok: false` with a reason.
+ * order (schema 2: app, wallet, then service codes), and empty when a well-formed suffix names none
+ * (always for schemas 3 and above, which are only recognised). A suffix that carries the marker but
+ * cannot be read, or carries an invalid code, is `ok: false` with a reason.
  */
 export type DecodedAttribution =
   | {
       ok: true
-      schemaId: 0 | 1 | 2
+      schemaId: number
       codes: string[]
       /** Schema 1: the custom code registry. */
-      registry?: AttributionRegistry
+      registry?: CodeRegistry
       /** Schema 2: every CBOR field. */
       cbor?: AttributionCbor
+      /** Schemas 3 and above: the length of their schema data. */
+      dataLength?: number
     }
   | { ok: false; schemaId: number; reason: string }
+
+/** One row's worth of a decoded suffix: a code, its position in `codes`, its role and the registry named for it. */
+export type CodeAttribution = { code: string; codeIndex: number; role: AttributionRole | null; registry: CodeRegistry | null }
 
 /** Whether `code` is a well-formed attribution code (`^[a-z0-9_]{1,32}$`). */
 export function isAttributionCode(code: unknown): code is string {
@@ -83,7 +98,44 @@ export function decodeAttribution(input: Hex): DecodedAttribution | null {
   const schemaId = byteAt(input, size - MARKER_SIZE - 1)
   if (schemaId === 0 || schemaId === 1) return decodeCodesSchema(input, size, schemaId)
   if (schemaId === 2) return decodeCborSchema(input, size)
+  if (schemaId > 2) return decodeLaterSchema(input, size, schemaId)
   return null
+}
+
+/**
+ * The rows a decoded suffix gives: schemas 0 and 1 one per code without a role (schema 1's registry
+ * on each), schema 2 one per code and role it holds, with the registry `r` names for that role.
+ *
+ * @example
+ * codeAttributions(decodeAttribution(x402Calldata))
+ * // [{ code: 'seller', role: 'app', … }, { code: 'facilitator', role: 'wallet', … }, { code: 'client', role: 'service', … }]
+ */
+export function codeAttributions(decoded: DecodedAttribution | null): CodeAttribution[] {
+  if (!decoded?.ok) return []
+  const { codes, cbor } = decoded
+  if (!cbor) return codes.map((code, codeIndex) => ({ code, codeIndex, role: null, registry: decoded.registry ?? null }))
+  const rows: CodeAttribution[] = []
+  const add = (code: string | null, role: AttributionRole, registry: AttributionRegistry | null) => {
+    if (code === null || rows.some((row) => row.code === code && row.role === role)) return
+    rows.push({ code, codeIndex: codes.indexOf(code), role, registry: registry && { address: registry.address, chainId: String(registry.chainId) } })
+  }
+  add(cbor.appCode, 'app', cbor.registries.app)
+  add(cbor.walletCode, 'wallet', cbor.registries.wallet)
+  for (const code of cbor.serviceCodes) add(code, 'service', null)
+  return rows
+}
+
+/** Schemas ox does not know: `schemaData ∥ length(2) ∥ schemaId ∥ marker`, recognised but not read. */
+function decodeLaterSchema(input: Hex, size: number, schemaId: number): DecodedAttribution | null {
+  const lengthIndex = size - MARKER_SIZE - 3
+  if (lengthIndex < 0) return malformed(schemaId, 'suffix is truncated before the data length')
+  const high = byteAt(input, lengthIndex)
+  const low = byteAt(input, lengthIndex + 1)
+  if (high < 0 || low < 0) return null
+  const dataLength = high * 256 + low
+  if (lengthIndex - dataLength < 0) return malformed(schemaId, `data length ${dataLength} points past the start of calldata`)
+  if (!isHexFrom(input, lengthIndex - dataLength)) return null
+  return { ok: true, schemaId, codes: [], dataLength }
 }
 
 function decodeCodesSchema(input: Hex, size: number, schemaId: 0 | 1): DecodedAttribution | null {
@@ -96,21 +148,24 @@ function decodeCodesSchema(input: Hex, size: number, schemaId: 0 | 1): DecodedAt
     return malformed(schemaId, `codes length ${codesLength} points past the start of calldata`)
 
   let suffixStart = codesStart
+  let chainIdLength = 0
   if (schemaId === 1) {
     if (codesStart < ADDRESS_SIZE + 1)
       return malformed(1, 'registry is truncated: calldata ends before the registry address')
-    const chainIdLength = byteAt(input, codesStart - 1)
+    chainIdLength = byteAt(input, codesStart - 1)
     if (chainIdLength < 0) return null
     if (chainIdLength === 0) return malformed(1, 'registry chain id length is 0')
     suffixStart = codesStart - 1 - chainIdLength - ADDRESS_SIZE
     if (suffixStart < 0)
       return malformed(1, `registry chain id length ${chainIdLength} points past the start of calldata`)
+    if (chainIdLength > MAX_CHAIN_ID_SIZE) return malformed(1, `registry chain id length ${chainIdLength} is over ${MAX_CHAIN_ID_SIZE} bytes`)
   }
   if (!isHexFrom(input, suffixStart)) return null
 
   let decoded: Attribution.Attribution | undefined
   try {
-    decoded = Attribution.fromData(`0x${input.slice(2 + suffixStart * 2)}`)
+    // ox reads schema 1's chain id as a JS number, which 32 bytes overflow: it reads the codes as schema 0, the registry is read here.
+    decoded = Attribution.fromData(`0x${input.slice(2 + codesStart * 2, -(MARKER_HEX_LENGTH + 2))}00${ERC8021_MARKER}`)
   } catch (error) {
     return malformed(schemaId, `undecodable suffix: ${errorText(error)}`)
   }
@@ -120,9 +175,11 @@ function decodeCodesSchema(input: Hex, size: number, schemaId: 0 | 1): DecodedAt
   if (typeof codes === 'string') return malformed(schemaId, codes)
   if (schemaId === 0) return { ok: true, schemaId, codes }
 
-  const registry = validRegistry(decoded.codeRegistry)
-  if (typeof registry === 'string') return malformed(1, `registry ${registry}`)
-  return { ok: true, schemaId, codes, registry }
+  const chainIdStart = codesStart - 1 - chainIdLength
+  const address = `0x${input.slice(2 + suffixStart * 2, 2 + chainIdStart * 2).toLowerCase()}` as Address
+  const chainId = hexToBigInt(`0x${input.slice(2 + chainIdStart * 2, 2 + (codesStart - 1) * 2)}`)
+  if (chainId === 0n) return malformed(1, 'registry chain id 0 is invalid')
+  return { ok: true, schemaId, codes, registry: { address, chainId: chainId.toString() } }
 }
 
 function decodeCborSchema(input: Hex, size: number): DecodedAttribution | null {

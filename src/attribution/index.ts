@@ -1,7 +1,12 @@
 export {
   ATTRIBUTION_CODE_PATTERN,
+  ATTRIBUTION_ROLES,
   type AttributionCbor,
   type AttributionRegistry,
+  type AttributionRole,
+  type CodeAttribution,
+  codeAttributions,
+  type CodeRegistry,
   type DecodedAttribution,
   decodeAttribution,
   ERC8021_MARKER,
@@ -18,3 +23,4 @@ export {
   eip7702Delegate,
   extractUserOperations,
 } from './userOps.js'
+export { builderCodesRegistryAbi, builderCodesRegistryFilter } from './registry.js'

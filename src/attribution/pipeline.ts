@@ -56,6 +56,8 @@ export type AttributorContext = {
   scope: 'logs' | 'blocks'
   /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
   registryRecheckAfterMs?: number
+  /** Called once per newly stored transaction whose suffix has a schema id of 3 or above (stored without codes). */
+  onLaterSchema?: (schemaId: number) => void
 }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
@@ -195,7 +197,8 @@ export function createAttributor(context: AttributorContext) {
     const addChecks = (registry: string, codes: readonly string[]) => {
       for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
     }
-    for (const a of fresh) if (a.registry?.chainId === chainId) addChecks(a.registry.address, a.codes ?? [])
+    const onThisChain = String(chainId)
+    for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
     /** All codes registered: true; one not: false; one unknown: null. */
@@ -216,13 +219,14 @@ export function createAttributor(context: AttributorContext) {
         codes: a.codes,
         registryAddress: a.registry?.address ?? null,
         registryChainId: a.registry?.chainId ?? null,
-        registryVerified: a.registry?.chainId === chainId ? verdict(a.registry.address, a.codes ?? []) : null,
+        registryVerified: a.registry?.chainId === onThisChain ? verdict(a.registry.address, a.codes ?? []) : null,
         cbor: a.cbor,
         malformedReason: a.malformedReason,
         userOperations: a.userOperations,
       }),
     )
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
+    for (const a of fresh) if (a.schemaId !== null && a.schemaId > 2 && a.malformedReason === null) context.onLaterSchema?.(a.schemaId)
     return async (client) => {
       await upsertTransactions(client, chainId, rows, positions, gasUsed)
       await upsertAttributions(client, chainId, entries, positions, gasUsed)

@@ -71,6 +71,12 @@ const schema = z.object({
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
   API_RATE_LIMIT: integer(1, 1_000_000).default(600),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
+  BUILDER_CODES_REGISTRY: z
+    .string()
+    .regex(hexAddress, 'a 0x-prefixed 20-byte address')
+    .transform((value) => value.toLowerCase() as `0x${string}`)
+    .optional(),
+  BUILDER_CODES_REGISTRY_START_BLOCK: integer(0, Number.MAX_SAFE_INTEGER).default(0),
 })
 
 type Parsed = z.output<typeof schema>
@@ -103,6 +109,9 @@ export type Config = Readonly<{
   rpcBatchSize: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
+  /** The BuilderCodes registry (ERC-721) whose events are always indexed, lowercase. */
+  builderCodesRegistry: `0x${string}` | undefined
+  builderCodesRegistryStartBlock: number
 }>
 
 export class ConfigError extends Error {
@@ -168,6 +177,8 @@ function toConfig(p: Parsed): Config {
     rpcBatchSize: p.RPC_BATCH_SIZE,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
+    builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
+    builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
   }
 }
 

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
-import type { Status } from './schema.js'
+import type { CodeRole, Status } from './schema.js'
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
@@ -32,7 +32,8 @@ export type TransactionDecodeRow = {
   schemaId: number | null
   codes: string[] | null
   registryAddress: string | null
-  registryChainId: number | null
+  /** Decimal: schema 1 allows a chain id of up to 32 bytes. */
+  registryChainId: string | null
   registryVerified: boolean | null
   cbor: unknown
   malformedReason: string | null
@@ -44,6 +45,9 @@ export type AttributionRow = {
   userOpHash: string
   builderCode: string
   codeIndex: number
+  /** Schema 2's role for the code; null (stored as '') for schemas 0 and 1. */
+  role: CodeRole | null
+  registry: { address: string; chainId: string } | null
   sender: string
   schemaId: number
   codes: string[]
@@ -204,7 +208,10 @@ const ATTRIBUTION_COLUMNS = [
   'tx_hash',
   'user_op_hash',
   'builder_code',
+  'role',
   'code_index',
+  'registry_address',
+  'registry_chain_id',
   'block_number',
   'block_hash',
   'block_timestamp',
@@ -245,7 +252,10 @@ export async function upsertAttributions(
       r.txHash,
       r.userOpHash,
       r.builderCode,
+      r.role ?? '',
       r.codeIndex,
+      r.registry?.address ?? null,
+      r.registry?.chainId ?? null,
       p.blockNumber,
       p.blockHash,
       isoTimestamp(p.blockTimestamp),
@@ -261,7 +271,7 @@ export async function upsertAttributions(
   // As for transactions: COPY while every row is new, the merge when one is there already.
   await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
     rows: lines.length,
-    onConflict: `ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code) DO UPDATE SET block_number = EXCLUDED.block_number,
+    onConflict: `ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code, role) DO UPDATE SET block_number = EXCLUDED.block_number,
        block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, status = EXCLUDED.status,
        gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,

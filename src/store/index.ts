@@ -24,3 +24,4 @@ export {
   type Repair,
 } from './reorgs.js'
 export { registeredWallets, saveWalletNonces, type WalletNonces } from './wallets.js'
+export { saveBuilderCodeRegistry } from './registry.js'

@@ -166,9 +166,15 @@ export const walletNonces = pgTable(
   (t) => [primaryKey({ columns: [t.chainId, t.walletAddress] })],
 )
 
+/** Schema-2 roles of a code (`a`, `w`, `s`); '' stands for none (schemas 0 and 1) so it can be part of a key. */
+export const CODE_ROLES = ['app', 'wallet', 'service'] as const
+export type CodeRole = (typeof CODE_ROLES)[number]
+
+const roleCheck = (name: string) => check(name, sql`role in ('', 'app', 'wallet', 'service')`)
+
 /**
- * One row per (transaction or user operation, decoded code). `user_op_hash` is '' for a plain
- * transaction so it can be part of the key; the views expose it as null.
+ * One row per (transaction or user operation, decoded code, role). `user_op_hash` is '' for a plain
+ * transaction and `role` '' for a code without one, so both can be part of the key; the views expose them as null.
  */
 export const attributions = pgTable(
   'attributions',
@@ -177,7 +183,11 @@ export const attributions = pgTable(
     txHash: text('tx_hash').notNull(),
     userOpHash: text('user_op_hash').notNull().default(''),
     builderCode: text('builder_code').notNull(),
+    role: text('role', { enum: ['', ...CODE_ROLES] }).notNull().default(''),
     codeIndex: smallint('code_index').notNull(),
+    /** The registry the suffix names for this code: schema 1's, or schema 2's `r` entry for the role. */
+    registryAddress: text('registry_address'),
+    registryChainId: numeric('registry_chain_id'),
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),
     blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
@@ -192,13 +202,51 @@ export const attributions = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    primaryKey({ columns: [t.chainId, t.txHash, t.userOpHash, t.builderCode] }),
+    primaryKey({ name: 'attributions_pk', columns: [t.chainId, t.txHash, t.userOpHash, t.builderCode, t.role] }),
     index('attributions_code_block').on(t.chainId, t.builderCode, t.blockNumber, t.txHash),
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
     index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
+    roleCheck('attributions_role_check'),
   ],
+)
+
+/**
+ * Attributions not removed per code, role and UTC hour or day: the stats' split by role. Kept by the
+ * triggers on `attributions` (migration 0012) like `builder_code_buckets`.
+ */
+export const builderCodeRoleBuckets = pgTable(
+  'builder_code_role_buckets',
+  {
+    chainId: integer('chain_id').notNull(),
+    builderCode: text('builder_code').notNull(),
+    role: text('role', { enum: ['', ...CODE_ROLES] }).notNull(),
+    bucket: text('bucket', { enum: ['hour', 'day'] }).notNull(),
+    start: timestamp('start', { withTimezone: true }).notNull(),
+    attributions: bigint('attributions', { mode: 'number' }).notNull(),
+    pending: bigint('pending', { mode: 'number' }).notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'builder_code_role_buckets_pk', columns: [t.chainId, t.builderCode, t.bucket, t.start, t.role] }),
+    check('builder_code_role_buckets_bucket_check', sql`bucket in ('hour', 'day')`),
+    roleCheck('builder_code_role_buckets_role_check'),
+  ],
+)
+
+/**
+ * The BuilderCodes registry (ERC-721) whose events this chain's index reads (`BUILDER_CODES_REGISTRY`):
+ * the views `public.registry_codes` and `analytics.builder_codes` decode its logs that are not removed.
+ */
+export const builderCodeRegistries = pgTable(
+  'builder_code_registries',
+  {
+    chainId: integer('chain_id').notNull(),
+    address: text('address').notNull(),
+    startBlock: bigint('start_block', { mode: 'number' }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.address] })],
 )
 
 /** Bucket sizes of the stats rollup: UTC hours and days. */

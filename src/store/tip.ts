@@ -11,6 +11,8 @@ import { recordInterval, updateChainState } from './sync.js'
 export type StoreTipBlocksParameters = {
   chainId: number
   filterId: string
+  /** Further filters whose logs of these blocks are among `rows` (the BuilderCodes registry's). */
+  alsoFilterIds?: readonly string[]
   /** Consecutive canonical headers, parent hashes checked by the caller. */
   blocks: readonly (BlockRow & { parentHash: string })[]
   rows: readonly LogRow[]
@@ -71,7 +73,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
       )
     }
     await params.extraWrites?.(client)
-    await recordInterval(client, chainId, filterId, [first.number, last.number] satisfies Interval)
+    for (const id of [filterId, ...(params.alsoFilterIds ?? [])]) await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
     await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash })
     return { confirmed: claimed.rowCount ?? 0, dropped: dropped.rowCount ?? 0 }
   })

@@ -39,6 +39,8 @@ export type HeadFollowerContext = {
   chainId: number
   filter: LogFilter
   filterId: string
+  /** Further filters followed beside `filter` (the BuilderCodes registry's); their reorgs are repaired like any filter's. */
+  alsoFollow?: readonly { filter: LogFilter; filterId: string }[]
   /** Where live indexing begins on the first start (`latest` = the head at that moment). */
   startBlock: number | 'latest'
   /** The node's header at a height or tag; null when it has none. */
@@ -55,7 +57,27 @@ export type HeadFollowerContext = {
  */
 export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
+  const also = context.alsoFollow ?? []
   let lastHead: number | undefined
+
+  /** The logs of every followed filter in `range`, each answer checked against the headers, once each. */
+  async function fetchFollowedLogs(range: Interval, headers: ReadonlyMap<number, Header>): Promise<LogInput[]> {
+    const logs = await context.fetchLogs(range, context.filter)
+    verifyLogs(logs, { headers, everyLog: isEveryLog(context.filter) })
+    // An unfiltered follower already has every log of the other filters.
+    if (isEveryLog(context.filter) || also.length === 0) return logs
+    const seen = new Set(logs.map((log) => `${log.blockHash}:${log.logIndex}`))
+    for (const { filter } of also) {
+      const more = await context.fetchLogs(range, filter)
+      verifyLogs(more, { headers, everyLog: false })
+      for (const log of more) {
+        const key = `${log.blockHash}:${log.logIndex}`
+        if (!seen.has(key)) logs.push(log)
+        seen.add(key)
+      }
+    }
+    return logs
+  }
 
   /** Sets the follower's position just before `startBlock` on the very first start. */
   async function initialise(): Promise<{ liveBlock: number; liveHash: string }> {
@@ -117,10 +139,10 @@ export function createHeadFollower(context: HeadFollowerContext) {
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) return [{ type: 'retry', reason: `chain changed under block ${headers[i]!.number}` }]
     }
-    const logs = await context.fetchLogs([liveBlock + 1, to], context.filter)
     const hashAt = new Map(headers.map((h) => [h.number, h]))
+    let logs: LogInput[]
     try {
-      verifyLogs(logs, { headers: hashAt, everyLog: isEveryLog(context.filter) })
+      logs = await fetchFollowedLogs([liveBlock + 1, to], hashAt)
     } catch (error) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
@@ -131,6 +153,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const stored = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
+      alsoFilterIds: also.map((followed) => followed.filterId),
       blocks: headers,
       rows,
       finalizedBlock: finalized,

@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { Database } from '../../store/index.js'
-import { attributions, builderCodeBuckets, builderCodes, type Status } from '../../store/schema.js'
+import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../../store/schema.js'
 
-/** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code), all descending. */
-export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string]
+/** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code, role ('' for none)), all descending. */
+export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string, role: string]
 
 export type ListAttributionsParameters = {
   chainId: number
@@ -16,6 +16,8 @@ export type ListAttributionsParameters = {
   since?: Date
   until?: Date
   statuses?: readonly Status[]
+  /** Schema 2's role of the code. */
+  role?: CodeRole
   includeRemoved: boolean
   /** Rows strictly after this key in list order. */
   after?: AttributionKey
@@ -33,6 +35,10 @@ export type AttributionRow = {
   toAddress: string | null
   sender: string
   builderCode: string
+  /** '' for a code without a role (schemas 0 and 1). */
+  role: string
+  registryAddress: string | null
+  registryChainId: string | null
   walletAddress: string | null
   schemaId: number
   codes: string[]
@@ -52,6 +58,9 @@ export const attributionColumns = {
   toAddress: attributions.toAddress,
   sender: attributions.sender,
   builderCode: attributions.builderCode,
+  role: attributions.role,
+  registryAddress: attributions.registryAddress,
+  registryChainId: attributions.registryChainId,
   walletAddress: builderCodes.walletAddress,
   schemaId: attributions.schemaId,
   codes: attributions.codes,
@@ -67,7 +76,7 @@ export const attributionColumns = {
  */
 export async function listAttributions(
   db: Database,
-  { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, includeRemoved, after, limit }: ListAttributionsParameters,
+  { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit }: ListAttributionsParameters,
 ): Promise<{ rows: AttributionRow[]; more: boolean }> {
   const where: SQL[] = [eq(attributions.chainId, chainId)]
   if (builderCode !== undefined) where.push(eq(attributions.builderCode, builderCode))
@@ -94,10 +103,11 @@ export async function listAttributions(
       sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, until), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
     )
   if (statuses !== undefined) where.push(inArray(attributions.status, [...statuses]))
+  if (role !== undefined) where.push(eq(attributions.role, role))
   if (!includeRemoved) where.push(eq(attributions.removed, false))
   if (after !== undefined)
     where.push(
-      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}) < (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]})`,
+      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]}, ${after[4]})`,
     )
 
   const rows = await db
@@ -105,13 +115,13 @@ export async function listAttributions(
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
     .where(and(...where))
-    .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode))
+    .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode), desc(attributions.role))
     .limit(limit + 1)
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
-export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash' | 'userOpHash' | 'builderCode'>): AttributionKey {
-  return [row.blockNumber, row.txHash, row.userOpHash, row.builderCode]
+export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash' | 'userOpHash' | 'builderCode' | 'role'>): AttributionKey {
+  return [row.blockNumber, row.txHash, row.userOpHash, row.builderCode, row.role]
 }
 
 export type StatsInterval = 'hour' | 'day'
@@ -201,4 +211,41 @@ export function bucketStarts(interval: StatsInterval, since: Date, until: Date):
   const starts: number[] = []
   for (let start = Math.floor(since.getTime() / step) * step; start < until.getTime(); start += step) starts.push(start)
   return starts
+}
+
+/** One role's share of a code's attributions: `role` null for codes without one (schemas 0 and 1). */
+export type RoleCounts = { role: CodeRole | null; attributions: number; confirmed: number; pending: number }
+
+/**
+ * Per UTC hour or day of `[since, until)` and in total: the code's attributions that are not removed,
+ * per role it held, read from the rollup the triggers on `attributions` keep (migration 0012).
+ * Only roles with rows appear, in the order app, wallet, service, none.
+ */
+export async function builderCodeRoleStats(
+  db: Database,
+  { chainId, builderCode, interval, since, until }: BuilderCodeStatsParameters,
+): Promise<{ buckets: Map<number, RoleCounts[]>; total: RoleCounts[] }> {
+  const b = builderCodeRoleBuckets
+  const result = await db.execute<{ start: number | null; role: string; attributions: number; pending: number }>(sql`
+    select extract(epoch from ${b.start})::int8 * 1000 as start, ${b.role} as role,
+      sum(${b.attributions})::int8 as attributions, sum(${b.pending})::int8 as pending
+    from ${b}
+    where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval}
+      and ${b.start} >= ${since} and ${b.start} < ${until}
+    group by grouping sets ((${b.start}, ${b.role}), (${b.role}))
+    having sum(${b.attributions}) <> 0
+    order by start nulls first, array_position(array['app', 'wallet', 'service', '']::text[], ${b.role})`)
+  const buckets = new Map<number, RoleCounts[]>()
+  const total: RoleCounts[] = []
+  for (const row of result.rows) {
+    const counts: RoleCounts = {
+      role: row.role === '' ? null : (row.role as CodeRole),
+      attributions: row.attributions,
+      confirmed: row.attributions - row.pending,
+      pending: row.pending,
+    }
+    if (row.start === null) total.push(counts)
+    else buckets.set(row.start, [...(buckets.get(row.start) ?? []), counts])
+  }
+  return { buckets, total }
 }

@@ -66,3 +66,52 @@ export async function findWalletOfCode(db: Database, chainId: number, builderCod
     .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.builderCode, builderCode)))
   return row?.walletAddress ?? null
 }
+
+/** What the BuilderCodes registry's logs that are not removed say about a code (`public.registry_codes`). */
+export type RegistryCodeRecord = {
+  tokenId: string
+  owner: string | null
+  payoutAddress: string | null
+  registeredBlock: number
+  registeredAt: Date
+}
+
+/** The code as the configured BuilderCodes registry knows it, or `null`. */
+export async function findRegistryCode(db: Database, chainId: number, builderCode: string): Promise<RegistryCodeRecord | null> {
+  const result = await db.execute<{ token_id: string; owner: string | null; payout_address: string | null; registered_block: string; registered_at: Date | string }>(sql`
+    select token_id::text, owner, payout_address, registered_block, registered_at
+    from public.registry_codes where chain_id = ${chainId} and builder_code = ${builderCode}
+    order by registered_block limit 1`)
+  const row = result.rows[0]
+  if (!row) return null
+  return {
+    tokenId: row.token_id,
+    owner: row.owner,
+    payoutAddress: row.payout_address,
+    registeredBlock: Number(row.registered_block),
+    registeredAt: new Date(row.registered_at),
+  }
+}
+
+/** Where a code is known from and what the registry says of it, or `null` when no source knows it. */
+export async function findBuilderCode(
+  db: Database,
+  chainId: number,
+  builderCode: string,
+): Promise<{ source: 'registry' | 'api' | 'local'; walletAddress: string | null; createdAt: Date | null; registry: RegistryCodeRecord | null } | null> {
+  const [issued, registry] = await Promise.all([
+    db
+      .select(recordColumns)
+      .from(builderCodes)
+      .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.builderCode, builderCode)))
+      .then((rows) => rows[0] ?? null),
+    findRegistryCode(db, chainId, builderCode),
+  ])
+  if (!issued && !registry) return null
+  return {
+    source: registry ? 'registry' : issued?.source === 'upstream' ? 'api' : 'local',
+    walletAddress: issued?.walletAddress ?? null,
+    createdAt: issued?.createdAt ?? null,
+    registry,
+  }
+}

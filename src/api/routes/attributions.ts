@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { ATTRIBUTION_ROLES } from '../../attribution/index.js'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { ApiError } from '../errors.js'
 import {
   attributionKey,
+  builderCodeRoleStats,
   builderCodeStats,
   INTERVAL_MS,
   listAttributions,
@@ -12,7 +14,7 @@ import {
   type AttributionRow,
   type StatsInterval,
 } from '../queries/attributions.js'
-import { findWalletOfCode } from '../queries/builderCodes.js'
+import { findRegistryCode, findWalletOfCode } from '../queries/builderCodes.js'
 import {
   blockNumber,
   builderCode,
@@ -31,8 +33,12 @@ import {
   walletAddress,
 } from '../schemas.js'
 
-const CURSOR_VERSION = 'a1'
+const CURSOR_VERSION = 'a2'
 const isUserOpHash = (value: unknown): value is string => value === '' || isLowerHash(value)
+const isRoleKey = (value: unknown): value is string => value === '' || ATTRIBUTION_ROLES.some((role) => role === value)
+const roleSchema = z.enum(ATTRIBUTION_ROLES).nullable().meta({
+  description: 'Schema 2: app (a), wallet (w) or service (s); x402 uses them for seller, facilitator and client. Null for schemas 0 and 1.',
+})
 /** Buckets one stats answer may hold: ~14 months of hours, ~27 years of days. */
 export const MAX_STATS_BUCKETS = 10_000
 const DEFAULT_STATS_SPAN_MS: Record<StatsInterval, number> = { hour: 7 * INTERVAL_MS.day, day: 30 * INTERVAL_MS.day }
@@ -40,7 +46,7 @@ const DEFAULT_STATS_SPAN_MS: Record<StatsInterval, number> = { hour: 7 * INTERVA
 const attributionCursor = z
   .string()
   .transform((token, ctx) => {
-    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isLowerHash, isUserOpHash, isCode])
+    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isLowerHash, isUserOpHash, isCode, isRoleKey])
     if (key === null) {
       ctx.addIssue({ code: 'custom', message: 'is not a cursor returned by this endpoint' })
       return z.NEVER
@@ -61,6 +67,11 @@ const attributionItem = z
     to: z.string().nullable(),
     sender: z.string().meta({ description: "The user operation's sender, else the transaction sender." }),
     builderCode: z.string(),
+    role: roleSchema,
+    registry: z
+      .object({ address: z.string(), chainId: z.string().meta({ description: 'Decimal: schema 1 allows up to 32 bytes.' }) })
+      .nullable()
+      .meta({ description: 'The registry the suffix names for this code (schema 1, or schema 2’s r for the role).' }),
     walletAddress: z.string().nullable().meta({ description: 'Wallet that registered the code here; null when not registered here.' }),
     schemaId: z.number().int().meta({ description: 'ERC-8021 schema id (0, 1 or 2).' }),
     codes: z.array(z.string()).meta({ description: 'Every code of the suffix, in suffix order.' }),
@@ -85,15 +96,39 @@ const statsCounts = z.object({
   gasUsed: z.string().meta({ description: 'Gas used by the attributed transactions where known, as a decimal string.' }),
 })
 
+const roleCounts = z
+  .array(
+    z.object({
+      role: roleSchema,
+      attributions: z.number().int(),
+      confirmed: z.number().int(),
+      pending: z.number().int(),
+    }),
+  )
+  .meta({ description: 'The attributions split by the role the code held (a code in two roles of one suffix counts in each); only roles with rows.' })
+
+/** What the BuilderCodes registry says of a code; shared with the code page. */
+export const registryRecord = z
+  .object({
+    tokenId: z.string().meta({ description: 'ERC-721 token id, decimal.' }),
+    owner: z.string().nullable().meta({ description: 'Current owner of the token; null when burnt.' }),
+    payoutAddress: z.string().nullable(),
+    registeredBlock: z.number().int(),
+    registeredAt: isoTime,
+  })
+  .nullable()
+  .meta({ id: 'RegistryCode', description: 'The code on the BuilderCodes registry (BUILDER_CODES_REGISTRY), as its logs that are not removed say; null when not there.' })
+
 const builderCodeStatsAnswer = z
   .object({
     builderCode: z.string(),
     walletAddress: z.string().nullable(),
+    registry: registryRecord,
     interval: z.enum(['hour', 'day']),
     since: isoTime.meta({ description: 'Start of the first bucket: the requested since rounded down.' }),
     until: isoTime.meta({ description: 'End of the last bucket (exclusive): the requested until rounded up.' }),
-    total: statsCounts,
-    buckets: z.array(z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape })),
+    total: z.object({ ...statsCounts.shape, roles: roleCounts }),
+    buckets: z.array(z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape, roles: roleCounts })),
   })
   .meta({ id: 'BuilderCodeStats' })
 
@@ -109,6 +144,8 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
     to: row.toAddress,
     sender: row.sender,
     builderCode: row.builderCode,
+    role: row.role === '' ? null : (row.role as (typeof ATTRIBUTION_ROLES)[number]),
+    registry: row.registryAddress !== null && row.registryChainId !== null ? { address: row.registryAddress, chainId: row.registryChainId } : null,
     walletAddress: row.walletAddress,
     schemaId: row.schemaId,
     codes: row.codes,
@@ -137,6 +174,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           since: timestamp.optional().meta({ description: 'Block time at or after (ISO 8601).' }),
           until: timestamp.optional().meta({ description: 'Block time before (ISO 8601).' }),
           status: statuses.optional(),
+          role: z.enum(ATTRIBUTION_ROLES, 'must be app, wallet or service').optional().meta({ description: 'Only codes in this schema-2 role.' }),
           includeRemoved: includeRemoved.optional(),
           limit: limit.optional(),
           cursor: attributionCursor.optional(),
@@ -158,6 +196,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         since: q.since,
         until: q.until,
         statuses: q.status,
+        role: q.role,
         includeRemoved: q.includeRemoved ?? false,
         after: q.cursor,
         limit: pageSize,
@@ -197,18 +236,25 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       const { since, until } = roundToBuckets(interval, requestedSince, requestedUntil)
       if ((until.getTime() - since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
         throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
-      const [stats, owner] = await Promise.all([
+      const [stats, roles, owner, registry] = await Promise.all([
         builderCodeStats(db, { chainId, builderCode: code, interval, since, until }),
+        builderCodeRoleStats(db, { chainId, builderCode: code, interval, since, until }),
         findWalletOfCode(db, chainId, code),
+        findRegistryCode(db, chainId, code),
       ])
       return {
         builderCode: code,
         walletAddress: owner,
+        registry: registry && { ...registry, registeredAt: registry.registeredAt.toISOString() },
         interval,
         since: since.toISOString(),
         until: until.toISOString(),
-        total: stats.total,
-        buckets: stats.buckets.map(({ start, ...counts }) => ({ start: start.toISOString(), ...counts })),
+        total: { ...stats.total, roles: roles.total },
+        buckets: stats.buckets.map(({ start, ...counts }) => ({
+          start: start.toISOString(),
+          ...counts,
+          roles: roles.buckets.get(start.getTime()) ?? [],
+        })),
       }
     },
   )

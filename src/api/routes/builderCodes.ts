@@ -3,8 +3,9 @@ import type { Hex } from 'viem'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
-import { countWalletAttributions, findBuilderCodeByWallet } from '../queries/builderCodes.js'
+import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../queries/builderCodes.js'
 import { builderCode, errorResponses, isoTime, walletAddress } from '../schemas.js'
+import { registryRecord } from './attributions.js'
 
 /** A slow node must not hold a registration lookup for long; the nonces are then null. */
 const NONCE_TIMEOUT_MS = 2_000
@@ -40,7 +41,27 @@ const builderCodeRecord = z
   })
   .meta({ id: 'BuilderCodeRecord' })
 
-/** `POST /v1/agents/builder-codes` and `GET /v1/agents/builder-codes/{walletAddress}`. */
+const knownCode = z
+  .object({
+    builderCode: builderCode,
+    registered: z.literal(true).meta({ description: 'Known from at least one source.' }),
+    source: z.enum(['registry', 'api', 'local']).meta({
+      description: 'registry: on the BuilderCodes registry (wins when several know it); api: issued by BUILDER_API_URL; local: derived here.',
+    }),
+    walletAddress: z.string().nullable().meta({ description: 'Wallet the code was issued to through the registration API; null for a code known only on-chain.' }),
+    createdAt: isoTime.nullable().meta({ description: 'When the code was issued through the API; null for a code known only on-chain.' }),
+    registry: registryRecord,
+  })
+  .meta({ id: 'BuilderCode' })
+
+/** Both spellings Base's docs use (`walletAddress`, `wallet_address`), read as `walletAddress`, so its errors are the same. */
+const registrationBody = z.preprocess((body) => {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('wallet_address' in body) || 'walletAddress' in body) return body
+  const { wallet_address: address, ...rest } = body as Record<string, unknown>
+  return { walletAddress: address, ...rest }
+}, z.strictObject({ walletAddress }))
+
+/** `POST /v1/agents/builder-codes`, `GET /v1/agents/builder-codes/{walletAddress}` and `GET /v1/builder-codes/{code}`. */
 export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId, rpc, registrar }) => {
   app.post(
     '/v1/agents/builder-codes',
@@ -51,7 +72,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         summary: 'Register a wallet and get its builder code',
         description:
           'Idempotent: the same wallet, in any letter case, always gets the same code. With BUILDER_API_URL set, the code comes from that service (502 upstream_error when it fails).',
-        body: z.strictObject({ walletAddress }),
+        body: registrationBody,
         response: { 200: registration, ...errorResponses(400, 413, 415, 429, 502, 503) },
       },
     },
@@ -96,6 +117,32 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           latest: { transactions: nonces[0] ?? null, attributed: counts.confirmed },
           pending: { transactions: nonces[1] ?? null, attributed: counts.confirmed + counts.pending },
         },
+      }
+    },
+  )
+
+  app.get(
+    '/v1/builder-codes/:code',
+    {
+      schema: {
+        tags: ['builder codes'],
+        summary: 'A builder code from any source: the BuilderCodes registry, the upstream API or issued here',
+        params: z.strictObject({ code: builderCode }),
+        querystring: z.strictObject({}),
+        response: { 200: knownCode, ...errorResponses(400, 404, 429, 503) },
+      },
+    },
+    async (request) => {
+      const code = request.params.code
+      const found = await findBuilderCode(db, chainId, code)
+      if (!found) throw new ApiError(404, 'not_found', `No source knows the builder code ${code}.`)
+      return {
+        builderCode: code,
+        registered: true as const,
+        source: found.source,
+        walletAddress: found.walletAddress,
+        createdAt: found.createdAt?.toISOString() ?? null,
+        registry: found.registry && { ...found.registry, registeredAt: found.registry.registeredAt.toISOString() },
       }
     },
   )
