@@ -1,8 +1,11 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  divergedLogs,
+  divergenceOf,
   firstCreationIndex,
   matchesFilter,
+  mergeCanonicalAndPending,
   nextBlockTimestamp,
   poolKey,
   preconfirmedLogs,
@@ -11,6 +14,7 @@ import {
   takeNewLogs,
   ZERO_HASH,
   type PendingBlock,
+  type PreconfLog,
   type PendingTransaction,
 } from './preconf.js'
 
@@ -163,5 +167,59 @@ describe('shuffled', () => {
         expect([...result].sort((a, b) => a - b)).toEqual([...items].sort((a, b) => a - b))
       }),
     )
+  })
+})
+
+describe('divergenceOf', () => {
+  it('picks about the asked fraction of transactions, half of them for data and half for position', () => {
+    const picks = Array.from({ length: 4_000 }, (_, n) => divergenceOf(hash(n), 0.2))
+    const data = picks.filter((pick) => pick === 'data').length
+    const position = picks.filter((pick) => pick === 'position').length
+    expect((data + position) / picks.length).toBeGreaterThan(0.17)
+    expect((data + position) / picks.length).toBeLessThan(0.23)
+    expect(Math.abs(data - position)).toBeLessThan(0.2 * (data + position))
+    expect(Array.from({ length: 100 }, (_, n) => divergenceOf(hash(n), 0)).every((pick) => pick === undefined)).toBe(true)
+    expect(Array.from({ length: 100 }, (_, n) => divergenceOf(hash(n), 1)).every((pick) => pick !== undefined)).toBe(true)
+  })
+})
+
+describe('divergedLogs', () => {
+  const find = (kind: 'data' | 'position' | undefined, after = 0) => {
+    for (let n = after + 1; ; n++) if (divergenceOf(hash(n), 0.5) === kind) return n
+  }
+  const windowLogs = (blocks: number[][]): PreconfLog[] =>
+    blocks.flatMap((txs, b) => {
+      const calls = txs.map((n) => call([{ address: A, topics: [T0], data: `0x0${n % 10}` as const }, { address: B, topics: [], data: '0x' as const }]))
+      return preconfirmedLogs({ ...block(txs.map((n) => tx(n))), number: `0x${(16 + b).toString(16)}` }, calls)
+    })
+
+  it('changes the data of one kind of chosen transaction and moves the other after its block, logIndex still cumulative', () => {
+    const same = find(undefined)
+    const data = find('data')
+    const moved = find('position')
+    const other = find(undefined, same)
+    const logs = windowLogs([[moved, same, data], [other]])
+    const diverged = divergedLogs(logs, 0.5)
+    const row = (log: PreconfLog) => [log.blockNumber, log.transactionHash, log.transactionIndex, log.logIndex, log.data]
+    expect(diverged.map(row)).toEqual([
+      ['0x10', hash(same), '0x1', '0x0', logs[2]!.data],
+      ['0x10', hash(same), '0x1', '0x1', '0x'],
+      ['0x10', hash(data), '0x2', '0x2', `0x${(0xff ^ (data % 10)).toString(16)}`],
+      ['0x10', hash(data), '0x2', '0x3', '0xff'],
+      ['0x10', hash(moved), '0x3', '0x4', logs[0]!.data],
+      ['0x10', hash(moved), '0x3', '0x5', '0x'],
+      ['0x11', hash(other), '0x0', '0x0', logs[6]!.data],
+      ['0x11', hash(other), '0x0', '0x1', '0x'],
+    ])
+    expect(divergedLogs(logs, 0)).toEqual(logs)
+  })
+})
+
+describe('mergeCanonicalAndPending', () => {
+  it('keeps every canonical log and the pending ones at a (block, logIndex) no canonical log has', () => {
+    const log = (blockNumber: `0x${string}`, logIndex: `0x${string}`, source: string) => ({ blockNumber, logIndex, source })
+    const canonical = [log('0x10', '0x0', 'c'), log('0x11', '0x0', 'c')]
+    const pending = [log('0x11', '0x0', 'p'), log('0x11', '0x1', 'p'), log('0x12', '0x0', 'p')]
+    expect(mergeCanonicalAndPending(canonical, pending)).toEqual([...canonical, pending[1], pending[2]])
   })
 })

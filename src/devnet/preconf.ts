@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem'
+import { keccak256, type Address, type Hex } from 'viem'
 
 /** What Base puts in `blockHash` of a pre-confirmed log: the block has no hash yet. */
 export const ZERO_HASH: Hex = `0x${'0'.repeat(64)}`
@@ -184,4 +184,62 @@ export function shuffled<T>(items: readonly T[], random: () => number = Math.ran
     ;[copy[i], copy[j]] = [copy[j] as T, copy[i] as T]
   }
   return copy
+}
+
+/** How a pre-confirmation got a transaction's logs wrong: other data, or the transaction at another position. */
+export type Divergence = 'data' | 'position'
+
+/**
+ * The divergence the node serves for a transaction, or undefined: chosen by the keccak of its hash, so a
+ * fraction `rate` of transactions diverge and every answer (and a move to the next block) agrees.
+ */
+export function divergenceOf(transactionHash: Hex, rate: number): Divergence | undefined {
+  const digest = keccak256(transactionHash)
+  if (Number.parseInt(digest.slice(2, 10), 16) / 2 ** 32 >= rate) return undefined
+  return Number.parseInt(digest.slice(10, 12), 16) % 2 === 0 ? 'data' : 'position'
+}
+
+/** `data` with its last byte flipped (one byte for empty data). */
+const flipLastByte = (data: Hex): Hex =>
+  data.length <= 2 ? '0xff' : `${data.slice(0, -2)}${(Number.parseInt(data.slice(-2), 16) ^ 0xff).toString(16).padStart(2, '0')}` as Hex
+
+/**
+ * Pending logs as a pre-confirmation that guessed wrong serves them: the logs of a fraction `rate` of
+ * transactions carry other data, or come after the rest of their block with a later transaction index;
+ * `logIndex` stays cumulative per block. `logs` are in block order.
+ */
+export function divergedLogs(logs: readonly PreconfLog[], rate: number): PreconfLog[] {
+  if (rate <= 0) return [...logs]
+  const byBlock = new Map<Hex, PreconfLog[]>()
+  for (const log of logs) {
+    const block = byBlock.get(log.blockNumber)
+    if (block) block.push(log)
+    else byBlock.set(log.blockNumber, [log])
+  }
+  return [...byBlock.values()].flatMap((block) => {
+    const lastIndex = Math.max(...block.map((log) => Number(log.transactionIndex)))
+    const moved = new Map<Hex, Hex>()
+    const kept: PreconfLog[] = []
+    const late: PreconfLog[] = []
+    for (const log of block) {
+      const divergence = divergenceOf(log.transactionHash, rate)
+      if (divergence === 'data') kept.push({ ...log, data: flipLastByte(log.data) })
+      else if (divergence === 'position') {
+        if (!moved.has(log.transactionHash)) moved.set(log.transactionHash, hex(lastIndex + 1 + moved.size))
+        late.push({ ...log, transactionIndex: moved.get(log.transactionHash)! })
+      } else kept.push(log)
+    }
+    const first = Number(block[0]!.logIndex)
+    return [...kept, ...late].map((log, i) => ({ ...log, logIndex: hex(first + i) }))
+  })
+}
+
+/**
+ * A mixed-range answer (`fromBlock` a number, `toBlock` "pending") as a Base node builds it: the canonical
+ * logs, then the pending ones, less any pending log whose (blockNumber, logIndex) a canonical log has.
+ */
+export function mergeCanonicalAndPending<T extends { blockNumber: Hex; logIndex: Hex }>(canonical: readonly T[], pending: readonly T[]): T[] {
+  const key = (log: T) => `${BigInt(log.blockNumber)}:${BigInt(log.logIndex)}`
+  const taken = new Set(canonical.map(key))
+  return [...canonical, ...pending.filter((log) => !taken.has(key(log)))]
 }
