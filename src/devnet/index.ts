@@ -51,6 +51,8 @@ export type Devnet = {
   /** Anvil itself, without the pre-confirmed layer. */
   anvilUrl: string
   anvil: Anvil
+  /** Blocks the canonical chain at `url` lags anvil's head. */
+  canonicalLag: number
   /** Mines the pool into a block now; with `canonicalLag` the node serves it as canonical that many blocks later. */
   mine: () => Promise<MinedBlock>
   /** Removes a pool transaction so it is never mined; true when it was in the pool. */
@@ -127,6 +129,7 @@ export async function createDevnet(options: DevnetOptions = {}): Promise<Devnet>
     wsUrl: server.wsUrl,
     anvilUrl: anvil.url,
     anvil,
+    canonicalLag,
     mine,
     dropTransaction: (hash) =>
       pending.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),
