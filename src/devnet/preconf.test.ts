@@ -171,15 +171,19 @@ describe('shuffled', () => {
 })
 
 describe('divergenceOf', () => {
-  it('picks about the asked fraction of transactions, half of them for data and half for position', () => {
-    const picks = Array.from({ length: 4_000 }, (_, n) => divergenceOf(hash(n), 0.2))
+  it('chooses by hash 3/4 of the rate, a third of them to swap places, so about the rate of transactions diverge', () => {
+    const picks = Array.from({ length: 6_000 }, (_, n) => divergenceOf(hash(n), 0.2))
     const data = picks.filter((pick) => pick === 'data').length
     const position = picks.filter((pick) => pick === 'position').length
-    expect((data + position) / picks.length).toBeGreaterThan(0.17)
-    expect((data + position) / picks.length).toBeLessThan(0.23)
-    expect(Math.abs(data - position)).toBeLessThan(0.2 * (data + position))
-    expect(Array.from({ length: 100 }, (_, n) => divergenceOf(hash(n), 0)).every((pick) => pick === undefined)).toBe(true)
-    expect(Array.from({ length: 100 }, (_, n) => divergenceOf(hash(n), 1)).every((pick) => pick !== undefined)).toBe(true)
+    expect((data + position) / picks.length).toBeGreaterThan(0.13)
+    expect((data + position) / picks.length).toBeLessThan(0.17)
+    expect(position / (data + position)).toBeGreaterThan(0.28)
+    expect(position / (data + position)).toBeLessThan(0.39)
+    // Each swap makes two transactions diverge.
+    expect((data + 2 * position) / picks.length).toBeGreaterThan(0.17)
+    expect((data + 2 * position) / picks.length).toBeLessThan(0.23)
+    expect(picks.slice(0, 100).map((_, n) => divergenceOf(hash(n), 0)).every((pick) => pick === undefined)).toBe(true)
+    expect(divergenceOf(hash(1), 0.2)).toBe(divergenceOf(hash(1), 0.2))
   })
 })
 
@@ -192,26 +196,41 @@ describe('divergedLogs', () => {
       const calls = txs.map((n) => call([{ address: A, topics: [T0], data: `0x0${n % 10}` as const }, { address: B, topics: [], data: '0x' as const }]))
       return preconfirmedLogs({ ...block(txs.map((n) => tx(n))), number: `0x${(16 + b).toString(16)}` }, calls)
     })
+  const row = (log: PreconfLog) => [log.blockNumber, log.transactionHash, log.transactionIndex, log.logIndex, log.data]
+  const flipped = (n: number) => `0x${(0xff ^ (n % 10)).toString(16)}`
 
-  it('changes the data of one kind of chosen transaction and moves the other after its block, logIndex still cumulative', () => {
+  it('changes the data of one kind of chosen transaction and swaps the other with the next one, logIndex still cumulative', () => {
+    const moved = find('position')
     const same = find(undefined)
     const data = find('data')
-    const moved = find('position')
     const other = find(undefined, same)
     const logs = windowLogs([[moved, same, data], [other]])
-    const diverged = divergedLogs(logs, 0.5)
-    const row = (log: PreconfLog) => [log.blockNumber, log.transactionHash, log.transactionIndex, log.logIndex, log.data]
-    expect(diverged.map(row)).toEqual([
-      ['0x10', hash(same), '0x1', '0x0', logs[2]!.data],
-      ['0x10', hash(same), '0x1', '0x1', '0x'],
-      ['0x10', hash(data), '0x2', '0x2', `0x${(0xff ^ (data % 10)).toString(16)}`],
-      ['0x10', hash(data), '0x2', '0x3', '0xff'],
-      ['0x10', hash(moved), '0x3', '0x4', logs[0]!.data],
-      ['0x10', hash(moved), '0x3', '0x5', '0x'],
-      ['0x11', hash(other), '0x0', '0x0', logs[6]!.data],
+    expect(divergedLogs(logs, 0.5).map(row)).toEqual([
+      ['0x10', hash(same), '0x0', '0x0', `0x0${same % 10}`],
+      ['0x10', hash(same), '0x0', '0x1', '0x'],
+      ['0x10', hash(moved), '0x1', '0x2', `0x0${moved % 10}`],
+      ['0x10', hash(moved), '0x1', '0x3', '0x'],
+      ['0x10', hash(data), '0x2', '0x4', flipped(data)],
+      ['0x10', hash(data), '0x2', '0x5', '0xff'],
+      ['0x11', hash(other), '0x0', '0x0', `0x0${other % 10}`],
       ['0x11', hash(other), '0x0', '0x1', '0x'],
     ])
     expect(divergedLogs(logs, 0)).toEqual(logs)
+  })
+
+  it('swaps the last transaction of a block with the one before, and changes the data of a lone one', () => {
+    const same = find(undefined)
+    const moved = find('position')
+    const lone = find('position', moved)
+    expect(divergedLogs(windowLogs([[same, moved], [lone]]), 0.5).map((log) => row(log).slice(1, 4))).toEqual([
+      [hash(moved), '0x0', '0x0'],
+      [hash(moved), '0x0', '0x1'],
+      [hash(same), '0x1', '0x2'],
+      [hash(same), '0x1', '0x3'],
+      [hash(lone), '0x0', '0x0'],
+      [hash(lone), '0x0', '0x1'],
+    ])
+    expect(divergedLogs(windowLogs([[lone]]), 0.5).map((log) => log.data)).toEqual([flipped(lone), '0xff'])
   })
 })
 

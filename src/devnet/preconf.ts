@@ -186,51 +186,63 @@ export function shuffled<T>(items: readonly T[], random: () => number = Math.ran
   return copy
 }
 
-/** How a pre-confirmation got a transaction's logs wrong: other data, or the transaction at another position. */
+/** How a pre-confirmation got a transaction's logs wrong: other data, or the transaction swapped with a neighbour. */
 export type Divergence = 'data' | 'position'
 
+/** A swap makes two transactions diverge: a third of the chosen swap, and 3/4 of `rate` are chosen. */
+const CHOSEN_PER_DIVERGING = 0.75
+
 /**
- * The divergence the node serves for a transaction, or undefined: chosen by the keccak of its hash, so a
- * fraction `rate` of transactions diverge and every answer (and a move to the next block) agrees.
+ * The divergence the node serves for a transaction, or undefined: chosen by the keccak of its hash, so
+ * every answer (and a move to the next block) agrees, and about `rate` of the transactions diverge.
  */
 export function divergenceOf(transactionHash: Hex, rate: number): Divergence | undefined {
   const digest = keccak256(transactionHash)
-  if (Number.parseInt(digest.slice(2, 10), 16) / 2 ** 32 >= rate) return undefined
-  return Number.parseInt(digest.slice(10, 12), 16) % 2 === 0 ? 'data' : 'position'
+  if (Number.parseInt(digest.slice(2, 10), 16) / 2 ** 32 >= rate * CHOSEN_PER_DIVERGING) return undefined
+  return Number.parseInt(digest.slice(10, 12), 16) % 3 === 0 ? 'position' : 'data'
 }
 
 /** `data` with its last byte flipped (one byte for empty data). */
 const flipLastByte = (data: Hex): Hex =>
   data.length <= 2 ? '0xff' : `${data.slice(0, -2)}${(Number.parseInt(data.slice(-2), 16) ^ 0xff).toString(16).padStart(2, '0')}` as Hex
 
+type TransactionLogs = { hash: Hex; index: Hex; logs: PreconfLog[] }
+
 /**
- * Pending logs as a pre-confirmation that guessed wrong serves them: the logs of a fraction `rate` of
- * transactions carry other data, or come after the rest of their block with a later transaction index;
- * `logIndex` stays cumulative per block. `logs` are in block order.
+ * Pending logs as a pre-confirmation that guessed wrong serves them (see `divergenceOf`): a chosen
+ * transaction's logs carry other data, or it trades places (and transaction index) with the next
+ * transaction of its block (the previous one when last); `logIndex` stays cumulative per block.
+ * `logs` are in block order.
  */
 export function divergedLogs(logs: readonly PreconfLog[], rate: number): PreconfLog[] {
   if (rate <= 0) return [...logs]
-  const byBlock = new Map<Hex, PreconfLog[]>()
+  const blocks = new Map<Hex, TransactionLogs[]>()
   for (const log of logs) {
-    const block = byBlock.get(log.blockNumber)
-    if (block) block.push(log)
-    else byBlock.set(log.blockNumber, [log])
+    let block = blocks.get(log.blockNumber)
+    if (!block) blocks.set(log.blockNumber, (block = []))
+    const last = block.at(-1)
+    if (last?.hash === log.transactionHash) last.logs.push(log)
+    else block.push({ hash: log.transactionHash, index: log.transactionIndex, logs: [log] })
   }
-  return [...byBlock.values()].flatMap((block) => {
-    const lastIndex = Math.max(...block.map((log) => Number(log.transactionIndex)))
-    const moved = new Map<Hex, Hex>()
-    const kept: PreconfLog[] = []
-    const late: PreconfLog[] = []
-    for (const log of block) {
-      const divergence = divergenceOf(log.transactionHash, rate)
-      if (divergence === 'data') kept.push({ ...log, data: flipLastByte(log.data) })
-      else if (divergence === 'position') {
-        if (!moved.has(log.transactionHash)) moved.set(log.transactionHash, hex(lastIndex + 1 + moved.size))
-        late.push({ ...log, transactionIndex: moved.get(log.transactionHash)! })
-      } else kept.push(log)
-    }
-    const first = Number(block[0]!.logIndex)
-    return [...kept, ...late].map((log, i) => ({ ...log, logIndex: hex(first + i) }))
+  return [...blocks.values()].flatMap((transactions) => {
+    const order = [...transactions]
+    const swapped = new Set<number>()
+    transactions.forEach((tx, i) => {
+      const divergence = divergenceOf(tx.hash, rate)
+      if (divergence === undefined || (divergence === 'position' && swapped.has(i))) return
+      const partner =
+        divergence === 'position' ? [i + 1, i - 1].find((j) => j >= 0 && j < transactions.length && !swapped.has(j)) : undefined
+      if (partner === undefined) {
+        tx.logs = tx.logs.map((log) => ({ ...log, data: flipLastByte(log.data) }))
+        return
+      }
+      ;[order[i], order[partner]] = [order[partner]!, order[i]!]
+      swapped.add(i).add(partner)
+    })
+    const first = Number(transactions[0]!.logs[0]!.logIndex)
+    return order
+      .flatMap((tx, position) => tx.logs.map((log) => ({ ...log, transactionIndex: transactions[position]!.index })))
+      .map((log, n) => ({ ...log, logIndex: hex(first + n) }))
   })
 }
 
