@@ -195,6 +195,7 @@ describe('npm run demo', () => {
     const output = demo.output()
     expect(await demo.exited, `${output}\n${logTail()}`).toBe(0)
     expect(output).toMatch(/stopped: nothing the demo started is running/)
+    expect(output).toMatch(/pending divergence: \d+ of [1-9]\d* confirmed pre-confirmed logs/)
     expect([...seen].sort(), output).toEqual(expect.arrayContaining(['pending', 'confirmed']))
 
     const store = new pg.Client({ connectionString: databaseUrlFor(ADMIN_DATABASE_URL, database) })
