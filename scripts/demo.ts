@@ -9,7 +9,9 @@
  * Environment: DATABASE_URL and REDIS_URL (the servers to use), DEMO_DATABASE (default codetrail_demo,
  * dropped and created fresh on each run), DEMO_REDIS_PREFIX (default codetrail-demo), PORT (API, default
  * 8080 when free), DEMO_RPC_PORT (devnet, default 8545 when free), DEMO_DURATION_MS (stop by itself),
- * DEMO_LOG_FILE (the daemon's JSON log), LOG_LEVEL.
+ * DEMO_LOG_FILE (the daemon's JSON log), LOG_LEVEL. `--lag <blocks>` makes the devnet's canonical chain lag its
+ * flashblocks, as a Base node's does; `--divergence <20%>` makes that share of pre-confirmations guess wrong;
+ * at the end the demo prints how many pending logs changed content when their block was sealed.
  */
 import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -90,7 +92,19 @@ type RunContext = {
   say: (line: string) => void
 }
 
-async function run(options: Options, { signal, cleanups, children, say }: RunContext): Promise<void> {
+/** `codetrail_pending_logs_confirmed_total` by content (changed, unchanged), summed over chains, from the API's `/metrics`. */
+async function readPendingConfirmations(apiUrl: string): Promise<{ changed: number; unchanged: number }> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text()
+  const sum = (content: string) =>
+    [...text.matchAll(new RegExp(`^codetrail_pending_logs_confirmed_total\\{[^}]*content="${content}"[^}]*\\} (\\S+)$`, 'gm'))].reduce(
+      (total, match) => total + Number(match[1]),
+      0,
+    )
+  return { changed: sum('changed'), unchanged: sum('unchanged') }
+}
+
+/** Runs the demo until the duration ends or a stop is asked; resolves the closing line on pending divergence. */
+async function run(options: Options, { signal, cleanups, children, say }: RunContext): Promise<string | undefined> {
   const stopIfAsked = () => {
     if (signal.aborted) throw new Error('stopped')
   }
@@ -120,11 +134,19 @@ async function run(options: Options, { signal, cleanups, children, say }: RunCon
     loadState: join(stateDir, 'state.json'),
     chainId: CHAIN_ID,
     extraArgs: ['--slots-in-an-epoch', String(SLOTS_IN_AN_EPOCH)],
+    canonicalLag: options.canonicalLag,
+    divergence: options.divergence,
     logger,
   })
   children.add(devnet.anvil.process)
   cleanups.push({ name: 'devnet', run: () => devnet.stop() })
   say(`  devnet    ${devnet.url} (${devnet.wsUrl}), ${BLOCK_TIME_MS / 1000} s blocks; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
+  if (options.canonicalLag > 0 || options.divergence > 0) {
+    say(
+      `  pending   canonical chain ${options.canonicalLag} block(s) behind the flashblocks; ` +
+        `${Math.round(options.divergence * 100)} % of pre-confirmed transactions diverge from what is sealed`,
+    )
+  }
   stopIfAsked()
 
   const config = loadConfig({
@@ -161,7 +183,7 @@ async function run(options: Options, { signal, cleanups, children, say }: RunCon
     logger,
   })
   cleanups.push({ name: 'agents', run: () => running.stop() })
-  const head = fixtureClient(devnet.anvilUrl)
+  const head = fixtureClient(devnet.url)
   const view = startView({
     read: async () => {
       const [figures, chainHead] = await Promise.all([
@@ -200,6 +222,12 @@ async function run(options: Options, { signal, cleanups, children, say }: RunCon
       { once: true },
     )
   })
+  const counts = await readPendingConfirmations(apiUrl).catch(() => undefined)
+  if (!counts) return undefined
+  const { changed, unchanged } = counts
+  const confirmed = changed + unchanged
+  const share = confirmed === 0 ? 0 : (100 * changed) / confirmed
+  return `pending divergence: ${changed} of ${confirmed} confirmed pre-confirmed logs (${share.toFixed(1)} %) changed content when sealed`
 }
 
 async function main(): Promise<number> {
@@ -244,8 +272,9 @@ async function main(): Promise<number> {
 
   say('codetrail demo: a devnet with simulated agents, indexed by codetrail · Ctrl-C or q stops everything it started')
   let code = 0
+  let divergence: string | undefined
   try {
-    await run(options, { signal: stopping.signal, cleanups, children, say })
+    divergence = await run(options, { signal: stopping.signal, cleanups, children, say })
   } catch (error) {
     if (!stopping.signal.aborted) {
       process.stderr.write(`demo: ${(error as Error).message}\n`)
@@ -273,6 +302,7 @@ async function main(): Promise<number> {
     process.stderr.write(`demo: anvil pid ${left.map((child) => child.pid).join(', ')} still running after the stop\n`)
     return 1
   }
+  if (divergence) say(divergence)
   say(`stopped: nothing the demo started is running. The data stays in database ${options.database} until the next run.`)
   return code
 }

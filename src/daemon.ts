@@ -165,7 +165,11 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
 }
 
 function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event: FollowEvent) {
-  if (event.type === 'blocks') metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, event.logs)
+  if (event.type === 'blocks') {
+    metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, event.logs)
+    metrics.pendingLogsConfirmed.inc({ ...chain, content: 'changed' }, event.diverged)
+    metrics.pendingLogsConfirmed.inc({ ...chain, content: 'unchanged' }, event.confirmed - event.diverged)
+  }
   if (event.type === 'reorg') {
     metrics.reorgs.inc(chain)
     metrics.reorgDepth.observe(chain, event.depth)

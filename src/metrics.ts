@@ -53,6 +53,12 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     buckets: PENDING_LATENCY_BUCKETS,
     registers,
   })
+  const pendingLogsConfirmed = new Counter({
+    name: `${PREFIX}pending_logs_confirmed_total`,
+    help: 'Pending log rows confirmed by their sealed block, by whether their pre-confirmed content (address, topics, data, block, position) was what was sealed (content: unchanged, changed).',
+    labelNames: ['chain_id', 'content'] as const,
+    registers,
+  })
   const rpcCalls = new Counter({
     name: `${PREFIX}rpc_calls_total`,
     help: 'JSON-RPC calls sent to the node, by method (batched calls count one each).',
@@ -125,6 +131,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     laterSchemaSuffixes,
     blocksBehindHead,
     pendingLatency,
+    pendingLogsConfirmed,
     rpcCalls,
     rpcErrors,
     rpcDuration,

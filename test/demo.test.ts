@@ -75,6 +75,11 @@ describe('demo options and view', () => {
     expect(() => parseOptions([], { DEMO_DATABASE: 'demo; DROP DATABASE postgres' })).toThrow(/DEMO_DATABASE/)
     expect(() => parseOptions([], { DEMO_REDIS_PREFIX: 'a b' })).toThrow(/DEMO_REDIS_PREFIX/)
     expect(() => parseOptions([], { PORT: '70000' })).toThrow(/PORT/)
+    expect(parseOptions([], {})).toMatchObject({ canonicalLag: 0, divergence: 0 })
+    expect(parseOptions(['--lag', '3', '--divergence', '20%'], {})).toMatchObject({ canonicalLag: 3, divergence: 0.2 })
+    expect(parseOptions(['--divergence', '0.25'], {}).divergence).toBe(0.25)
+    expect(() => parseOptions(['--lag', '6'], {})).toThrow(/--lag/)
+    expect(() => parseOptions(['--divergence', '120%'], {})).toThrow(/--divergence/)
     expect(databaseUrlFor('postgres://u:p@db:5433/postgres?sslmode=disable', 'codetrail_demo')).toBe(
       'postgres://u:p@db:5433/codetrail_demo?sslmode=disable',
     )
@@ -193,6 +198,7 @@ describe('npm run demo', () => {
     const output = demo.output()
     expect(await demo.exited, `${output}\n${logTail()}`).toBe(0)
     expect(output).toMatch(/stopped: nothing the demo started is running/)
+    expect(output).toMatch(/pending divergence: \d+ of [1-9]\d* confirmed pre-confirmed logs/)
     expect([...seen].sort(), output).toEqual(expect.arrayContaining(['pending', 'confirmed']))
 
     const store = new pg.Client({ connectionString: databaseUrlFor(ADMIN_DATABASE_URL, database) })

@@ -13,7 +13,8 @@ import {
 import { mnemonicToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import WebSocket from 'ws'
-import { createDevnet, DROP_TRANSACTION_METHOD, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
+import { createDevnet, divergenceOf, DROP_TRANSACTION_METHOD, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
+import { divergedLogs } from '../src/devnet/preconf.js'
 
 const MNEMONIC = 'test test test test test test test test test test test junk'
 const ECHO_TOPIC = keccak256(toHex('Echo(bytes)'))
@@ -83,7 +84,8 @@ const logsOf = (logs: Log[], hashes: Hex[]) => logs.filter((log) => hashes.inclu
 async function deployEcho(devnet: Devnet): Promise<Address> {
   const hash = await sender(devnet, 9)({ data: ECHO_INIT, gas: 200_000n })
   await devnet.mine()
-  const receipt = await rpc<{ contractAddress: Address; status: Hex }>(devnet.url, 'eth_getTransactionReceipt', [hash])
+  // From anvil itself: a devnet whose canonical chain lags has no receipt for it yet.
+  const receipt = await rpc<{ contractAddress: Address; status: Hex }>(devnet.anvilUrl, 'eth_getTransactionReceipt', [hash])
   expect(receipt.status).toBe('0x1')
   return receipt.contractAddress
 }
@@ -367,6 +369,98 @@ describe('devnet faults and options', () => {
       const timestamps = blocks.map((block) => BigInt(block.timestamp))
       expect(timestamps[1]! - timestamps[0]!).toBeGreaterThan(0n)
       expect(timestamps[2]! - timestamps[1]!).toBeGreaterThan(0n)
+    } finally {
+      await devnet.stop()
+    }
+  })
+})
+
+describe('devnet pending window as a Base node serves it', () => {
+  it('serves the blocks sealed above a lagging canonical head as pending, then as canonical once the node has them', async () => {
+    const devnet = await createDevnet({ blockTimeMs: 0, canonicalLag: 3 })
+    try {
+      const echo = await deployEcho(devnet)
+      await sender(devnet, 3)({ to: echo, data: '0xcc' })
+      await devnet.mine()
+      const sealed: Array<{ hashes: Hex[]; block: Awaited<ReturnType<Devnet['mine']>> }> = []
+      for (let b = 0; b < 3; b++) {
+        const hashes = [await sender(devnet, 0)({ to: echo, data: toHex(b, { size: 1 }) })]
+        if (b === 1) hashes.push(await sender(devnet, 1)({ to: echo, data: '0x11', maxFeePerGas: MAX_FEE / 2n }))
+        sealed.push({ hashes, block: await devnet.mine() })
+      }
+      const pooled = await sender(devnet, 2)({ to: echo, data: '0x99' })
+      const head = sealed[2]!.block.number
+      const latest = head - 3n
+      expect(BigInt(await rpc<Hex>(devnet.url, 'eth_blockNumber'))).toBe(latest)
+
+      // The window spans four block numbers: three sealed blocks and the pool, each with its own logIndex count.
+      const window = await waitFor(
+        () => pendingLogs(devnet),
+        (logs) => logs.length === 5,
+      )
+      expect(window.map((log) => [log.transactionHash, log.blockNumber, log.logIndex, log.blockHash])).toEqual([
+        [sealed[0]!.hashes[0], toHex(head - 2n), '0x0', ZERO_HASH],
+        [sealed[1]!.hashes[0], toHex(head - 1n), '0x0', ZERO_HASH],
+        [sealed[1]!.hashes[1], toHex(head - 1n), '0x1', ZERO_HASH],
+        [sealed[2]!.hashes[0], toHex(head), '0x0', ZERO_HASH],
+        [pooled, toHex(head + 1n), '0x0', ZERO_HASH],
+      ])
+
+      // Nothing canonical is known above the node's head.
+      expect(await rpc(devnet.url, 'eth_getBlockByNumber', [toHex(head - 2n), false])).toBeNull()
+      expect(await rpc(devnet.url, 'eth_getBlockByNumber', ['latest', false])).toMatchObject({ number: toHex(latest) })
+      expect(await rpc(devnet.url, 'eth_getBlockByHash', [sealed[2]!.block.hash, false])).toBeNull()
+      expect(await rpc(devnet.url, 'eth_getTransactionReceipt', [sealed[2]!.hashes[0]])).toBeNull()
+      expect(await rpc(devnet.url, 'eth_getTransactionByHash', [sealed[2]!.hashes[0]])).toMatchObject({ blockHash: null, blockNumber: toHex(head) })
+      expect(await rpc(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(head - 2n), toBlock: toHex(head) }])).toEqual([])
+      expect(await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(latest - 1n), toBlock: 'latest' }])).toEqual(
+        await rpc<Log[]>(devnet.anvilUrl, 'eth_getLogs', [{ fromBlock: toHex(latest - 1n), toBlock: toHex(latest) }]),
+      )
+      await expect(rpc(devnet.url, 'eth_getLogs', [{ blockHash: sealed[0]!.block.hash }])).rejects.toThrow('unknown block')
+
+      // A mixed range: canonical logs to the node's head, then the whole pending window.
+      const canonical = await rpc<Log[]>(devnet.anvilUrl, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: toHex(latest) }])
+      expect(canonical.length).toBeGreaterThan(0)
+      const mixed = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: 'pending' }])
+      expect(mixed).toEqual([...canonical, ...window])
+      const fromWindow = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(head), toBlock: 'pending' }])
+      expect(fromWindow).toEqual(window.slice(3))
+
+      // One more block: the oldest of the window becomes canonical with the content it was served with.
+      const next = await devnet.mine()
+      expect(BigInt(await rpc<Hex>(devnet.url, 'eth_blockNumber'))).toBe(latest + 1n)
+      const confirmed = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(latest + 1n), toBlock: toHex(latest + 1n) }])
+      expect(confirmed).toEqual([{ ...window[0], blockHash: sealed[0]!.block.hash }])
+      expect((await pendingLogs(devnet)).map((log) => log.blockNumber)).toEqual([head - 1n, head - 1n, head, next.number].map((n) => toHex(n)))
+    } finally {
+      await devnet.stop()
+    }
+  })
+
+  it('serves diverging pending content for the chosen transactions: other data, or swapped with a neighbour', async () => {
+    const devnet = await createDevnet({ blockTimeMs: 0, divergence: 1 })
+    try {
+      const echo = await deployEcho(devnet)
+      const hashes: Hex[] = []
+      for (let index = 0; index < 8; index++) {
+        hashes.push(await sender(devnet, index)({ to: echo, data: toHex(index + 1, { size: 2 }), maxFeePerGas: MAX_FEE - BigInt(index) * TIP }))
+      }
+      const served = await waitFor(
+        () => pendingLogs(devnet),
+        (logs) => logs.length === hashes.length,
+      )
+      const mined = await devnet.mine()
+      const sealed = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(mined.number), toBlock: toHex(mined.number) }])
+      expect(sealed.map((log) => log.transactionHash)).toEqual(hashes)
+      expect(new Set(hashes.map((hash) => divergenceOf(hash, 1)))).toEqual(new Set(['data', 'position', undefined]))
+      const asServed = sealed.map((log) => ({ ...log, blockHash: ZERO_HASH, blockTimestamp: log.blockTimestamp!, removed: false as const }))
+      expect(served).toEqual(divergedLogs(asServed, 1))
+      for (const [index, hash] of hashes.entries()) {
+        const pending = served.find((log) => log.transactionHash === hash)!
+        if (divergenceOf(hash, 1) === 'data') expect(pending.data).not.toBe(sealed[index]!.data)
+        if (divergenceOf(hash, 1) === 'position') expect(pending.transactionIndex).not.toBe(sealed[index]!.transactionIndex)
+      }
+      expect(served.map((log) => log.logIndex)).toEqual(sealed.map((log) => log.logIndex))
     } finally {
       await devnet.stop()
     }

@@ -193,15 +193,16 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
   }
 
   /**
-   * Replaces the last `depth` blocks with one holding all their transactions, as a competing builder would,
-   * once the indexer has stored the head and well before the next block is due. Resolves false when the
-   * indexer did not get there in time.
+   * Replaces the last `depth` canonical blocks (and the blocks sealed above them while the node lags) with
+   * one holding all their transactions, as a competing builder would, once the indexer has stored the
+   * node's head and well before the next block is due. Resolves false when the indexer did not get there in time.
    */
-  async function reorg(depth: number): Promise<boolean> {
+  async function reorg(canonicalDepth: number): Promise<boolean> {
     const head = await nextHead(anvil, signal)
     if (head === undefined) return true
+    const depth = canonicalDepth + devnet.canonicalLag
     const deadline = Date.now() + REORG_WINDOW_MS
-    while ((await indexedHead()) !== Number(head)) {
+    while ((await indexedHead()) !== Number(head) - devnet.canonicalLag) {
       if (signal.aborted || Date.now() > deadline) return false
       await sleep(HEAD_POLL_MS, signal)
     }

@@ -2,9 +2,10 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { MAX_CANONICAL_LAG } from '../../src/devnet/index.js'
 import { isDatabaseName } from './services.js'
 
-export const USAGE = 'usage: npm run demo [-- --duration <90s|2m|1500ms>]'
+export const USAGE = `usage: npm run demo [-- --duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>]`
 
 export const DEFAULTS = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -35,6 +36,10 @@ export type Options = {
   apiPort: number | undefined
   rpcPort: number | undefined
   logFile: string
+  /** Blocks the devnet's canonical chain lags its flashblocks (the pending window spans this many more blocks). */
+  canonicalLag: number
+  /** Fraction of pending transactions whose pre-confirmed logs differ from what is sealed. */
+  divergence: number
 }
 
 /** `90`, `90s`, `2m` or `1500ms` in milliseconds. */
@@ -45,6 +50,22 @@ export function parseDuration(text: string): number {
   return Number(match[1]) * unit
 }
 
+function canonicalLag(value: string | undefined): number {
+  if (value === undefined) return 0
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n > MAX_CANONICAL_LAG) throw new UsageError(`--lag must be a number of blocks from 0 to ${MAX_CANONICAL_LAG}, got "${value}"`)
+  return n
+}
+
+/** `20%` or `0.2` as a fraction. */
+function divergence(value: string | undefined): number {
+  if (value === undefined) return 0
+  const match = /^(\d+(?:\.\d+)?)(%?)$/.exec(value.trim())
+  const n = match ? Number(match[1]) / (match[2] ? 100 : 1) : Number.NaN
+  if (!(n >= 0 && n <= 1)) throw new UsageError(`--divergence must be a fraction from 0 to 1 or a percentage (0.2, 20%), got "${value}"`)
+  return n
+}
+
 function port(name: string, value: string | undefined): number | undefined {
   if (!value) return undefined
   const n = Number(value)
@@ -53,7 +74,7 @@ function port(name: string, value: string | undefined): number | undefined {
 }
 
 /**
- * Reads `--duration` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
+ * Reads `--duration`, `--lag`, `--divergence` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
  * PORT, DEMO_RPC_PORT, DEMO_DURATION_MS, DEMO_LOG_FILE. Throws a `UsageError` (empty message for --help).
  */
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
@@ -61,7 +82,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
   try {
     ;({ values } = parseArgs({
       args: argv,
-      options: { duration: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+      options: {
+        duration: { type: 'string' },
+        lag: { type: 'string' },
+        divergence: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
       strict: true,
     }))
   } catch (error) {
@@ -82,5 +108,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
     apiPort: port('PORT', env.PORT),
     rpcPort: port('DEMO_RPC_PORT', env.DEMO_RPC_PORT),
     logFile: env.DEMO_LOG_FILE || join(tmpdir(), 'codetrail-demo.log'),
+    canonicalLag: canonicalLag(values.lag),
+    divergence: divergence(values.divergence),
   }
 }

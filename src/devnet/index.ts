@@ -1,13 +1,13 @@
 import type { Hex } from 'viem'
 import { silentLogger, type Logger } from '../logger.js'
 import { startAnvil, type Anvil, type AnvilOptions } from './anvil.js'
-import { createPendingState, type HeadBlock, type PendingSnapshot } from './pending.js'
+import { checkWindowOptions, createPendingState, type HeadBlock, type PendingSnapshot } from './pending.js'
 import { createUpstreamClient } from './rpc.js'
 import { startDevnetServer } from './server.js'
 
 export { findAnvilBinary, freePort, startAnvil, type Anvil, type AnvilOptions } from './anvil.js'
-export { DEFAULT_REFRESH_MS, type HeadBlock, type PendingSnapshot } from './pending.js'
-export { ZERO_HASH, type PreconfLog } from './preconf.js'
+export { DEFAULT_REFRESH_MS, MAX_CANONICAL_LAG, type HeadBlock, type PendingSnapshot } from './pending.js'
+export { divergenceOf, ZERO_HASH, type Divergence, type PreconfLog } from './preconf.js'
 export { DROP_TRANSACTION_METHOD } from './server.js'
 
 /** Base's block time. */
@@ -24,6 +24,17 @@ export type DevnetOptions = Omit<AnvilOptions, 'port' | 'blockTime' | 'noMining'
   refreshMs?: number
   /** Answer pending logs in no particular order, as older Base builds do. */
   shuffle?: boolean
+  /**
+   * Blocks (0–5) the node's canonical chain lags the flashblocks, as a Base node's does: the last this many
+   * mined blocks are served only as pending (zero block hash, no header, receipt or canonical log) until
+   * that many more are mined, so the pending window spans several block numbers.
+   */
+  canonicalLag?: number
+  /**
+   * Fraction (0–1) of transactions whose pending logs differ from what is sealed (other data, or a later
+   * position in their block), as about a fifth of Base's pre-confirmations did in 2026; chosen by hash.
+   */
+  divergence?: number
   logger?: Logger
 }
 
@@ -40,7 +51,9 @@ export type Devnet = {
   /** Anvil itself, without the pre-confirmed layer. */
   anvilUrl: string
   anvil: Anvil
-  /** Mines the pool into a block now. */
+  /** Blocks the canonical chain at `url` lags anvil's head. */
+  canonicalLag: number
+  /** Mines the pool into a block now; with `canonicalLag` the node serves it as canonical that many blocks later. */
   mine: () => Promise<MinedBlock>
   /** Removes a pool transaction so it is never mined; true when it was in the pool. */
   dropTransaction: (hash: Hex) => Promise<boolean>
@@ -68,11 +81,13 @@ const toMinedBlock = (block: HeadBlock): MinedBlock => ({
  * await devnet.stop()
  */
 export async function createDevnet(options: DevnetOptions = {}): Promise<Devnet> {
-  const { blockTimeMs = DEFAULT_BLOCK_TIME_MS, port, anvilPort, refreshMs, shuffle, logger = silentLogger, ...anvilOptions } = options
+  const { blockTimeMs = DEFAULT_BLOCK_TIME_MS, port, anvilPort, refreshMs, shuffle, canonicalLag = 0, divergence, logger = silentLogger, ...anvilOptions } =
+    options
+  checkWindowOptions({ canonicalLag, divergence })
   const anvil = await startAnvil({ ...anvilOptions, port: anvilPort, noMining: true })
   const upstream = createUpstreamClient(anvil.url)
-  const pending = createPendingState({ upstream, logger, blockTimeMs, refreshMs })
-  const server = await startDevnetServer({ upstream, pending, logger, port, shuffle }).catch(async (error: unknown) => {
+  const pending = createPendingState({ upstream, logger, blockTimeMs, refreshMs, canonicalLag, divergence })
+  const server = await startDevnetServer({ upstream, pending, logger, port, shuffle, lagging: canonicalLag > 0 }).catch(async (error: unknown) => {
     upstream.close()
     await anvil.stop()
     throw error
@@ -107,13 +122,14 @@ export async function createDevnet(options: DevnetOptions = {}): Promise<Devnet>
     }
     schedule()
   }
-  logger.info({ url: server.url, anvil_url: anvil.url, block_time_ms: blockTimeMs }, 'devnet started')
+  logger.info({ url: server.url, anvil_url: anvil.url, block_time_ms: blockTimeMs, canonical_lag: canonicalLag, divergence: divergence ?? 0 }, 'devnet started')
 
   return {
     url: server.url,
     wsUrl: server.wsUrl,
     anvilUrl: anvil.url,
     anvil,
+    canonicalLag,
     mine,
     dropTransaction: (hash) =>
       pending.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),

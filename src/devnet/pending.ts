@@ -1,6 +1,7 @@
 import type { Hex } from 'viem'
 import type { Logger } from '../logger.js'
 import {
+  divergedLogs,
   firstCreationIndex,
   nextBlockTimestamp,
   preconfirmedLogs,
@@ -9,19 +10,29 @@ import {
   type PendingTransaction,
   type PreconfLog,
   type SimulatedCall,
+  ZERO_HASH,
 } from './preconf.js'
 import type { UpstreamClient } from './rpc.js'
 
 /** Base publishes a flashblock about every 200 ms: the pool is simulated again at this cadence. */
 export const DEFAULT_REFRESH_MS = 200
 
-/** The pre-confirmed state: anvil's pool simulated as block `number` on top of `parentHash`. */
+/** Most blocks the node's canonical chain may lag the sequencer (anvil) by. */
+export const MAX_CANONICAL_LAG = 5
+
+/**
+ * The pre-confirmed state: anvil's pool simulated as block `number` on top of `parentHash`, after the
+ * blocks anvil sealed above the node's canonical head `latest` (the pending window is `latest + 1 … number`).
+ */
 export type PendingSnapshot = {
+  /** The node's canonical head: anvil's head less the canonical lag. */
+  latest: bigint
   number: bigint
   parentHash: Hex
   timestamp: bigint
   /** Pool transactions in the order anvil will mine them. */
   transactions: Hex[]
+  /** Every pending log of the window, in block order. */
   logs: PreconfLog[]
   /** Transactions from the first contract creation on, left unsimulated (anvil 1.7 cannot simulate creations). */
   unsimulated: number
@@ -36,6 +47,10 @@ export type PendingStateParameters = {
   /** Interval mining cadence (0: manual); sets the pending block's timestamp to the expected mining time. */
   blockTimeMs: number
   refreshMs?: number
+  /** Blocks the canonical chain lags anvil's head (0–5): those blocks are served as pending, with zero hashes. */
+  canonicalLag?: number
+  /** Fraction (0–1) of transactions whose pending logs differ from the sealed ones (see `divergedLogs`). */
+  divergence?: number
 }
 
 export type PendingState = {
@@ -54,7 +69,16 @@ export type PendingState = {
   start: () => void
   stop: () => Promise<void>
   onSnapshot: (listener: (snapshot: PendingSnapshot) => void) => void
+  /** Called with the node's new canonical head. */
   onHead: (listener: (head: HeadBlock) => void) => void
+}
+
+/** Throws a RangeError naming the option when the pending window options are out of range. */
+export function checkWindowOptions({ canonicalLag = 0, divergence = 0 }: Pick<PendingStateParameters, 'canonicalLag' | 'divergence'>): void {
+  if (!Number.isInteger(canonicalLag) || canonicalLag < 0 || canonicalLag > MAX_CANONICAL_LAG) {
+    throw new RangeError(`canonicalLag must be a whole number of blocks from 0 to ${MAX_CANONICAL_LAG}, got ${canonicalLag}`)
+  }
+  if (!(divergence >= 0 && divergence <= 1)) throw new RangeError(`divergence must be a fraction from 0 to 1, got ${divergence}`)
 }
 
 type PendingBlockHashes = Omit<PendingBlock, 'transactions'> & { transactions: Hex[] }
@@ -63,6 +87,7 @@ type PendingBlockHashes = Omit<PendingBlock, 'transactions'> & { transactions: H
 export function createPendingState(parameters: PendingStateParameters): PendingState {
   const { upstream, logger, blockTimeMs } = parameters
   const refreshMs = parameters.refreshMs ?? DEFAULT_REFRESH_MS
+  const { canonicalLag = 0, divergence = 0 } = parameters
   const snapshotListeners: Array<(snapshot: PendingSnapshot) => void> = []
   const headListeners: Array<(head: HeadBlock) => void> = []
   // Pool transactions are immutable per hash, and anvil is slow to serialize many at once.
@@ -75,6 +100,8 @@ export function createPendingState(parameters: PendingStateParameters): PendingS
   // While anvil fails, answers wait for a refresh (and its error) instead of serving the cache forever.
   let failing = false
   let openedHead: Hex | undefined
+  // The blocks anvil sealed above the node's canonical head, as of `openedHead`.
+  let sealedWindow: { latest: bigint; logs: PreconfLog[] } = { latest: 0n, logs: [] }
   let running = false
   let loop: Promise<void> = Promise.resolve()
   let sleeping: { timer: NodeJS.Timeout; wake: () => void } | undefined
@@ -125,11 +152,12 @@ export function createPendingState(parameters: PendingStateParameters): PendingS
       )
     }
     return {
+      latest: sealedWindow.latest,
       number: BigInt(block.number),
       parentHash: block.parentHash,
       timestamp: BigInt(block.timestamp),
       transactions: block.transactions.map((tx) => tx.hash),
-      logs: preconfirmedLogs(block, calls),
+      logs: divergedLogs([...sealedWindow.logs, ...preconfirmedLogs(block, calls)], divergence),
       unsimulated: block.transactions.length - simulated.length,
     }
   }
@@ -143,8 +171,17 @@ export function createPendingState(parameters: PendingStateParameters): PendingS
     } catch (error) {
       logger.warn({ err: error, block_number: Number(head.number) + 1 }, 'could not fix the pending block timestamp')
     }
+    const headNumber = BigInt(head.number)
+    const latest = headNumber > BigInt(canonicalLag) ? headNumber - BigInt(canonicalLag) : 0n
+    const [canonical, sealed] = await Promise.all([
+      latest === headNumber ? head : upstream.call<HeadBlock>('eth_getBlockByNumber', [`0x${latest.toString(16)}`, false]),
+      latest === headNumber
+        ? []
+        : upstream.call<PreconfLog[]>('eth_getLogs', [{ fromBlock: `0x${(latest + 1n).toString(16)}`, toBlock: head.number }]),
+    ])
+    sealedWindow = { latest, logs: sealed.map((log) => ({ ...log, blockHash: ZERO_HASH, removed: false })) }
     openedHead = head.hash
-    for (const listener of headListeners) listener(head)
+    for (const listener of headListeners) listener(canonical)
   }
 
   const refresh = async (startedIn: number): Promise<PendingSnapshot> => {

@@ -1,8 +1,11 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  divergedLogs,
+  divergenceOf,
   firstCreationIndex,
   matchesFilter,
+  mergeCanonicalAndPending,
   nextBlockTimestamp,
   poolKey,
   preconfirmedLogs,
@@ -11,6 +14,7 @@ import {
   takeNewLogs,
   ZERO_HASH,
   type PendingBlock,
+  type PreconfLog,
   type PendingTransaction,
 } from './preconf.js'
 
@@ -163,5 +167,78 @@ describe('shuffled', () => {
         expect([...result].sort((a, b) => a - b)).toEqual([...items].sort((a, b) => a - b))
       }),
     )
+  })
+})
+
+describe('divergenceOf', () => {
+  it('chooses by hash 3/4 of the rate, a third of them to swap places, so about the rate of transactions diverge', () => {
+    const picks = Array.from({ length: 6_000 }, (_, n) => divergenceOf(hash(n), 0.2))
+    const data = picks.filter((pick) => pick === 'data').length
+    const position = picks.filter((pick) => pick === 'position').length
+    expect((data + position) / picks.length).toBeGreaterThan(0.13)
+    expect((data + position) / picks.length).toBeLessThan(0.17)
+    expect(position / (data + position)).toBeGreaterThan(0.28)
+    expect(position / (data + position)).toBeLessThan(0.39)
+    // Each swap makes two transactions diverge.
+    expect((data + 2 * position) / picks.length).toBeGreaterThan(0.17)
+    expect((data + 2 * position) / picks.length).toBeLessThan(0.23)
+    expect(picks.slice(0, 100).map((_, n) => divergenceOf(hash(n), 0)).every((pick) => pick === undefined)).toBe(true)
+    expect(divergenceOf(hash(1), 0.2)).toBe(divergenceOf(hash(1), 0.2))
+  })
+})
+
+describe('divergedLogs', () => {
+  const find = (kind: 'data' | 'position' | undefined, after = 0) => {
+    for (let n = after + 1; ; n++) if (divergenceOf(hash(n), 0.5) === kind) return n
+  }
+  const windowLogs = (blocks: number[][]): PreconfLog[] =>
+    blocks.flatMap((txs, b) => {
+      const calls = txs.map((n) => call([{ address: A, topics: [T0], data: `0x0${n % 10}` as const }, { address: B, topics: [], data: '0x' as const }]))
+      return preconfirmedLogs({ ...block(txs.map((n) => tx(n))), number: `0x${(16 + b).toString(16)}` }, calls)
+    })
+  const row = (log: PreconfLog) => [log.blockNumber, log.transactionHash, log.transactionIndex, log.logIndex, log.data]
+  const flipped = (n: number) => `0x${(0xff ^ (n % 10)).toString(16)}`
+
+  it('changes the data of one kind of chosen transaction and swaps the other with the next one, logIndex still cumulative', () => {
+    const moved = find('position')
+    const same = find(undefined)
+    const data = find('data')
+    const other = find(undefined, same)
+    const logs = windowLogs([[moved, same, data], [other]])
+    expect(divergedLogs(logs, 0.5).map(row)).toEqual([
+      ['0x10', hash(same), '0x0', '0x0', `0x0${same % 10}`],
+      ['0x10', hash(same), '0x0', '0x1', '0x'],
+      ['0x10', hash(moved), '0x1', '0x2', `0x0${moved % 10}`],
+      ['0x10', hash(moved), '0x1', '0x3', '0x'],
+      ['0x10', hash(data), '0x2', '0x4', flipped(data)],
+      ['0x10', hash(data), '0x2', '0x5', '0xff'],
+      ['0x11', hash(other), '0x0', '0x0', `0x0${other % 10}`],
+      ['0x11', hash(other), '0x0', '0x1', '0x'],
+    ])
+    expect(divergedLogs(logs, 0)).toEqual(logs)
+  })
+
+  it('swaps the last transaction of a block with the one before, and changes the data of a lone one', () => {
+    const same = find(undefined)
+    const moved = find('position')
+    const lone = find('position', moved)
+    expect(divergedLogs(windowLogs([[same, moved], [lone]]), 0.5).map((log) => row(log).slice(1, 4))).toEqual([
+      [hash(moved), '0x0', '0x0'],
+      [hash(moved), '0x0', '0x1'],
+      [hash(same), '0x1', '0x2'],
+      [hash(same), '0x1', '0x3'],
+      [hash(lone), '0x0', '0x0'],
+      [hash(lone), '0x0', '0x1'],
+    ])
+    expect(divergedLogs(windowLogs([[lone]]), 0.5).map((log) => log.data)).toEqual([flipped(lone), '0xff'])
+  })
+})
+
+describe('mergeCanonicalAndPending', () => {
+  it('keeps every canonical log and the pending ones at a (block, logIndex) no canonical log has', () => {
+    const log = (blockNumber: `0x${string}`, logIndex: `0x${string}`, source: string) => ({ blockNumber, logIndex, source })
+    const canonical = [log('0x10', '0x0', 'c'), log('0x11', '0x0', 'c')]
+    const pending = [log('0x11', '0x0', 'p'), log('0x11', '0x1', 'p'), log('0x12', '0x0', 'p')]
+    expect(mergeCanonicalAndPending(canonical, pending)).toEqual([...canonical, pending[1], pending[2]])
   })
 })

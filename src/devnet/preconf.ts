@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem'
+import { keccak256, type Address, type Hex } from 'viem'
 import { ZERO_HASH } from '../store/schema.js'
 
 /** What Base puts in `blockHash` of a pre-confirmed log: the block has no hash yet. */
@@ -185,4 +185,74 @@ export function shuffled<T>(items: readonly T[], random: () => number = Math.ran
     ;[copy[i], copy[j]] = [copy[j] as T, copy[i] as T]
   }
   return copy
+}
+
+/** How a pre-confirmation got a transaction's logs wrong: other data, or the transaction swapped with a neighbour. */
+export type Divergence = 'data' | 'position'
+
+/** A swap makes two transactions diverge: a third of the chosen swap, and 3/4 of `rate` are chosen. */
+const CHOSEN_PER_DIVERGING = 0.75
+
+/**
+ * The divergence the node serves for a transaction, or undefined: chosen by the keccak of its hash, so
+ * every answer (and a move to the next block) agrees, and about `rate` of the transactions diverge.
+ */
+export function divergenceOf(transactionHash: Hex, rate: number): Divergence | undefined {
+  const digest = keccak256(transactionHash)
+  if (Number.parseInt(digest.slice(2, 10), 16) / 2 ** 32 >= rate * CHOSEN_PER_DIVERGING) return undefined
+  return Number.parseInt(digest.slice(10, 12), 16) % 3 === 0 ? 'position' : 'data'
+}
+
+/** `data` with its last byte flipped (one byte for empty data). */
+const flipLastByte = (data: Hex): Hex =>
+  data.length <= 2 ? '0xff' : `${data.slice(0, -2)}${(Number.parseInt(data.slice(-2), 16) ^ 0xff).toString(16).padStart(2, '0')}` as Hex
+
+type TransactionLogs = { hash: Hex; index: Hex; logs: PreconfLog[] }
+
+/**
+ * Pending logs as a pre-confirmation that guessed wrong serves them (see `divergenceOf`): a chosen
+ * transaction's logs carry other data, or it trades places (and transaction index) with the next
+ * transaction of its block (the previous one when last); `logIndex` stays cumulative per block.
+ * `logs` are in block order.
+ */
+export function divergedLogs(logs: readonly PreconfLog[], rate: number): PreconfLog[] {
+  if (rate <= 0) return [...logs]
+  const blocks = new Map<Hex, TransactionLogs[]>()
+  for (const log of logs) {
+    let block = blocks.get(log.blockNumber)
+    if (!block) blocks.set(log.blockNumber, (block = []))
+    const last = block.at(-1)
+    if (last?.hash === log.transactionHash) last.logs.push(log)
+    else block.push({ hash: log.transactionHash, index: log.transactionIndex, logs: [log] })
+  }
+  return [...blocks.values()].flatMap((transactions) => {
+    const order = [...transactions]
+    const swapped = new Set<number>()
+    transactions.forEach((tx, i) => {
+      const divergence = divergenceOf(tx.hash, rate)
+      if (divergence === undefined || (divergence === 'position' && swapped.has(i))) return
+      const partner =
+        divergence === 'position' ? [i + 1, i - 1].find((j) => j >= 0 && j < transactions.length && !swapped.has(j)) : undefined
+      if (partner === undefined) {
+        tx.logs = tx.logs.map((log) => ({ ...log, data: flipLastByte(log.data) }))
+        return
+      }
+      ;[order[i], order[partner]] = [order[partner]!, order[i]!]
+      swapped.add(i).add(partner)
+    })
+    const first = Number(transactions[0]!.logs[0]!.logIndex)
+    return order
+      .flatMap((tx, position) => tx.logs.map((log) => ({ ...log, transactionIndex: transactions[position]!.index })))
+      .map((log, n) => ({ ...log, logIndex: hex(first + n) }))
+  })
+}
+
+/**
+ * A mixed-range answer (`fromBlock` a number, `toBlock` "pending") as a Base node builds it: the canonical
+ * logs, then the pending ones, less any pending log whose (blockNumber, logIndex) a canonical log has.
+ */
+export function mergeCanonicalAndPending<T extends { blockNumber: Hex; logIndex: Hex }>(canonical: readonly T[], pending: readonly T[]): T[] {
+  const key = (log: T) => `${BigInt(log.blockNumber)}:${BigInt(log.logIndex)}`
+  const taken = new Set(canonical.map(key))
+  return [...canonical, ...pending.filter((log) => !taken.has(key(log)))]
 }

@@ -5,7 +5,7 @@ import type { Hex } from 'viem'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { Logger } from '../logger.js'
 import type { HeadBlock, PendingState } from './pending.js'
-import { matchesFilter, shuffled, takeNewLogs, type LogFilter } from './preconf.js'
+import { matchesFilter, mergeCanonicalAndPending, shuffled, takeNewLogs, type LogFilter, type PreconfLog } from './preconf.js'
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -36,6 +36,22 @@ const CHAIN_CHANGING_METHODS = new Set([
   'anvil_removePoolTransactions',
 ])
 
+/**
+ * Reads that must not see the blocks anvil sealed above the node's canonical head when the canonical chain
+ * lags: those blocks are pending (zero hash, no receipt) until the node has them.
+ */
+const CANONICAL_READS = new Set([
+  'eth_blockNumber',
+  'eth_getBlockByNumber',
+  'eth_getBlockByHash',
+  'eth_getLogs',
+  'eth_getTransactionByHash',
+  'eth_getTransactionReceipt',
+])
+
+/** geth's answer for a block hash it does not have. */
+const UNKNOWN_BLOCK = { code: -32000, message: 'unknown block' }
+
 /** A subscriber this far behind misses deltas, as on a Base node. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024
 
@@ -51,6 +67,8 @@ export type DevnetServerParameters = {
   port?: number
   /** Answer pending logs in no particular order, as older Base builds do. */
   shuffle?: boolean
+  /** The canonical chain lags anvil's head (the pending state's `canonicalLag` > 0): canonical reads are clamped. */
+  lagging?: boolean
 }
 
 export type DevnetServer = {
@@ -69,11 +87,7 @@ const pendingLogsFilter = (request: JsonRpcRequest): LogsFilter | undefined => {
   return filter && typeof filter === 'object' && filter.toBlock === 'pending' ? filter : undefined
 }
 
-const isIntercepted = (value: unknown): boolean =>
-  isRequest(value) &&
-  (pendingLogsFilter(value) !== undefined ||
-    value.method === DROP_TRANSACTION_METHOD ||
-    CHAIN_CHANGING_METHODS.has(value.method))
+const hex = (n: bigint): Hex => `0x${n.toString(16)}`
 
 const errorResponse = (id: JsonRpcId, code: number, message: string): JsonRpcResponse => ({
   jsonrpc: '2.0',
@@ -94,26 +108,84 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
 export async function startDevnetServer(parameters: DevnetServerParameters): Promise<DevnetServer> {
   const { upstream, pending, logger } = parameters
   const subscriptions = new Map<string, Subscription>()
-  const notified = { blockNumber: -1n, seen: new Set<string>() }
+  // Keys of the pending logs already published, pruned as their blocks become canonical.
+  const notified = new Set<string>()
+
+  const isIntercepted = (value: unknown): boolean =>
+    isRequest(value) &&
+    (pendingLogsFilter(value) !== undefined ||
+      value.method === DROP_TRANSACTION_METHOD ||
+      CHAIN_CHANGING_METHODS.has(value.method) ||
+      (parameters.lagging === true && CANONICAL_READS.has(value.method)))
+
+  /** A block parameter as a number at the node, whose head is `latest`; `pending` reads as `latest`, as on a node without pending state. */
+  const resolveBlock = async (block: unknown, latest: bigint): Promise<bigint> => {
+    if (typeof block === 'string' && block.startsWith('0x')) return BigInt(block)
+    if (block === 'earliest') return 0n
+    if (block === 'safe' || block === 'finalized') {
+      const tagged = await upstream.call<{ number: Hex } | null>('eth_getBlockByNumber', [block, false])
+      return tagged && BigInt(tagged.number) < latest ? BigInt(tagged.number) : latest
+    }
+    return latest
+  }
 
   const getPendingLogs = async (filter: LogsFilter): Promise<unknown[]> => {
     const snapshot = await pending.snapshot()
-    const pendingLogs = snapshot.logs.filter((log) => matchesFilter(log, filter))
-    let logs: unknown[] = pendingLogs
-    const latest = snapshot.number - 1n
-    const from = filter.fromBlock
-    const historicalEmpty = from === 'pending' || (from?.startsWith('0x') === true && BigInt(from) > latest)
-    if (!historicalEmpty) {
-      const historical = await upstream.call<unknown[]>('eth_getLogs', [{ ...filter, toBlock: `0x${latest.toString(16)}` }])
-      logs = [...historical, ...pendingLogs]
-    }
+    const from = filter.fromBlock === 'pending' ? snapshot.latest + 1n : await resolveBlock(filter.fromBlock, snapshot.latest)
+    const pendingLogs = snapshot.logs.filter((log) => BigInt(log.blockNumber) >= from && matchesFilter(log, filter))
+    const historical =
+      from <= snapshot.latest
+        ? await upstream.call<PreconfLog[]>('eth_getLogs', [{ ...filter, fromBlock: hex(from), toBlock: hex(snapshot.latest) }])
+        : []
+    const logs = mergeCanonicalAndPending(historical, pendingLogs)
     return parameters.shuffle ? shuffled(logs) : logs
+  }
+
+  /** A read of canonical data as the node answers it while its canonical head is `latest`, below anvil's. */
+  const canonicalRead = async (method: string, params: unknown[]): Promise<unknown> => {
+    const { latest } = await pending.snapshot()
+    const sealedAbove = (block: { blockNumber?: Hex | null; number?: Hex | null } | null) => {
+      const number = block?.blockNumber ?? block?.number
+      return typeof number === 'string' && BigInt(number) > latest
+    }
+    switch (method) {
+      case 'eth_blockNumber':
+        return hex(latest)
+      case 'eth_getBlockByNumber': {
+        if (params[0] === 'pending') return upstream.call(method, params)
+        const number = await resolveBlock(params[0], latest)
+        return number > latest ? null : upstream.call(method, [hex(number), ...params.slice(1)])
+      }
+      case 'eth_getBlockByHash':
+      case 'eth_getTransactionReceipt': {
+        const answer = await upstream.call<{ number?: Hex; blockNumber?: Hex } | null>(method, params)
+        return sealedAbove(answer) ? null : answer
+      }
+      case 'eth_getTransactionByHash': {
+        // A pre-confirmed transaction: known, but with no block hash yet.
+        const answer = await upstream.call<{ blockNumber: Hex | null } | null>(method, params)
+        return sealedAbove(answer) ? { ...answer, blockHash: null } : answer
+      }
+      default: {
+        const filter = (params[0] ?? {}) as LogsFilter
+        if (filter.blockHash) {
+          const block = await upstream.call<{ number: Hex } | null>('eth_getBlockByHash', [filter.blockHash, false])
+          if (!block || sealedAbove(block)) throw new UpstreamError(UNKNOWN_BLOCK)
+          return upstream.call(method, params)
+        }
+        const from = await resolveBlock(filter.fromBlock ?? 'latest', latest)
+        const to = await resolveBlock(filter.toBlock ?? 'latest', latest)
+        const clamped = to < latest ? to : latest
+        return from > clamped ? [] : upstream.call(method, [{ ...filter, fromBlock: hex(from), toBlock: hex(clamped) }])
+      }
+    }
   }
 
   const execute = async (request: JsonRpcRequest): Promise<unknown> => {
     const params = Array.isArray(request.params) ? request.params : []
     const filter = pendingLogsFilter(request)
     if (filter) return getPendingLogs(filter)
+    if (parameters.lagging && CANONICAL_READS.has(request.method)) return canonicalRead(request.method, params)
     if (request.method === DROP_TRANSACTION_METHOD) {
       return pending.changeChain(() => upstream.call('anvil_dropTransaction', params))
     }
@@ -186,11 +258,8 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
   }
 
   pending.onSnapshot((snapshot) => {
-    if (snapshot.number !== notified.blockNumber) {
-      notified.blockNumber = snapshot.number
-      notified.seen.clear()
-    }
-    const fresh = takeNewLogs(snapshot.logs, notified.seen)
+    for (const key of notified) if (BigInt(key.slice(0, key.indexOf(':'))) <= snapshot.latest) notified.delete(key)
+    const fresh = takeNewLogs(snapshot.logs, notified)
     for (const [id, subscription] of subscriptions) {
       if (subscription.kind !== 'pendingLogs') continue
       for (const log of fresh) if (matchesFilter(log, subscription.filter)) notify(id, subscription, log)

@@ -20,16 +20,26 @@ export type StoreTipBlocksParameters = {
   extraWrites?: (client: pg.PoolClient) => Promise<void>
 }
 
+export type StoreTipBlocksReturnType = {
+  /** Pending rows that became canonical logs. */
+  confirmed: number
+  /** Of those, the rows whose pre-confirmed content (address, topics, data, block, position) was not what was sealed. */
+  diverged: number
+  /** Pending rows announced up to these blocks that were not confirmed. */
+  dropped: number
+}
+
 /**
  * Stores new canonical blocks at the tip in one transaction: headers, logs (pre-confirmed rows of the
  * same transactions become these logs, with the canonical content), pending rows announced for these
- * blocks that did not make it become `removed`, the sync interval and the follower's position.
+ * blocks that did not make it become `removed`, the sync interval and the follower's position. Rows
+ * announced for later blocks (the node's pending window runs ahead of its canonical head) stay pending.
  */
-export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParameters): Promise<{ confirmed: number; dropped: number }> {
+export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParameters): Promise<StoreTipBlocksReturnType> {
   const { chainId, filterId, blocks, rows, finalizedBlock } = params
   const first = blocks[0]
   const last = blocks[blocks.length - 1]
-  if (!first || !last) return { confirmed: 0, dropped: 0 }
+  if (!first || !last) return { confirmed: 0, diverged: 0, dropped: 0 }
   const statusOf = statusBelow(finalizedBlock)
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
@@ -40,14 +50,19 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     )
     const arrays = logArrays(rows, (row) => statusOf(row.blockNumber))
     // Pre-confirmed rows of these transactions become the canonical logs: same row, canonical content.
-    const claimed = await client.query(
+    // `o` is the same row as `l` (the pending key is unique), read as it was before the update.
+    const claimed = await client.query<{ diverged: boolean }>(
       `UPDATE logs l SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
          transaction_index = u.transaction_index, log_index = u.log_index, address = u.address, topic0 = u.topic0,
          topic1 = u.topic1, topic2 = u.topic2, topic3 = u.topic3, data = u.data, status = u.status, removed = false, updated_at = now()
        FROM ${UNNEST_LOGS}
+         JOIN logs o ON o.chain_id = $1 AND o.status = 'pending' AND o.transaction_hash = u.transaction_hash AND o.tx_log_ordinal = u.tx_log_ordinal
        WHERE l.chain_id = $1 AND l.status = 'pending' AND l.transaction_hash = u.transaction_hash AND l.tx_log_ordinal = u.tx_log_ordinal
          AND NOT EXISTS (SELECT 1 FROM logs c WHERE c.chain_id = $1 AND c.block_number = u.block_number AND c.block_hash = u.block_hash
-           AND c.log_index = u.log_index AND c.status <> 'pending')`,
+           AND c.log_index = u.log_index AND c.status <> 'pending')
+       RETURNING (o.block_number, o.transaction_index, o.log_index, o.address, o.topic0, o.topic1, o.topic2, o.topic3, o.data)
+         IS DISTINCT FROM (u.block_number, u.transaction_index, u.log_index, u.address, u.topic0, u.topic1, u.topic2, u.topic3, u.data)
+         AS diverged`,
       [chainId, ...arrays],
     )
     // The rest are new; a row already there for the same block hash (e.g. stored by a backfill) is canonical again.
@@ -75,7 +90,11 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     await params.extraWrites?.(client)
     for (const id of [filterId, ...(params.alsoFilterIds ?? [])]) await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
     await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash })
-    return { confirmed: claimed.rowCount ?? 0, dropped: dropped.rowCount ?? 0 }
+    return {
+      confirmed: claimed.rowCount ?? 0,
+      diverged: claimed.rows.filter((row) => row.diverged).length,
+      dropped: dropped.rowCount ?? 0,
+    }
   })
 }
 

@@ -28,7 +28,7 @@ export type { Header }
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
   | { type: 'idle'; head: number }
-  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; dropped: number }
+  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number }
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }

@@ -8,5 +8,6 @@ export async function deployOnDevnet(devnet: Devnet, artifact: Artifact): Promis
   const deploy = await rawSignedTx(devnet.url, { from: 0, data: encodeDeployData({ abi: artifact.abi, bytecode: artifact.bytecode }), gas: 3_000_000n })
   const hash = await client.sendRawTransaction({ serializedTransaction: deploy })
   await devnet.mine()
-  return (await client.getTransactionReceipt({ hash })).contractAddress!
+  // From anvil itself: a devnet whose canonical chain lags has no receipt for it yet.
+  return (await fixtureClient(devnet.anvilUrl).getTransactionReceipt({ hash })).contractAddress!
 }
