@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util'
 import cliProgress from 'cli-progress'
 import { loadConfig, ConfigError, secretsOf } from '../src/config/index.js'
-import { createIndexer } from '../src/indexer.js'
+import { createIndexer } from '../src/wiring.js'
 import { createLogger } from '../src/logger.js'
 import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'

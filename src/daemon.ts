@@ -1,7 +1,7 @@
 /** The daemon's roles: which parts run in this process, and how they stop. */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config/index.js'
-import { createIndexer } from './indexer.js'
+import { createIndexer } from './wiring.js'
 import { createLogger, type Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
-import { createLease } from '../queue/lock.js'
+import { createLease } from '../queue/schedulerLease.js'
 import { runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
 import type { PendingPoller } from './pending.js'

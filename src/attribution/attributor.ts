@@ -1,7 +1,6 @@
 import type pg from 'pg'
-import { decodeFunctionResult, encodeFunctionData, numberToHex, parseAbi, type Address, type Hex } from 'viem'
+import { numberToHex, type Address } from 'viem'
 import type { Logger } from '../logger.js'
-import { isRevert, type RpcCall } from '../rpc/index.js'
 import {
   knownTransactions,
   storeRegistryAnswers,
@@ -13,27 +12,24 @@ import {
   type TransactionPosition,
 } from '../store/attributions.js'
 import type { Status, TransactionRow } from '../store/index.js'
+import type { RpcBlockHeader } from '../rpc/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
 import { eip7702Delegate } from './userOps.js'
 import { sleep } from '../utils/loop.js'
+import { BATCH_SIZE, BATCHES_IN_FLIGHT, fetchGasUsed, inSlices, type AttributionRpc } from './nodeReads.js'
+import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.js'
 
-/** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
-const BATCH_SIZE = 100
-const BATCHES_IN_FLIGHT = 4
+/** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
+const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
+const REGISTRY_RECHECK_AFTER_MS = 60_000
+
 /** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
 /** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
 const BLOCKS_PER_BATCH = 10
-/** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
-const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
-const REGISTRY_RECHECK_AFTER_MS = 60_000
-const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
-
-type RpcBlock = { number: string; hash: string; parentHash: string; timestamp: string; transactions: TransactionInput[] }
-type RpcReceipt = { gasUsed: string }
-type RegistryCheck = { registry: string; code: string }
+type RpcBlock = RpcBlockHeader & { transactions: TransactionInput[] }
 
 export type Writes = (client: pg.PoolClient) => Promise<void>
 
@@ -47,8 +43,7 @@ export type AttributedBlock = {
 }
 
 export type AttributorContext = {
-  /** Calls here should already retry transient errors (see `withRetry`). */
-  rpc: { request<T>(method: string, params: unknown[]): Promise<T>; batch<T>(calls: RpcCall[]): Promise<T[]> }
+  rpc: AttributionRpc
   chainId: number
   logger: Logger
   pool: pg.Pool
@@ -60,44 +55,12 @@ export type AttributorContext = {
   onLaterSchema?: (schemaId: number) => void
 }
 
-/** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
-async function inSlices<T, R>(items: readonly T[], size: number, parallel: number, fn: (slice: T[]) => Promise<R[]>): Promise<R[]> {
-  const slices: T[][] = []
-  for (let i = 0; i < items.length; i += size) slices.push(items.slice(i, i + size))
-  const results: R[][] = new Array(slices.length)
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(parallel, slices.length) }, async () => {
-      while (next < slices.length) {
-        const index = next++
-        results[index] = await fn(slices[index]!)
-      }
-    }),
-  )
-  return results.flat()
-}
-
-const checkKey = ({ registry, code }: RegistryCheck) => `${registry}:${code}`
-
 /** `blocks`, checked to be the blocks of the logs `rows`; otherwise the chain moved between the reads and the caller reads again. */
 function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]): AttributedBlock[] {
   const hashAt = new Map(blocks.map((block) => [block.number, block.hash]))
   const stray = rows.find((row) => hashAt.get(row.blockNumber) !== row.blockHash)
   if (stray) throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
   return blocks
-}
-
-/**
- * What an `isRegistered` call answered: a revert means not registered; null (unknown, asked again on a
- * later pass) for anything else, a node error such as -32000 "header not found" included.
- */
-function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
-  if (answer.status === 'rejected') return isRevert(answer.reason) ? false : null
-  try {
-    return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: answer.value as Hex })
-  } catch {
-    return null
-  }
 }
 
 /**
@@ -108,36 +71,6 @@ function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
  */
 export function createAttributor(context: AttributorContext) {
   const { rpc, chainId, logger, registryRecheckAfterMs = REGISTRY_RECHECK_AFTER_MS } = context
-
-  /** Gas used by `hashes`, from their receipts in JSON-RPC batches. */
-  async function fetchGasUsed(hashes: readonly string[]): Promise<Map<string, number>> {
-    const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<RpcReceipt | null>(slice.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] }))),
-    )
-    const gasUsed = new Map<string, number>()
-    // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
-    receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, Number(receipt.gasUsed)))
-    return gasUsed
-  }
-
-  /**
-   * The registries' `isRegistered` answers by `registry:code`, in JSON-RPC batches; a batch that fails
-   * (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
-   */
-  async function checkRegistries(checks: readonly RegistryCheck[]): Promise<Map<string, boolean | null>> {
-    const calls = checks.map(({ registry, code }) => ({
-      method: 'eth_call',
-      params: [{ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }, 'latest'],
-    }))
-    const answers = await inSlices(calls, BATCH_SIZE, BATCHES_IN_FLIGHT, async (slice): Promise<PromiseSettledResult<unknown>[]> => {
-      try {
-        return (await rpc.batch<unknown>(slice)).map((value) => ({ status: 'fulfilled', value }))
-      } catch {
-        return Promise.allSettled(slice.map((call) => rpc.request<unknown>(call.method, call.params)))
-      }
-    })
-    return new Map(checks.map((check, i) => [checkKey(check), registryAnswer(answers[i]!)]))
-  }
 
   /**
    * `attributions` with the hashes of their EIP-7702 user operations: each sender's delegate is read
@@ -200,7 +133,7 @@ export function createAttributor(context: AttributorContext) {
     const onThisChain = String(chainId)
     for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
-    const [gasUsed, registered] = await Promise.all([fetchGasUsed(needGas), checkRegistries([...checks.values()])])
+    const [gasUsed, registered] = await Promise.all([fetchGasUsed(rpc, needGas), checkRegistries(rpc, [...checks.values()])])
     /** All codes registered: true; one not: false; one unknown: null. */
     const verdict = (registry: string, codes: readonly string[]) => {
       const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)

@@ -1,5 +1,5 @@
 import { refreshWalletNonces } from './attribution/coverage.js'
-import { createAttributor } from './attribution/pipeline.js'
+import { createAttributor } from './attribution/attributor.js'
 import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
