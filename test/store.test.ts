@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
-import { getIntervals, prepareLogs, storeLogChunk, toLogRows, withTransaction, type LogInput } from '../src/store/index.js'
+import { getIntervals, prepareLogs, storeLogChunk, toLogRows, updateChainState, withTransaction, type LogInput } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from './helpers/services.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -85,6 +85,23 @@ describe('storeLogChunk', () => {
         status: 100 + Math.floor(i / 10) <= 200 ? 'finalized' : 'confirmed',
       })
     })
+  })
+})
+
+describe('a range job that commits after finality passed its blocks', () => {
+  it('stores the rows of blocks finality has passed since it read the finalized block as finalized', async () => {
+    const chainId = 777
+    // The job read finalized = 5; by its commit the follower has moved finality to 8.
+    await updateChainState(db.store.pool, chainId, { finalizedBlock: 8 })
+    const rows = toLogRows([log(4, 0, 0), log(6, 0, 0), log(8, 0, 0), log(9, 0, 0)])
+    await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(rows, chainId, 5), finalizedBlock: 5 })
+    const { rows: stored } = await db.store.pool.query(`SELECT block_number, status FROM logs WHERE chain_id = $1 ORDER BY block_number`, [chainId])
+    expect(stored.map((row) => [row.block_number, row.status])).toEqual([
+      [4, 'finalized'],
+      [6, 'finalized'],
+      [8, 'finalized'],
+      [9, 'confirmed'],
+    ])
   })
 })
 

@@ -5,6 +5,7 @@ import { withTransaction } from './client.js'
 import { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 import { toCopyData, type CopyData, type LogRow, type TransactionRow } from './logRows.js'
 import { statusBelow } from './schema.js'
+import { finalizeBehindFinality } from './finality.js'
 import { blocksInConflict } from './reorgs.js'
 import { isCovered, recordInterval } from './sync.js'
 
@@ -81,6 +82,7 @@ export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParamete
     const inserted = await insertCanonicalLogs(client, logs.copy)
     await insertBlocks(client, chainId, [...headers.values()], statusBelow(finalizedBlock))
     await params.extraWrites?.(client)
+    await finalizeBehindFinality(client, chainId, range, finalizedBlock)
     await recordInterval(client, chainId, filterId, range)
     return { stored: true, inserted }
   })

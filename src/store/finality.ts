@@ -9,22 +9,38 @@ import { updateChainState } from './sync.js'
  */
 export async function advanceFinality(pool: pg.Pool, chainId: number, [from, to]: Interval): Promise<number> {
   return withTransaction(pool, async (client) => {
-    const logs = await client.query(
-      `UPDATE logs SET status = 'finalized', updated_at = now()
-       WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed`,
+    const logs = await markFinalized(client, chainId, [from + 1, to])
+    await updateChainState(client, chainId, { finalizedBlock: to })
+    return logs
+  })
+}
+
+/** Moves the confirmed, not removed rows of `[from, to]` to `finalized` in the caller's transaction; returns the logs moved. */
+async function markFinalized(client: pg.PoolClient, chainId: number, [from, to]: Interval): Promise<number> {
+  let logs = 0
+  for (const table of ['logs', 'blocks', 'transactions', 'attributions']) {
+    const column = table === 'blocks' ? 'number' : 'block_number'
+    const result = await client.query(
+      `UPDATE ${table} SET status = 'finalized', updated_at = now()
+       WHERE chain_id = $1 AND ${column} >= $2 AND ${column} <= $3 AND status = 'confirmed' AND NOT removed`,
       [chainId, from, to],
     )
-    for (const table of ['blocks', 'transactions', 'attributions']) {
-      const column = table === 'blocks' ? 'number' : 'block_number'
-      await client.query(
-        `UPDATE ${table} SET status = 'finalized', updated_at = now()
-         WHERE chain_id = $1 AND ${column} > $2 AND ${column} <= $3 AND status = 'confirmed' AND NOT removed`,
-        [chainId, from, to],
-      )
-    }
-    await updateChainState(client, chainId, { finalizedBlock: to })
-    return logs.rowCount ?? 0
-  })
+    if (table === 'logs') logs = result.rowCount ?? 0
+  }
+  return logs
+}
+
+/**
+ * For a range job that read the finalized block before finality moved past some of its blocks: those
+ * blocks' rows become `finalized` in the job's own transaction, since the finality step that passed them
+ * ran before they were there.
+ */
+export async function finalizeBehindFinality(client: pg.PoolClient, chainId: number, [from, to]: Interval, finalizedWhenRead: number | null): Promise<void> {
+  const { rows } = await client.query<{ finalized_block: number | null }>(`SELECT finalized_block FROM chain_state WHERE chain_id = $1`, [chainId])
+  const finalized = rows[0]?.finalized_block ?? null
+  if (finalized === null || (finalizedWhenRead !== null && finalized <= finalizedWhenRead)) return
+  const low = Math.max(from, (finalizedWhenRead ?? -1) + 1)
+  if (low <= Math.min(to, finalized)) await markFinalized(client, chainId, [low, Math.min(to, finalized)])
 }
 
 /** Distinct blocks of `(from, to]` stored as confirmed (not yet final) and not removed: headers, and blocks holding such logs. */
