@@ -150,6 +150,7 @@ async function runAction(world: World, action: Action, index: number, schedule: 
  */
 async function settle(world: World, finalAtLeast: number): Promise<string[]> {
   const connection = createRedis(world.redis.url)
+  connection.on('error', () => {})
   const queue = new Queue(RANGE_QUEUE, { connection, prefix: world.env.REDIS_PREFIX! })
   try {
     const deadline = Date.now() + SETTLE_TIMEOUT_MS
@@ -220,6 +221,8 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     const processes = createSupervisor(log)
     cleanups.add(() => processes.stopAll())
     const redisClient = createRedis(redis.url)
+    // The schedule restarts Redis: the client reconnects, and its errors meanwhile are expected.
+    redisClient.on('error', () => {})
     cleanups.add(async () => redisClient.disconnect())
     const world: World = {
       redisClient,
