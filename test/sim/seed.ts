@@ -281,6 +281,10 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
       ...(await compareWithNode({ pool: db.store.pool, rpcUrl: devnet.anvilUrl, filters, orphanedRows: world.orphanedRows, entryPoints: chain.entryPoints, chainId: CHAIN_ID, note: log })),
     ]
     return { seed, schedule: describeSchedule(schedule), log: lines, differences, seconds: (Date.now() - started) / 1000 }
+  } catch (error) {
+    // A seed that cannot play out (a node call refused, a wait timed out) is reported like a difference, with its schedule.
+    const reason = error instanceof Error ? (error.stack ?? error.message) : String(error)
+    return { seed, schedule: describeSchedule(schedule), log: lines, differences: [`the seed stopped: ${reason}`], seconds: (Date.now() - started) / 1000 }
   } finally {
     await cleanups.run()
   }
