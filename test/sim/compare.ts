@@ -42,10 +42,14 @@ function createFindings() {
       counts.set(kind, n)
       if (n <= SHOWN_PER_KIND) lines.push(line)
     },
-    lines: () => [
-      ...lines,
-      ...[...counts].filter(([, n]) => n > SHOWN_PER_KIND).map(([kind, n]) => `… ${n - SHOWN_PER_KIND} more of: ${kind}`),
-    ],
+    lines: () =>
+      lines.length === 0
+        ? []
+        : [
+            `in all: ${[...counts].map(([kind, n]) => `${kind} ${n}`).join(', ')}`,
+            ...lines,
+            ...[...counts].filter(([, n]) => n > SHOWN_PER_KIND).map(([kind, n]) => `… ${n - SHOWN_PER_KIND} more of: ${kind}`),
+          ],
   }
 }
 type Findings = ReturnType<typeof createFindings>

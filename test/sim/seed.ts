@@ -25,6 +25,8 @@ import { createSchedule, describeSchedule, PAST_FINALITY, type Action, type Faul
 
 const SETTLE_TIMEOUT_MS = 180_000
 const SETTLE_POLL_MS = 250
+/** Longest wait for a process to get somewhere before the schedule moves on anyway. */
+const AWAIT_MS = 30_000
 /** The settled state must hold this long (a repair job may still be on its way). */
 const SETTLED_FOR_MS = 2_000
 
@@ -40,9 +42,6 @@ const FAULTS: Record<FaultKind, Faults> = {
 }
 
 export type SeedResult = { seed: number; schedule: string[]; log: string[]; differences: string[]; seconds: number }
-
-/** Longest wait for a process to get somewhere before the schedule moves on anyway. */
-const AWAIT_MS = 30_000
 
 type World = {
   redisClient: Redis
@@ -108,7 +107,7 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       const blocks = range.range[1] - range.range[0] + 1
       const progressed = async () =>
         !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) >= Math.ceil(blocks * action.share)
-      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} stored nothing within ${AWAIT_MS / 1000} s`))
+      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} had not stored ${action.share * 100} % of its range within ${AWAIT_MS / 1000} s`))
       return log(`${name} has stored ${await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)} blocks`)
     }
     case 'kill': {
@@ -150,6 +149,7 @@ async function runAction(world: World, action: Action, index: number, schedule: 
  */
 async function settle(world: World, finalAtLeast: number): Promise<string[]> {
   const connection = createRedis(world.redis.url)
+  connection.on('error', () => {})
   const queue = new Queue(RANGE_QUEUE, { connection, prefix: world.env.REDIS_PREFIX! })
   try {
     const deadline = Date.now() + SETTLE_TIMEOUT_MS
@@ -202,8 +202,8 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     const db = await createTestDatabase()
     const prefix = `ct_sim_${seed}_${Date.now().toString(36)}`
     // Kept for a look after the run: `--keep-db` (SIM_KEEP_DB).
+    cleanups.add(() => (process.env.SIM_KEEP_DB ? db.store.close() : db.drop()))
     if (process.env.SIM_KEEP_DB) log(`database ${db.url} kept`)
-    else cleanups.add(() => db.drop())
     cleanups.add(() => clearRedisPrefix(redis.url, prefix))
     const env: Record<string, string> = {
       RPC_URL: proxy.url,
@@ -220,6 +220,8 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
     const processes = createSupervisor(log)
     cleanups.add(() => processes.stopAll())
     const redisClient = createRedis(redis.url)
+    // The schedule restarts Redis: the client reconnects, and its errors meanwhile are expected.
+    redisClient.on('error', () => {})
     cleanups.add(async () => redisClient.disconnect())
     const world: World = {
       redisClient,
@@ -278,6 +280,10 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
       ...(await compareWithNode({ pool: db.store.pool, rpcUrl: devnet.anvilUrl, filters, orphanedRows: world.orphanedRows, entryPoints: chain.entryPoints, chainId: CHAIN_ID, note: log })),
     ]
     return { seed, schedule: describeSchedule(schedule), log: lines, differences, seconds: (Date.now() - started) / 1000 }
+  } catch (error) {
+    // A seed that cannot play out (a node call refused, a wait timed out) is reported like a difference, with its schedule.
+    const reason = error instanceof Error ? (error.stack ?? error.message) : String(error)
+    return { seed, schedule: describeSchedule(schedule), log: lines, differences: [`the seed stopped: ${reason}`], seconds: (Date.now() - started) / 1000 }
   } finally {
     await cleanups.run()
   }
