@@ -10,7 +10,7 @@ import { startVitest } from 'vitest/node'
 import type { Reporter, TestModule } from 'vitest/node'
 
 /** Seeds a run takes by default: about ten minutes on a 2-core machine (test/sim/README.md). */
-const DEFAULT_SEEDS = 6
+const DEFAULT_SEEDS = 10
 
 const { values } = parseArgs({
   options: {
