@@ -1,0 +1,3 @@
+export { createDispatcher, type Dispatcher, type DispatcherContext } from './dispatcher.js'
+export { matchesSubscription, toPayload, type EventPayload } from './events.js'
+export { signPayload, verifySignature, SIGNATURE_TOLERANCE_SECONDS } from './signature.js'
