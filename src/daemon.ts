@@ -5,8 +5,8 @@ import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue } from './queue/index.js'
-import { createDispatcher } from './delivery/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, webhookJobId } from './queue/index.js'
+import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { createRepairRunner } from './sync/repairs.js'
@@ -49,6 +49,24 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
+      const webhookQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      services.push({ name: 'webhook-queue', stop: () => webhookQueue.close() })
+      const webhookWorker = createWebhookWorker({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        lockDurationMs: config.jobLockMs,
+        logger,
+        process: createDeliveryProcessor({
+          pool: indexer.store.pool,
+          logger,
+          timeoutMs: config.webhookTimeoutMs,
+          maxFailures: config.webhookMaxFailures,
+          backoffMs: config.webhookBackoffMs,
+          promote: webhookQueue.promote,
+          jobIdOf: webhookJobId,
+        }),
+      })
+      services.push({ name: 'webhook-worker', stop: () => webhookWorker.close() })
     }
     if (runs('scheduler')) {
       const redis = createRedis(config.redisUrl)

@@ -29,7 +29,9 @@ import { healthRoutes } from './routes/health.js'
 import { logRoutes } from './routes/logs.js'
 import { transactionRoutes } from './routes/transactions.js'
 import { streamRoutes } from './routes/stream.js'
+import { webhookRoutes } from './routes/webhooks.js'
 import { createEventStream } from '../delivery/index.js'
+import { createWebhookQueue, type WebhookQueue } from '../queue/index.js'
 
 export { createMetrics, type Metrics } from '../metrics.js'
 export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
@@ -45,7 +47,8 @@ const BODY_LIMIT_BYTES = 16 * 1024
 const API_POOL_SIZE = 10
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
-export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'>
+export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
+  Partial<Pick<Config, 'adminToken'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -67,6 +70,8 @@ export type CreateApiParameters = {
   /** Requests per minute per client on every route but health and metrics. */
   rateLimit?: number
   statementTimeoutMs?: number
+  /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
+  webhookQueue?: Pick<WebhookQueue, 'enqueue'>
   /** Listen address. @default '0.0.0.0' */
   host?: string
   /** Trust `X-Forwarded-For` from a proxy in front (Fastify `trustProxy`), so limits apply per real client. */
@@ -125,6 +130,7 @@ export async function createApi({
   queues: givenQueues,
   rateLimit: maxPerMinute = DEFAULT_RATE_LIMIT,
   statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
+  webhookQueue: givenWebhookQueue,
   host = '0.0.0.0',
   trustProxy = false,
 }: CreateApiParameters): Promise<Api> {
@@ -204,8 +210,10 @@ export async function createApi({
           { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
           { name: 'attributions', description: 'Transactions attributed to builder codes.' },
           { name: 'logs', description: 'The raw log index.' },
+          { name: 'webhooks', description: 'Signed webhook subscriptions; served only with ADMIN_TOKEN, to its bearer.' },
           { name: 'operations', description: 'Health, readiness and metrics.' },
         ],
+        components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
       },
       transform: jsonSchemaTransform,
       transformObject: jsonSchemaTransformObject,
@@ -236,6 +244,15 @@ export async function createApi({
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })
+    if (config.adminToken) {
+      let webhookQueue = givenWebhookQueue
+      if (!webhookQueue) {
+        const queue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+        owned.push(() => queue.close())
+        webhookQueue = queue
+      }
+      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue })
+    }
 
     if (config.adminUi) {
       const serverAdapter = new FastifyAdapter()

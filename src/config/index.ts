@@ -61,6 +61,10 @@ const schema = z.object({
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
   API_RATE_LIMIT: integer(1, 1_000_000).default(600),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
+  ADMIN_TOKEN: z.string().min(16, 'a token of at least 16 characters').optional(),
+  WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
+  WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
 })
 
 type Parsed = z.output<typeof schema>
@@ -89,6 +93,12 @@ export type Config = Readonly<{
   rpcBatchSize: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
+  /** Bearer token of the admin routes (webhooks); unset: they are not served. */
+  adminToken: string | undefined
+  webhookTimeoutMs: number
+  webhookMaxFailures: number
+  /** First step of a failing webhook's exponential backoff. */
+  webhookBackoffMs: number
 }>
 
 export class ConfigError extends Error {
@@ -140,5 +150,9 @@ function toConfig(p: Parsed): Config {
     rpcBatchSize: p.RPC_BATCH_SIZE,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
+    adminToken: p.ADMIN_TOKEN,
+    webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
+    webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
+    webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
   }
 }

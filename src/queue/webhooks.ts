@@ -47,14 +47,24 @@ export function createWebhookQueue({ redisUrl, prefix }: QueueContext) {
 export type WebhookQueue = ReturnType<typeof createWebhookQueue>
 
 export type CreateWebhookWorkerParameters = QueueContext & {
+  /** A SIGKILLed worker's deliveries are taken over once their lock lapses. */
+  lockDurationMs: number
   logger: Logger
   /** Delivers; may move the job to delayed itself (BullMQ `DelayedError`). */
   process: (job: Job<WebhookJobData>, token: string | undefined) => Promise<unknown>
 }
 
-export function createWebhookWorker({ redisUrl, prefix, logger, process }: CreateWebhookWorkerParameters) {
+export function createWebhookWorker({ redisUrl, prefix, lockDurationMs, logger, process }: CreateWebhookWorkerParameters) {
   const connection = createRedis(redisUrl)
-  const worker = new Worker<WebhookJobData>(WEBHOOK_QUEUE, process, { connection, prefix, concurrency: WEBHOOK_CONCURRENCY })
+  const worker = new Worker<WebhookJobData>(WEBHOOK_QUEUE, process, {
+    connection,
+    prefix,
+    concurrency: WEBHOOK_CONCURRENCY,
+    lockDuration: lockDurationMs,
+    stalledInterval: Math.max(1_000, Math.floor(lockDurationMs / 2)),
+    // A stalled delivery is sent again (at least once), however often its workers die.
+    maxStalledCount: Number.MAX_SAFE_INTEGER,
+  })
   worker.on('failed', (job, error) => logger.warn({ job_id: job?.id, reason: briefly(error) }, 'webhook job failed'))
   worker.on('error', (error) => logger.error({ err: error }, 'webhook worker error'))
   return {
