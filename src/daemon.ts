@@ -13,9 +13,12 @@ import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
 import { runEvery } from './utils/loop.js'
+import { createStore } from './store/index.js'
 
 /** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
 const COVERAGE_REFRESH_MS = 15_000
+/** Connections of the webhook deliveries (each holds one per query, two queries per event). */
+const WEBHOOK_POOL_SIZE = 8
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
@@ -49,6 +52,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
+      // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
+      const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
+      services.push({ name: 'webhook-store', stop: () => deliveryStore.close() })
       const webhookQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'webhook-queue', stop: () => webhookQueue.close() })
       const webhookWorker = createWebhookWorker({
@@ -57,7 +63,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         lockDurationMs: config.jobLockMs,
         logger,
         process: createDeliveryProcessor({
-          pool: indexer.store.pool,
+          pool: deliveryStore.pool,
           logger,
           timeoutMs: config.webhookTimeoutMs,
           maxFailures: config.webhookMaxFailures,

@@ -1,3 +1,5 @@
+import http from 'node:http'
+import https from 'node:https'
 import { DelayedError, type Job } from 'bullmq'
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
@@ -5,9 +7,7 @@ import type { WebhookJobData } from '../queue/index.js'
 import {
   claimProbe,
   dropOutstanding,
-  getEvent,
-  getSubscription,
-  hasEarlierOutstanding,
+  loadDelivery,
   outstandingEvents,
   recordDelivered,
   recordFailed,
@@ -62,13 +62,12 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 
   return async (job: Job<WebhookJobData>, token: string | undefined): Promise<DeliveryOutcome> => {
     const { subscriptionId, eventId } = job.data
-    const [subscription, event] = await Promise.all([getSubscription(pool, subscriptionId), getEvent(pool, eventId)])
+    const { subscription, event, waiting } = await loadDelivery(pool, subscriptionId, eventId)
     if (!subscription || subscription.disabledAt || !event) {
       if (subscription) await dropOutstanding(pool, subscriptionId, eventId)
       return 'skipped'
     }
-    if (await hasEarlierOutstanding(pool, { subscriptionId, eventId, txHash: event.txHash }))
-      return later(job, token, ORDER_WAIT_MS + waitForBackoff(subscription.retryAt))
+    if (waiting) return later(job, token, ORDER_WAIT_MS + waitForBackoff(subscription.retryAt))
     let probe = false
     if (subscription.consecutiveFailures > 0) {
       probe = await claimProbe(pool, subscriptionId, timeoutMs * 2)
@@ -103,24 +102,33 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 
 const waitForBackoff = (retryAt: Date | null) => (retryAt ? Math.max(0, retryAt.getTime() - Date.now()) : 0)
 
-/** One POST: ok on a 2xx within the timeout; otherwise the status or the error, briefly. */
-async function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number) {
-  try {
-    const response = await fetch(url, {
+// Keep-alive connections to receivers: a new TCP (and TLS) handshake per event would cost more than the event.
+const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) }
+
+type PostAnswer = { ok: boolean; httpStatus: number | null; error: string | null }
+
+/** One POST (node:http, cheaper per request than fetch): ok on a 2xx whose body ends within the timeout. */
+function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
+  return new Promise((resolve) => {
+    const target = new URL(url)
+    const send = target.protocol === 'https:' ? https.request : http.request
+    const fail = (error: string) => resolve({ ok: false, httpStatus: null, error: error.slice(0, ERROR_LENGTH) })
+    const request = send(target, {
       method: 'POST',
-      body,
-      headers: { 'Content-Type': 'application/json', 'User-Agent': 'codetrail-webhooks', ...headers },
+      agent: agents[target.protocol as keyof typeof agents],
+      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'codetrail-webhooks', ...headers },
       signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'manual',
     })
-    // The body is read within the same deadline: a 2xx whose answer never ends is not an answer.
-    await response.arrayBuffer()
-    const ok = response.status >= 200 && response.status < 300
-    return { ok, httpStatus: response.status, error: ok ? null : `HTTP ${response.status}` }
-  } catch (error) {
-    const timedOut = (error as Error).name === 'TimeoutError'
-    const cause = (error as { cause?: unknown }).cause
-    const message = timedOut ? `no answer within ${timeoutMs} ms` : briefly(cause ?? error)
-    return { ok: false, httpStatus: null, error: message.slice(0, ERROR_LENGTH) }
-  }
+    request.on('response', (response) => {
+      const status = response.statusCode ?? 0
+      response.on('error', (error) => fail(error.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : briefly(error)))
+      response.on('end', () => {
+        const ok = status >= 200 && status < 300
+        resolve({ ok, httpStatus: status, error: ok ? null : `HTTP ${status}` })
+      })
+      response.resume()
+    })
+    request.on('error', (error) => fail(error.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : briefly(error)))
+    request.end(body)
+  })
 }

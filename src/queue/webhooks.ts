@@ -6,8 +6,8 @@ import { createRedis, type QueueContext } from './index.js'
 export const WEBHOOK_QUEUE = 'webhooks'
 /** Deliveries in flight per worker process: waiting on receivers, not on the CPU. */
 const WEBHOOK_CONCURRENCY = 32
-/** Finished jobs are kept a while so a re-dispatch after a crash finds their ids taken. */
-const KEEP_COMPLETED_SECONDS = 3_600
+/** The latest finished jobs are kept, so a re-dispatch after a crash finds their ids taken. */
+const KEEP_COMPLETED = 10_000
 
 /** One event for one subscription. */
 export type WebhookJobData = { subscriptionId: string; eventId: number }
@@ -21,7 +21,7 @@ export function createWebhookQueue({ redisUrl, prefix }: QueueContext) {
     connection,
     prefix,
     // Retries are the delivery's own (per-subscription backoff), not BullMQ attempts.
-    defaultJobOptions: { attempts: 1, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: { age: 7 * 24 * 3_600 } },
+    defaultJobOptions: { attempts: 1, removeOnComplete: { count: KEEP_COMPLETED }, removeOnFail: { age: 7 * 24 * 3_600 } },
   })
   return {
     queue,

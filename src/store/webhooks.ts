@@ -83,11 +83,6 @@ export async function readEvents(
   return rows
 }
 
-export async function getEvent(db: Queryable, id: number): Promise<WebhookEvent | null> {
-  const { rows } = await db.query<WebhookEvent>(`SELECT ${EVENT_COLUMNS} FROM webhook_events WHERE id = $1`, [id])
-  return rows[0] ?? null
-}
-
 /** The newest published event id (0 when none). */
 export async function latestEventId(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ id: number | null }>('SELECT max(id) AS id FROM webhook_events')
@@ -171,13 +166,27 @@ export async function addOutstanding(db: Queryable, rows: readonly Outstanding[]
   )
 }
 
-/** Whether an earlier event of the same transaction still waits to be delivered to the subscription. */
-export async function hasEarlierOutstanding(db: Queryable, { subscriptionId, eventId, txHash }: Outstanding): Promise<boolean> {
-  const { rows } = await db.query(
-    `SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1 AND tx_hash = $2 AND event_id < $3 LIMIT 1`,
-    [subscriptionId, txHash, eventId],
+/** What a delivery job needs in one round trip: the subscription, the event, and whether an earlier event of its transaction is outstanding. */
+export async function loadDelivery(
+  db: Queryable,
+  subscriptionId: string,
+  eventId: number,
+): Promise<{ subscription: WebhookSubscription | null; event: WebhookEvent | null; waiting: boolean }> {
+  const { rows } = await db.query<{ subscription: WebhookSubscription | null; event: WebhookEvent | null; waiting: boolean }>(
+    `SELECT (SELECT row_to_json(s) FROM (SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE id = $1) s) AS subscription,
+       (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM webhook_events WHERE id = $2) e) AS event,
+       EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_events e ON e.id = $2
+               WHERE o.subscription_id = $1 AND o.tx_hash = e.tx_hash AND o.event_id < $2) AS waiting`,
+    [subscriptionId, eventId],
   )
-  return rows.length > 0
+  const { subscription, event, waiting } = rows[0]!
+  return { subscription: subscription && reviveDates(subscription, ['createdAt', 'retryAt', 'disabledAt']), event: event && reviveDates(event, ['createdAt', 'blockTimestamp']), waiting }
+}
+
+/** `row_to_json` gives timestamps as strings. */
+function reviveDates<T extends object>(row: T, keys: (keyof T)[]): T {
+  for (const key of keys) if (typeof row[key] === 'string') (row as Record<keyof T, unknown>)[key] = new Date(row[key] as string)
+  return row
 }
 
 /** Events still outstanding for a subscription, oldest first. */
@@ -215,17 +224,20 @@ export type DeliveryAttempt = {
   durationMs: number
 }
 
-/** Records a successful attempt: the event is delivered and the subscription healthy again. Returns whether it was failing. */
-export async function recordDelivered(pool: pg.Pool, attempt: DeliveryAttempt): Promise<{ recovered: boolean }> {
-  return withTransaction(pool, async (client) => {
-    await insertAttempt(client, attempt)
-    await dropOutstanding(client, attempt.subscriptionId, attempt.eventId)
-    const { rows } = await client.query(
-      `UPDATE webhook_subscriptions SET consecutive_failures = 0, retry_at = NULL WHERE id = $1 AND consecutive_failures > 0 RETURNING id`,
-      [attempt.subscriptionId],
-    )
-    return { recovered: rows.length > 0 }
-  })
+/**
+ * Records a successful attempt in one statement: the attempt, the event no longer outstanding, and the
+ * subscription healthy again. Returns whether it was failing.
+ */
+export async function recordDelivered(db: Queryable, a: DeliveryAttempt): Promise<{ recovered: boolean }> {
+  const { rows } = await db.query(
+    `WITH attempt AS (
+       INSERT INTO webhook_deliveries (subscription_id, event_id, ok, http_status, error, duration_ms) VALUES ($1, $2, true, $3, NULL, $4)
+     ),
+     delivered AS (DELETE FROM webhook_outstanding WHERE subscription_id = $1 AND event_id = $2)
+     UPDATE webhook_subscriptions SET consecutive_failures = 0, retry_at = NULL WHERE id = $1 AND consecutive_failures > 0 RETURNING id`,
+    [a.subscriptionId, a.eventId, a.httpStatus, a.durationMs],
+  )
+  return { recovered: rows.length > 0 }
 }
 
 /**
