@@ -340,6 +340,7 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
 }
 
 function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): TableRow[] {
+  const stage = ({ p50Ms, p99Ms }: { p50Ms: number; p99Ms: number }) => `${p50Ms.toFixed(0)} / ${p99Ms.toFixed(0)} ms`
   const overhead = run.copy.withTriggerMs / run.copy.withoutTriggerMs - 1
   results.webhooks = { p50Ms: round(run.p50Ms, 1), p99Ms: round(run.p99Ms, 1), barePostsPerSec: round(run.barePostsPerSec), triggerCopyOverhead: round(overhead, 3) }
   return [
@@ -352,7 +353,7 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
     { figure: '', measured: `${count(run.events)} events, max ${run.maxMs.toFixed(0)} ms, ${run.missing} not delivered within the drain time` },
     {
       figure: '',
-      measured: `medians: commit → job queued ${run.stages.toQueuedMs.toFixed(0)} ms, queued → taken ${run.stages.queuedMs.toFixed(0)} ms, taken → done ${run.stages.processingMs.toFixed(0)} ms`,
+      measured: `p50 / p99: commit → job queued ${stage(run.stages.toQueued)}, queued → taken ${stage(run.stages.queued)}, taken → done ${stage(run.stages.processing)}`,
     },
     { figure: 'bare HTTP POST loop (limit)', measured: `${count(run.barePostsPerSec)} posts/s`, beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms` },
     {

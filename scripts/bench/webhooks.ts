@@ -45,8 +45,8 @@ export type WebhookRun = {
   barePostsPerSec: number
   barePostP50Ms: number
   copy: { rows: number; withTriggerMs: number; withoutTriggerMs: number }
-  /** Medians of where the time went, from the delivery jobs' own timestamps. */
-  stages: { toQueuedMs: number; queuedMs: number; processingMs: number }
+  /** Where the time went (p50 and p99), from the delivery jobs' own timestamps. */
+  stages: Record<'toQueued' | 'queued' | 'processing', { p50Ms: number; p99Ms: number }>
 }
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -184,7 +184,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
   }
 }
 
-/** Median time from commit to the job being queued (publish and dispatch), waiting in the queue, and being processed. */
+/** Time from commit to the job being queued (publish and dispatch), waiting in the queue, and being processed. */
 async function jobStages(redisUrl: string, prefix: string, committedAt: Map<string, number>, eventOf: Map<string, string>): Promise<WebhookRun['stages']> {
   const queue = createWebhookQueue({ redisUrl, prefix })
   try {
@@ -200,8 +200,11 @@ async function jobStages(redisUrl: string, prefix: string, committedAt: Map<stri
       queued.push(job.processedOn - job.timestamp)
       processing.push(job.finishedOn - job.processedOn)
     }
-    const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
-    return { toQueuedMs: median(toQueued), queuedMs: median(queued), processingMs: median(processing) }
+    const figures = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b)
+      return { p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) }
+    }
+    return { toQueued: figures(toQueued), queued: figures(queued), processing: figures(processing) }
   } finally {
     await queue.close()
   }

@@ -19,15 +19,18 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
   const waiting = new Set<() => void>()
   // Counts notifications, so one that lands between a client's read and its wait is not slept through.
   let notifications = 0
-  const unlisten = listen(
-    pool,
-    EVENTS_CHANNEL,
-    () => {
-      notifications++
-      for (const wake of waiting) wake()
-    },
-    logger,
-  )
+  // Started by the first client: an API nobody streams from holds no extra connection.
+  let unlisten: (() => Promise<void>) | undefined
+  const startListening = () =>
+    (unlisten ??= listen(
+      pool,
+      EVENTS_CHANNEL,
+      () => {
+        notifications++
+        for (const wake of waiting) wake()
+      },
+      logger,
+    ))
 
   function published(signal: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
@@ -52,6 +55,7 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
      */
     async *follow({ after, filter, signal: clientGone }: { after?: number; filter: EventFilter; signal: AbortSignal }): AsyncGenerator<StreamItem> {
       const signal = AbortSignal.any([clientGone, shutdown.signal])
+      startListening()
       let cursor = after ?? (await latestEventId(pool))
       while (!signal.aborted) {
         // Up to the newest id first: a filter that matches nothing still moves the cursor on.
@@ -68,7 +72,7 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
     /** Ends every stream and stops listening. */
     async close() {
       shutdown.abort()
-      await unlisten()
+      await unlisten?.()
     },
   }
 }
