@@ -355,6 +355,10 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
       figure: '',
       measured: `p50 / p99: commit → job queued ${stage(run.stages.toQueued)}, queued → taken ${stage(run.stages.queued)}, taken → done ${stage(run.stages.processing)}`,
     },
+    {
+      figure: '',
+      measured: `CPU per 1,000 events: daemon ${run.cpuMsPerThousand.daemon.toFixed(0)} ms, its PostgreSQL backends ${run.cpuMsPerThousand.postgres.toFixed(0)} ms`,
+    },
     { figure: 'bare HTTP POST loop (limit)', measured: `${count(run.barePostsPerSec)} posts/s`, beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms` },
     {
       figure: 'outbox trigger on a COPY',

@@ -5,7 +5,6 @@
  * reorg and a SIGKILLed worker, each ends with exactly the events of its filter, every one signed.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { Attribution } from 'ox/erc8021'
 import type { Address, Hash, Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

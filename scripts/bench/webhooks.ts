@@ -14,7 +14,7 @@ import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
 import { percentile } from './pending.js'
-import { spawnNode } from './processes.js'
+import { cpuSecondsOf, postgresBackendsOf, spawnNode } from './processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -47,7 +47,12 @@ export type WebhookRun = {
   copy: { rows: number; withTriggerMs: number; withoutTriggerMs: number }
   /** Where the time went (p50 and p99), from the delivery jobs' own timestamps. */
   stages: Record<'toQueued' | 'queued' | 'processing', { p50Ms: number; p99Ms: number }>
+  /** CPU milliseconds per 1,000 events while they were committed and delivered: steadier than latency on a shared machine. */
+  cpuMsPerThousand: { daemon: number; postgres: number }
 }
+
+/** CPU seconds of the database's backends so far (those connected now). */
+const postgresCpu = (database: string) => postgresBackendsOf(database).reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0)
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 
@@ -151,6 +156,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     })
     if (created.status !== 201) throw new Error(`POST /v1/webhooks answered ${created.status}: ${await created.text()}`)
 
+    const cpuBefore = { daemon: cpuSecondsOf(daemon.pid) ?? 0, postgres: postgresCpu(db.name) }
     const perCommit = Math.max(1, Math.round(parameters.eventsPerSec / COMMITS_PER_SEC))
     const commits = Math.round((parameters.durationMs / 1000) * COMMITS_PER_SEC)
     const started = performance.now()
@@ -164,6 +170,11 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     }
     const deadline = performance.now() + DRAIN_TIMEOUT_MS
     while (answeredAt.size < committedAt.size && performance.now() < deadline) await sleep(100)
+    const perThousand = (seconds: number) => (seconds * 1000 * 1000) / committedAt.size
+    const cpuMsPerThousand = {
+      daemon: perThousand((cpuSecondsOf(daemon.pid) ?? 0) - cpuBefore.daemon),
+      postgres: perThousand(postgresCpu(db.name) - cpuBefore.postgres),
+    }
 
     const stages = await jobStages(parameters.redisUrl, redis.prefix, committedAt, eventOf)
     const latenciesMs = [...committedAt].flatMap(([tx, at]) => (answeredAt.has(tx) ? [answeredAt.get(tx)! - at] : [])).sort((a, b) => a - b)
@@ -178,6 +189,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
       barePostP50Ms: bare.p50Ms,
       copy,
       stages,
+      cpuMsPerThousand,
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})

@@ -38,30 +38,32 @@ const EVENT_COLUMNS = `id, type, created_at AS "createdAt", chain_id AS "chainId
  * Moves up to `limit` committed outbox changes into `webhook_events`, oldest first, giving them their
  * event ids. A removal is published only after an earlier event of the same attribution (else there is
  * nothing to retract, e.g. a row stored before the outbox existed). Returns the newest id published and
- * whether changes are left.
+ * whether the batch was full (more may wait).
  */
 export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ published: number; lastId: number | null; more: boolean }> {
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK_KEY])
-    const { rows } = await client.query<{ id: number }>(
+    const { rows } = await client.query<{ taken: number; published: number; lastId: number | null }>(
       `WITH batch AS (SELECT id FROM attribution_changes ORDER BY id LIMIT $1),
-       moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*)
-       INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
-         block_timestamp, status, removed, created_at)
-       SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
-         m.block_timestamp, m.status, m.removed, m.created_at
-       FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
-       WHERE m.type <> 'attribution.removed'
-         OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code))
-         OR EXISTS (SELECT 1 FROM moved p WHERE (p.chain_id, p.tx_hash, p.user_op_hash, p.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code) AND p.id < m.id)
-       ORDER BY m.id
-       RETURNING id`,
+       moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*),
+       published AS (
+         INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
+           block_timestamp, status, removed, created_at)
+         SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
+           m.block_timestamp, m.status, m.removed, m.created_at
+         FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
+         WHERE m.type <> 'attribution.removed'
+           OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code))
+           OR EXISTS (SELECT 1 FROM moved p WHERE (p.chain_id, p.tx_hash, p.user_op_hash, p.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code) AND p.id < m.id)
+         ORDER BY m.id
+         RETURNING id
+       )
+       SELECT (SELECT count(*)::int FROM moved) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
       [limit],
     )
-    const lastId = rows.length > 0 ? Math.max(...rows.map((row) => row.id)) : null
+    const { taken, published, lastId } = rows[0]!
     if (lastId !== null) await client.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(lastId)])
-    const rest = await client.query('SELECT 1 FROM attribution_changes LIMIT 1')
-    return { published: rows.length, lastId, more: rest.rows.length > 0 }
+    return { published, lastId, more: taken === limit }
   })
 }
 
