@@ -2,11 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { createDispatcher } from '../src/delivery/index.js'
 import { silentLogger } from '../src/logger.js'
-import { advanceFinality, markRemovedAbove, readEvents, withTransaction, type WebhookEvent } from '../src/store/index.js'
+import { createWebhookQueue } from '../src/queue/index.js'
+import {
+  advanceFinality,
+  getDispatchCursor,
+  insertSubscription,
+  latestEventId,
+  markRemovedAbove,
+  readEvents,
+  withTransaction,
+  type WebhookEvent,
+} from '../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { waitFor } from './helpers/compare.js'
 import { openSse } from './helpers/sse.js'
-import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -99,6 +109,44 @@ describe('the attribution outbox', () => {
     await dispatcher().step()
     const { rows: events } = await db.store.pool.query(`SELECT count(*)::int AS n FROM webhook_events WHERE builder_code = 'bc_bulk' AND type = 'attribution.finalized'`)
     expect(events[0].n).toBe(txs.length)
+  })
+})
+
+describe('the dispatcher', () => {
+  it('queues each event once per matching subscription, even when it dies between queueing and moving its cursor', async () => {
+    await dispatcher().step()
+    const redis = createTestRedisPrefix()
+    const queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
+    try {
+      await insertSubscription(db.store.pool, { id: 'wh_00000000000000aa', url: 'http://127.0.0.1:9/', secret: 's', events: ['attribution.confirmed'], builderCodes: ['bc_crash'], walletAddresses: null, roles: null })
+      await store([301, 302, 303], 'bc_crash', 60, 'confirmed')
+      await store([304], 'bc_elsewhere', 60, 'confirmed')
+      const before = await getDispatchCursor(db.store.pool)
+      const dying = createDispatcher({
+        pool: db.store.pool,
+        logger: silentLogger,
+        enqueue: async (jobs) => {
+          await queue.enqueue(jobs)
+          throw new Error('killed after queueing')
+        },
+      })
+      await expect(dying.step()).rejects.toThrow('killed after queueing')
+      expect(await getDispatchCursor(db.store.pool)).toBe(before)
+      await createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue }).step()
+      expect(await getDispatchCursor(db.store.pool)).toBe(await latestEventId(db.store.pool))
+      const jobs = await queue.queue.getJobs(['waiting'])
+      expect(jobs.map((job) => job.id).sort()).toEqual(
+        (await readEvents(db.store.pool, { after: before, limit: 100, filter: { builderCodes: ['bc_crash'] } })).map((e) => `wh_00000000000000aa.${e.id}`).sort(),
+      )
+      expect(jobs).toHaveLength(3)
+      // Their outstanding rows were written once as well.
+      const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM webhook_outstanding WHERE subscription_id = 'wh_00000000000000aa'`)
+      expect(rows[0].n).toBe(3)
+    } finally {
+      await queue.close()
+      await redis.cleanup()
+      await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
+    }
   })
 })
 
