@@ -15,7 +15,8 @@ export function listen(pool: pg.Pool, channel: string, onNotify: (payload: strin
   const running = (async () => {
     while (!stopped.signal.aborted) {
       const client = new pg.Client(pool.options)
-      const lost = new Promise<void>((resolve) => client.once('error', () => resolve()).once('end', () => resolve()))
+      // `on`, not `once`: a second error of a dying connection must not go unhandled (it would end the process).
+      const lost = new Promise<void>((resolve) => client.on('error', () => resolve()).once('end', () => resolve()))
       try {
         await client.connect()
         client.on('notification', (message) => {
