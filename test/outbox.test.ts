@@ -41,6 +41,9 @@ async function allEvents(): Promise<WebhookEvent[]> {
   return readEvents(db.store.pool, { after: 0, limit: 10_000 })
 }
 
+const listeners = async () =>
+  (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rows[0].n as number
+
 const summary = (events: WebhookEvent[]) => events.map((e) => `${e.txHash.slice(-2)} ${e.type}`)
 
 beforeAll(async () => {
@@ -194,6 +197,27 @@ describe('GET /v1/stream', () => {
     } finally {
       run.abort()
       await running
+    }
+  })
+
+  it('keeps streaming after its LISTEN connection is killed', async () => {
+    const client = openSse(`${base}/v1/stream?builderCode=bc_relisten`)
+    await client.opened
+    const run = new AbortController()
+    const running = dispatcher().run(run.signal)
+    try {
+      await waitFor(async () => (await listeners()) === 2, 'the stream and the dispatcher listening')
+      await db.store.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+      await store([401], 'bc_relisten', 70, 'pending')
+      await waitFor(async () => client.messages.length === 1, 'the event after the connections were killed', 30_000)
+      await waitFor(async () => (await listeners()) === 2, 'both listening again')
+      await store([402], 'bc_relisten', 70, 'pending')
+      await waitFor(async () => client.messages.length === 2, 'the next event')
+      expect(client.messages.map((m) => m.data.data.txHash)).toEqual([hash(401), hash(402)])
+    } finally {
+      run.abort()
+      await running
+      await client.close()
     }
   })
 

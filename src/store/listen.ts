@@ -23,6 +23,8 @@ export function listen(pool: pg.Pool, channel: string, onNotify: (payload: strin
           if (message.channel === channel) onNotify(message.payload ?? '')
         })
         await client.query(`LISTEN ${channel}`)
+        // Whatever was notified while no connection listened: readers look again now.
+        onNotify('')
         await Promise.race([lost, new Promise((resolve) => stopped.signal.addEventListener('abort', resolve, { once: true }))])
       } catch (error) {
         logger.warn({ channel, err: error }, 'listen connection lost')
