@@ -1,12 +1,13 @@
 /**
- * npm run bench -- [--quick] [--profile] [--pending-ws] [all | backfill pending decode api]
+ * npm run bench -- [--quick] [--profile] [--pending-ws] [all | backfill pending decode api webhooks]
  *
  * The benchmarks of SPEC §10, each figure beside the limits of this machine measured in the same
  * run on the same data: prints a table and writes `bench/results.json`. Named parts run alone and
  * the other figures in `bench/results.json` are kept. Without names: backfill, pending and decode
  * (about 4 minutes); `api` seeds 10 million attributions first (about 8 minutes more), so it runs
  * when named or with `all`. `--quick` runs a smaller fixture and 1 million attributions, every part
- * by default, in under five minutes; `--profile` adds a CPU-profiled backfill and prints where its time goes; `--pending-ws`
+ * by default, in under five minutes; `webhooks` (when named, with `all` or `--quick`) measures delivery
+ * latency from commit to a healthy receiver's 2xx at 200 events/s beside a bare HTTP POST loop; `--profile` adds a CPU-profiled backfill and prints where its time goes; `--pending-ws`
  * gives the daemon the devnet's WebSocket (RPC_WS_URL) in the pending part (printed, not written).
  * Environment: DATABASE_URL (a server where it may create and drop `codetrail_bench_*` databases),
  * REDIS_URL. See bench/README.md.
@@ -23,13 +24,14 @@ import { runBackfill, type BackfillRun } from './bench/backfill.js'
 import { createRawRpc } from './bench/rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type CopyLimit, type RpcLimit } from './bench/limits.js'
 import { runPendingLatency, type PendingRun } from './bench/pending.js'
+import { runWebhookLatency, type WebhookRun } from './bench/webhooks.js'
 import { summarizeCpuProfile, type ProfileSummary } from './bench/profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow } from './bench/report.js'
 import { createBenchDatabase } from './bench/services.js'
 import { benchDecode, type DecodeBenchCase } from './bench-decode.js'
 import { ensureFixture, type Fixture } from './generate-fixture.js'
 
-const PARTS = ['backfill', 'pending', 'decode', 'api'] as const
+const PARTS = ['backfill', 'pending', 'decode', 'api', 'webhooks'] as const
 type Part = (typeof PARTS)[number]
 // Seeding 10 million attributions takes minutes: the full API figures run when asked for.
 const DEFAULT_FULL_PARTS: Part[] = ['backfill', 'pending', 'decode']
@@ -42,12 +44,13 @@ const PENDING_POLL_MS = 200
 const BACKFILL_ROUNDS = 2
 const WATCH_MS = 20
 
-const TARGETS = { backfillRatio: 0.6, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50 }
+const TARGETS = { backfillRatio: 0.6, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500 }
 
 const SIZES = {
-  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiRequests: 300 },
-  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiRequests: 100 },
+  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiRequests: 300, webhookMs: 30_000, triggerCopyRows: 100_000 },
+  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiRequests: 100, webhookMs: 10_000, triggerCopyRows: 20_000 },
 }
+const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
 
 // Functions whose inclusive share of the backfill's CPU the profile summary reports.
@@ -100,6 +103,7 @@ async function main(): Promise<number> {
   let pending: PendingRun | undefined
   let decode: DecodeBenchCase[] | undefined
   let api: ApiRun | undefined
+  let webhooks: WebhookRun | undefined
 
   if (parts.has('backfill')) backfill = await benchBackfill(size, adminDatabaseUrl, redisUrl, values.profile)
   if (parts.has('pending')) {
@@ -123,6 +127,16 @@ async function main(): Promise<number> {
     say(`API latency: seeding ${count(sizing.apiRows)} attributions…`)
     api = await runApiLatency({ adminDatabaseUrl, rows: sizing.apiRows, requests: sizing.apiRequests, say })
   }
+  if (parts.has('webhooks')) {
+    say(`webhook latency: outbox trigger cost on a ${count(sizing.triggerCopyRows)}-row COPY, then ${WEBHOOK_EVENTS_PER_SEC} events/s for ${sizing.webhookMs / 1000} s to a local receiver…`)
+    webhooks = await runWebhookLatency({
+      adminDatabaseUrl,
+      redisUrl,
+      eventsPerSec: WEBHOOK_EVENTS_PER_SEC,
+      durationMs: sizing.webhookMs,
+      copyRows: sizing.triggerCopyRows,
+    })
+  }
 
   const results = readResults(RESULTS_PATH)
   const rows: TableRow[] = []
@@ -130,6 +144,7 @@ async function main(): Promise<number> {
   if (pending) rows.push(...pendingRows(pending, results, values['pending-ws']))
   if (decode) rows.push(...decodeRows(decode, results))
   if (api) rows.push(...apiRows(api, results))
+  if (webhooks) rows.push(...webhookRows(webhooks, results))
   writeResults(RESULTS_PATH, results)
 
   const cores = cpus().length
@@ -321,6 +336,35 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
     },
     ...run.routes.map((r) => ({ figure: '', measured: `${r.route}: ${r.p50Ms.toFixed(1)} / ${r.p99Ms.toFixed(1)} ms (n=${r.requests})` })),
     { figure: '', measured: `seeded in ${(run.seedMs / 1000).toFixed(0)} s` },
+  ]
+}
+
+function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): TableRow[] {
+  const stage = ({ p50Ms, p99Ms }: { p50Ms: number; p99Ms: number }) => `${p50Ms.toFixed(0)} / ${p99Ms.toFixed(0)} ms`
+  const overhead = run.copy.withTriggerMs / run.copy.withoutTriggerMs - 1
+  results.webhooks = { p50Ms: round(run.p50Ms, 1), p99Ms: round(run.p99Ms, 1), barePostsPerSec: round(run.barePostsPerSec), triggerCopyOverhead: round(overhead, 3) }
+  return [
+    {
+      figure: 'webhook delivery p50 / p99',
+      measured: `${run.p50Ms.toFixed(0)} / ${run.p99Ms.toFixed(0)} ms`,
+      beside: `p99 < ${TARGETS.webhookP99Ms} ms at ${WEBHOOK_EVENTS_PER_SEC} events/s, commit → receiver's 2xx`,
+      verdict: verdict(run.p99Ms < TARGETS.webhookP99Ms && run.missing === 0),
+    },
+    { figure: '', measured: `${count(run.events)} events, max ${run.maxMs.toFixed(0)} ms, ${run.missing} not delivered within the drain time` },
+    {
+      figure: '',
+      measured: `p50 / p99: commit → job queued ${stage(run.stages.toQueued)}, queued → taken ${stage(run.stages.queued)}, taken → done ${stage(run.stages.processing)}`,
+    },
+    {
+      figure: '',
+      measured: `CPU per 1,000 events: daemon ${run.cpuMsPerThousand.daemon.toFixed(0)} ms, its PostgreSQL backends ${run.cpuMsPerThousand.postgres.toFixed(0)} ms`,
+    },
+    { figure: 'bare HTTP POST loop (limit)', measured: `${count(run.barePostsPerSec)} posts/s`, beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms` },
+    {
+      figure: 'outbox trigger on a COPY',
+      measured: `+${pct(overhead)}`,
+      beside: `${count(run.copy.rows)} attribution rows: ${(run.copy.withTriggerMs / 1000).toFixed(2)} s with, ${(run.copy.withoutTriggerMs / 1000).toFixed(2)} s without`,
+    },
   ]
 }
 

@@ -5,7 +5,8 @@ import { createIndexer } from './wiring.js'
 import { createLogger, type Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, webhookJobId } from './queue/index.js'
+import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { planBackfill } from './sync/historical.js'
@@ -13,9 +14,12 @@ import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followPendingLogs } from './sync/subscription.js'
 import { runEvery } from './utils/loop.js'
+import { createStore } from './store/index.js'
 
 /** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
 const COVERAGE_REFRESH_MS = 15_000
+/** Connections of the webhook deliveries (each holds one per query, two queries per event). */
+const WEBHOOK_POOL_SIZE = 8
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
@@ -55,6 +59,27 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
+      // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
+      const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
+      services.push({ name: 'webhook-store', stop: () => deliveryStore.close() })
+      const webhookQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      services.push({ name: 'webhook-queue', stop: () => webhookQueue.close() })
+      const webhookWorker = createWebhookWorker({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        lockDurationMs: config.jobLockMs,
+        logger,
+        process: createDeliveryProcessor({
+          pool: deliveryStore.pool,
+          logger,
+          timeoutMs: config.webhookTimeoutMs,
+          maxFailures: config.webhookMaxFailures,
+          backoffMs: config.webhookBackoffMs,
+          promote: webhookQueue.promote,
+          jobIdOf: webhookJobId,
+        }),
+      })
+      services.push({ name: 'webhook-worker', stop: () => webhookWorker.close() })
     }
     if (runs('scheduler')) {
       const redis = createRedis(config.redisUrl)
@@ -71,6 +96,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           logger.info({ chain_id: indexer.chainId, from_block: startBlock, to_block: head, jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
         }
       }
+      const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue })
       const repairs = createRepairRunner({
         pool: indexer.store.pool,
         logger,
@@ -117,7 +145,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
                   },
                 })
               : undefined
-          await Promise.all([coverage, subscription])
+          await Promise.all([coverage, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)

@@ -224,6 +224,7 @@ describe('documentation and dashboard', () => {
         '/v1/builder-codes/{code}',
         '/v1/builder-codes/{code}/stats',
         '/v1/logs',
+        '/v1/stream',
         '/v1/transactions/{hash}/attribution',
       ].sort(),
     )

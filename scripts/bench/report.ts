@@ -8,6 +8,7 @@ export type BenchResults = {
   pending: { p50Ms: number | null; p99Ms: number | null }
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
   api: { p50Ms: number | null; p99Ms: number | null }
+  webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
 }
 
 export const EMPTY_RESULTS: BenchResults = {
@@ -16,6 +17,7 @@ export const EMPTY_RESULTS: BenchResults = {
   pending: { p50Ms: null, p99Ms: null },
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
   api: { p50Ms: null, p99Ms: null },
+  webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
 }
 
 /** The previous results, so a run of some parts keeps the others' figures; only known keys are kept. */

@@ -26,6 +26,10 @@ import { builderCodeRoutes } from './routes/builderCodes.js'
 import { healthRoutes } from './routes/health.js'
 import { logRoutes } from './routes/logs.js'
 import { transactionRoutes } from './routes/transactions.js'
+import { streamRoutes } from './routes/stream.js'
+import { webhookRoutes } from './routes/webhooks.js'
+import { createEventStream } from '../delivery/index.js'
+import { createWebhookQueue, type WebhookQueue } from '../queue/index.js'
 
 export { createMetrics, type Metrics } from '../metrics.js'
 export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
@@ -64,6 +68,8 @@ export type CreateApiParameters = {
   /** Requests per minute per client on every route but health and metrics. */
   rateLimit?: number
   statementTimeoutMs?: number
+  /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
+  webhookQueue?: Pick<WebhookQueue, 'enqueue'>
   /** Listen address. @default '0.0.0.0' */
   host?: string
   /** Trust `X-Forwarded-For` from a proxy in front (Fastify `trustProxy`), so limits apply per real client. */
@@ -122,6 +128,7 @@ export async function createApi({
   queues: givenQueues,
   rateLimit: maxPerMinute = DEFAULT_RATE_LIMIT,
   statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
+  webhookQueue: givenWebhookQueue,
   host = '0.0.0.0',
   trustProxy = false,
 }: CreateApiParameters): Promise<Api> {
@@ -204,7 +211,7 @@ export async function createApi({
         servers: [{ url: '/', description: 'The server that serves this document.' }],
         // Public routes need nothing; admin operations name the bearer scheme themselves.
         security: [],
-        ...(dashboard && {
+        ...((dashboard || config.adminToken) && {
           components: {
             securitySchemes: {
               [ADMIN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, sent as Authorization: Bearer <token>.' },
@@ -215,6 +222,7 @@ export async function createApi({
           { name: 'builder codes', description: 'Register agent wallets and look up their codes.' },
           { name: 'attributions', description: 'Transactions attributed to builder codes.' },
           { name: 'logs', description: 'The raw log index.' },
+          { name: 'webhooks', description: 'Signed webhook subscriptions; served only with ADMIN_TOKEN, to its bearer.' },
           { name: 'operations', description: 'Health, readiness and metrics.' },
         ],
       },
@@ -243,6 +251,19 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
+    const stream = createEventStream({ pool: store.pool, logger })
+    // Streams never end by themselves: end them before the server waits for its requests.
+    app.addHook('preClose', () => stream.close())
+    await app.register(streamRoutes, { stream })
+    if (config.adminToken) {
+      let webhookQueue = givenWebhookQueue
+      if (!webhookQueue) {
+        const queue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+        owned.push(() => queue.close())
+        webhookQueue = queue
+      }
+      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue })
+    }
 
     if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })
 

@@ -77,6 +77,9 @@ const schema = z.object({
     .transform((value) => value.toLowerCase() as `0x${string}`)
     .optional(),
   BUILDER_CODES_REGISTRY_START_BLOCK: integer(0, Number.MAX_SAFE_INTEGER).default(0),
+  WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
+  WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
 })
 
 type Parsed = z.output<typeof schema>
@@ -112,6 +115,10 @@ export type Config = Readonly<{
   /** The BuilderCodes registry (ERC-721) whose events are always indexed, lowercase. */
   builderCodesRegistry: `0x${string}` | undefined
   builderCodesRegistryStartBlock: number
+  webhookTimeoutMs: number
+  webhookMaxFailures: number
+  /** First step of a failing webhook's exponential backoff. */
+  webhookBackoffMs: number
 }>
 
 export class ConfigError extends Error {
@@ -179,6 +186,9 @@ function toConfig(p: Parsed): Config {
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
     builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
     builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
+    webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
+    webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
+    webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
   }
 }
 

@@ -1,0 +1,121 @@
+/** A receiver that always fails: the subscription is disabled after WEBHOOK_MAX_FAILURES with its reason; redeliver brings everything. */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApi, type Api } from '../src/api/index.js'
+import { createDeliveryProcessor, createDispatcher, verifySignature } from '../src/delivery/index.js'
+import { silentLogger } from '../src/logger.js'
+import { createWebhookQueue, createWebhookWorker, webhookJobId } from '../src/queue/index.js'
+import { withTransaction } from '../src/store/index.js'
+import { upsertAttributions } from '../src/store/attributions.js'
+import { waitFor } from './helpers/compare.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+const ADMIN_TOKEN = 'test-admin-token-0123456789'
+const MAX_FAILURES = 3
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
+
+const cleanups: (() => Promise<unknown>)[] = []
+let db: TestDatabase
+let base: string
+let healthy = false
+const received: { id: string; signature: string; body: string }[] = []
+let receiverUrl: string
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  const redis = createTestRedisPrefix()
+  cleanups.push(() => db.drop(), () => redis.cleanup())
+  const receiver = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+    request.on('end', () => {
+      if (!healthy) return void response.writeHead(503).end()
+      received.push({ id: String(request.headers['x-codetrail-event-id']), signature: String(request.headers['x-codetrail-signature']), body })
+      response.writeHead(200).end('ok')
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  cleanups.push(() => new Promise((resolve) => (receiver.closeAllConnections(), receiver.close(resolve))))
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+
+  const queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
+  cleanups.push(() => queue.close())
+  const worker = createWebhookWorker({
+    redisUrl: REDIS_URL,
+    prefix: redis.prefix,
+    lockDurationMs: 5_000,
+    logger: silentLogger,
+    process: createDeliveryProcessor({
+      pool: db.store.pool,
+      logger: silentLogger,
+      timeoutMs: 1_000,
+      maxFailures: MAX_FAILURES,
+      backoffMs: 20,
+      promote: queue.promote,
+      jobIdOf: webhookJobId,
+    }),
+  })
+  cleanups.push(() => worker.close())
+  const dispatching = new AbortController()
+  const dispatched = createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue }).run(dispatching.signal)
+  cleanups.push(async () => {
+    dispatching.abort()
+    await dispatched
+  })
+  const api: Api = await createApi({
+    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN },
+    chainId: 1,
+    store: db.store,
+    logger: silentLogger,
+    host: '127.0.0.1',
+    webhookQueue: queue,
+  })
+  cleanups.push(() => api.close())
+  base = await api.listen()
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+const admin = (path: string, init: RequestInit = {}) =>
+  fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.body ? { 'Content-Type': 'application/json' } : {}) } })
+
+describe('a receiver that keeps failing', () => {
+  it('gets its subscription disabled with the reason visible, and redeliver sends every event again once it answers', async () => {
+    const created = (await (await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: receiverUrl, events: ['attribution.confirmed'] }) })).json()) as {
+      id: string
+      secret: string
+    }
+    const txs = [1, 2, 3, 4, 5].map(hash)
+    await withTransaction(db.store.pool, (client) =>
+      upsertAttributions(
+        client,
+        1,
+        txs.map((tx) => ({ txHash: tx, userOpHash: '', builderCode: 'bc_x', codeIndex: 0, role: null, registry: null, sender: hash(9).slice(0, 42), schemaId: 0, codes: ['bc_x'], from: hash(9).slice(0, 42), to: null })),
+        new Map(txs.map((tx, i) => [tx, { hash: tx, blockNumber: 7, blockHash: hash(7), blockTimestamp: 1_700_000_000, transactionIndex: i, status: 'confirmed' as const }])),
+        new Map(),
+      ),
+    )
+
+    type Shown = { status: string; consecutiveFailures: number; disabledReason: string | null }
+    await waitFor(async () => ((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status === 'disabled', 'the subscription to be disabled')
+    const shown = (await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown
+    expect(shown.consecutiveFailures).toBe(MAX_FAILURES)
+    expect(shown.disabledReason).toBe(`${MAX_FAILURES} consecutive failed deliveries; last: HTTP 503`)
+    const { items } = (await (await admin(`/v1/webhooks/${created.id}/deliveries`)).json()) as { items: { ok: boolean; httpStatus: number; durationMs: number }[] }
+    expect(items.length).toBeGreaterThanOrEqual(MAX_FAILURES)
+    expect(items.every((d) => !d.ok && d.httpStatus === 503 && d.durationMs >= 0)).toBe(true)
+    expect(received).toHaveLength(0)
+
+    healthy = true
+    const redeliver = await admin(`/v1/webhooks/${created.id}/redeliver`, { method: 'POST', body: JSON.stringify({ fromEventId: '1' }) })
+    expect(redeliver.status).toBe(202)
+    expect(await redeliver.json()).toEqual({ queued: txs.length, nextFromEventId: null })
+    await waitFor(async () => new Set(received.map((r) => r.id)).size === txs.length, 'the redelivered events')
+    expect(new Set(received.map((r) => JSON.parse(r.body).data.txHash))).toEqual(new Set(txs))
+    for (const r of received) expect(verifySignature(created.secret, r.body, r.signature)).toBe(true)
+    expect(((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status).toBe('active')
+  })
+})
