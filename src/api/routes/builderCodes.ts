@@ -126,6 +126,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     {
       schema: {
         tags: ['builder codes'],
+        operationId: 'getBuilderCodeRecord',
         summary: 'A builder code from any source: the BuilderCodes registry, the upstream API or issued here',
         params: z.strictObject({ code: builderCode }),
         querystring: z.strictObject({}),

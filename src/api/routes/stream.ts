@@ -22,6 +22,7 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
     {
       schema: {
         tags: ['attributions'],
+        operationId: 'streamAttributionEvents',
         summary: 'Attribution events, live, as Server-Sent Events',
         description:
           'Each message is one event: `id:` is the event id and `data:` the JSON body webhooks receive ({id, type, createdAt, data}). ' +

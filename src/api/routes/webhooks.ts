@@ -109,6 +109,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       schema: {
         tags,
         security,
+        operationId: 'createWebhook',
         summary: 'Subscribe a URL to attribution events',
         description: 'Filters left out match everything. The answer carries the signing secret, once.',
         body: subscriptionBody,
@@ -132,19 +133,19 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
 
   app.get(
     '/v1/webhooks',
-    { schema: { tags, security, summary: 'Every webhook subscription', response: { 200: z.object({ items: z.array(subscriptionAnswer) }), ...errorResponses(429) } } },
+    { schema: { tags, security, operationId: 'listWebhooks', summary: 'Every webhook subscription', response: { 200: z.object({ items: z.array(subscriptionAnswer) }), ...errorResponses(429) } } },
     async () => ({ items: (await listSubscriptions(pool)).map(toAnswer) }),
   )
 
   app.get(
     '/v1/webhooks/:id',
-    { schema: { tags, security, summary: 'One webhook subscription', params: subscriptionId, response: { 200: subscriptionAnswer, ...errorResponses(400, 404, 429) } } },
+    { schema: { tags, security, operationId: 'getWebhook', summary: 'One webhook subscription', params: subscriptionId, response: { 200: subscriptionAnswer, ...errorResponses(400, 404, 429) } } },
     async (request) => toAnswer(await found(request.params.id)),
   )
 
   app.delete(
     '/v1/webhooks/:id',
-    { schema: { tags, security, summary: 'Delete a webhook subscription and its delivery log', params: subscriptionId, response: { 204: z.null(), ...errorResponses(400, 404, 429) } } },
+    { schema: { tags, security, operationId: 'deleteWebhook', summary: 'Delete a webhook subscription and its delivery log', params: subscriptionId, response: { 204: z.null(), ...errorResponses(400, 404, 429) } } },
     async (request, reply) => {
       if (!(await deleteSubscription(pool, request.params.id))) throw new ApiError(404, 'webhook_not_found', `There is no webhook ${request.params.id}.`)
       return reply.code(204).send(null)
@@ -157,6 +158,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       schema: {
         tags,
         security,
+        operationId: 'listWebhookDeliveries',
         summary: 'Latest delivery attempts, newest first',
         params: subscriptionId,
         querystring: z.strictObject({
@@ -197,6 +199,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       schema: {
         tags,
         security,
+        operationId: 'redeliverWebhook',
         summary: 'Send the matching events again from an event id on',
         description:
           `Enables a disabled subscription again and queues every matching event from fromEventId that the dispatcher has handed out, ` +
