@@ -20,6 +20,7 @@ import { createRangeQueue } from '../queue/index.js'
 import type { RpcClient } from '../rpc/index.js'
 import { createStore, type Store } from '../store/index.js'
 import type { ApiContext } from './context.js'
+import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
@@ -43,7 +44,8 @@ const BODY_LIMIT_BYTES = 16 * 1024
 const API_POOL_SIZE = 10
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
-export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'>
+export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
+  Partial<Pick<Config, 'dashboardDir'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -105,7 +107,7 @@ function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
 /**
  * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
  * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
- * through Redis, `/healthz`, `/readyz`, `/metrics`, and the BullMQ dashboard at `/admin/queues` when
+ * through Redis, `/healthz`, `/readyz`, `/metrics`, the dashboard at `/`, and the BullMQ dashboard at `/admin/queues` when
  * `config.adminUi`.
  *
  * @example
@@ -230,6 +232,7 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
+    await app.register(dashboardRoutes, { dir: config.dashboardDir ?? DEFAULT_DASHBOARD_DIR })
 
     if (config.adminUi) {
       const serverAdapter = new FastifyAdapter()

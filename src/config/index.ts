@@ -61,6 +61,7 @@ const schema = z.object({
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
   API_RATE_LIMIT: integer(1, 1_000_000).default(600),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
+  DASHBOARD_DIR: z.string().optional(),
 })
 
 type Parsed = z.output<typeof schema>
@@ -89,6 +90,8 @@ export type Config = Readonly<{
   rpcBatchSize: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
+  /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
+  dashboardDir: string | undefined
 }>
 
 export class ConfigError extends Error {
@@ -140,5 +143,6 @@ function toConfig(p: Parsed): Config {
     rpcBatchSize: p.RPC_BATCH_SIZE,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
+    dashboardDir: p.DASHBOARD_DIR,
   }
 }
