@@ -25,12 +25,12 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     head_block: number | null
     finalized_block: number | null
     live_block: number | null
-    live_timestamp: Date | null
+    live_ms: number | null
     pending_logs: number
     reorgs: number
   }>(sql`
     select s.head_block::int8 as head_block, s.finalized_block::int8 as finalized_block, s.live_block::int8 as live_block,
-      (select b.timestamp from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_timestamp,
+      (select extract(epoch from b.timestamp)::float8 * 1000 from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_ms,
       (select count(*) from logs l
         where l.chain_id = s.chain_id and l.block_number > coalesce(s.finalized_block, -1)
           and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})
@@ -43,7 +43,7 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     headBlock: row?.head_block ?? null,
     finalizedBlock: row?.finalized_block ?? null,
     indexedBlock: row?.live_block ?? null,
-    indexedTimestamp: row?.live_timestamp ?? null,
+    indexedTimestamp: row?.live_ms == null ? null : new Date(row.live_ms),
     pendingLogsPerSecond: (row?.pending_logs ?? 0) / PENDING_RATE_WINDOW_SECONDS,
     reorgsLastHour: row?.reorgs ?? 0,
   }

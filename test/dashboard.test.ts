@@ -1,0 +1,201 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Attribution } from 'ox/erc8021'
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+import type { Address } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createBuilderCodeClient } from '../src/api/index.js'
+import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
+import { anvilAccount, artifacts, buildChain } from './fixtures/chain.js'
+import { waitFor } from './helpers/compare.js'
+import { deployOnDevnet } from './helpers/devnet.js'
+import { ROOT, runTs, spawnTs } from './helpers/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+/** Screenshots of every page, for a person to look at (git-ignored). */
+const ARTIFACTS = join(ROOT, 'test-artifacts')
+const PAGE_TIMEOUT_MS = 30_000
+
+const cleanups: (() => Promise<unknown>)[] = []
+let devnet: Devnet
+let db: TestDatabase
+let api: string
+let browser: Browser
+let emitter: Address
+/** Every URL any page asked for, and every console error or uncaught exception. */
+const requested: string[] = []
+const consoleErrors: { page: string; text: string; url: string | undefined }[] = []
+/** Codes of two agents: `busy` attributed on six transactions, `quiet` on three. */
+const codes = { busy: '', quiet: '' }
+
+function chromiumPath(): string {
+  return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim()
+}
+
+async function openPage(path: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
+  const page = await browser.newPage()
+  page.setDefaultTimeout(PAGE_TIMEOUT_MS)
+  await page.setViewport(viewport)
+  await page.setRequestInterception(true)
+  page.on('request', (request) => {
+    requested.push(request.url())
+    void request.continue()
+  })
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push({ page: path, text: message.text(), url: message.location().url })
+  })
+  page.on('pageerror', (error) => consoleErrors.push({ page: path, text: String(error), url: undefined }))
+  await page.goto(`${api}${path}`, { waitUntil: 'networkidle0' })
+  return page
+}
+
+const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true })
+const digits = (text: string) => Number(text.replace(/[^0-9]/g, ''))
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true })
+  const bundle = mkdtempSync(join(tmpdir(), 'codetrail-dashboard-'))
+  cleanups.push(async () => rmSync(bundle, { recursive: true, force: true }))
+  const built = await runTs('scripts/build-web.ts', ['--outdir', bundle], {})
+  expect(built.code, built.output).toBe(0)
+
+  devnet = await createDevnet({ blockTimeMs: 0 })
+  cleanups.push(() => devnet.stop())
+  emitter = await deployOnDevnet(devnet, artifacts.Emitter)
+  db = await createTestDatabase()
+  const redis = createTestRedisPrefix()
+  cleanups.push(() => db.drop(), () => redis.cleanup())
+  const port = await freePort()
+  api = `http://127.0.0.1:${port}`
+  const daemon = spawnTs('src/main.ts', [], {
+    RPC_URL: devnet.url,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redis.prefix,
+    START_BLOCK: '0',
+    HEAD_POLL_MS: '100',
+    PENDING_POLL_MS: '200',
+    PORT: String(port),
+    DASHBOARD_DIR: bundle,
+  })
+  cleanups.push(() => daemon.kill('SIGKILL'))
+  await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
+
+  const client = createBuilderCodeClient(api)
+  codes.busy = (await client.register(anvilAccount(1).address)).builderCode
+  codes.quiet = (await client.register(anvilAccount(2).address)).builderCode
+  const suffixes = [codes.busy, codes.busy, codes.quiet].map((code) => Attribution.toDataSuffix({ codes: [code] }))
+  const { txHashes } = await buildChain(devnet.anvilUrl, { emitter, blocks: 3, txsPerBlock: 3, logsPerTx: 1, senders: [1, 2, 3], suffix: (i) => suffixes[i % 3] })
+  await waitFor(async () => {
+    const response = await fetch(`${api}/v1/attributions?limit=100`)
+    return ((await response.json()) as { items: unknown[] }).items.length === txHashes.length
+  }, 'the attributions')
+
+  browser = await puppeteer.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--lang=en-US'] })
+  cleanups.push(() => browser.close())
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+describe('the dashboard', () => {
+  it('overview: the indexer figures and a leaderboard whose rows equal the API stats of the same window, each code linking to its page', async () => {
+    const page = await openPage('/')
+    await page.waitForSelector('tr[data-code]')
+    await page.waitForSelector('.chart canvas')
+    const rows = await page.$$eval('tr[data-code]', (trs) =>
+      trs.map((tr) => ({
+        code: tr.getAttribute('data-code'),
+        href: tr.querySelector('a')?.getAttribute('href'),
+        attributions: tr.querySelector('[data-field=attributions]')?.textContent ?? '',
+        pending: tr.querySelector('[data-field=pending]')?.textContent ?? '',
+        distinctSenders: tr.querySelector('[data-field=distinctSenders]')?.textContent ?? '',
+        gasUsed: tr.querySelector('[data-field=gasUsed]')?.getAttribute('title') ?? '',
+      })),
+    )
+    expect(rows.map((row) => row.code)).toEqual([codes.busy, codes.quiet])
+    const [since, until] = await page.$$eval('section[aria-labelledby=leaderboard-heading] .note time', (times) => times.map((time) => time.getAttribute('datetime')))
+    for (const row of rows) {
+      const response = await fetch(`${api}/v1/builder-codes/${row.code}/stats?interval=hour&since=${since}&until=${until}`)
+      const { total } = (await response.json()) as { total: { attributions: number; pending: number; distinctSenders: number; gasUsed: string } }
+      expect(total.attributions).toBeGreaterThan(0)
+      expect({
+        href: row.href,
+        attributions: digits(row.attributions),
+        pending: digits(row.pending),
+        distinctSenders: digits(row.distinctSenders),
+        gasUsed: digits(row.gasUsed),
+      }).toEqual({ href: `/codes/${row.code}`, attributions: total.attributions, pending: total.pending, distinctSenders: total.distinctSenders, gasUsed: Number(total.gasUsed) })
+    }
+
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as { indexedBlock: number; headBlock: number }
+    const figures = await page.$$eval('[data-testid=sync-figures] .figure', (divs) => divs.map((div) => [div.querySelector('dt')?.textContent, div.querySelector('dd')?.textContent]))
+    expect(figures.map(([name]) => name)).toEqual(['Chain head', 'Indexed head', 'Finalized block', 'Sync lag', 'Pending logs', 'Reorgs, last hour'])
+    expect(digits(figures[1]![1]!)).toBeGreaterThanOrEqual(status.indexedBlock - 1)
+    await screenshot(page, 'overview')
+
+    // Keyboard: the window choice is a radio group; arrow keys move it and the leaderboard follows.
+    await page.focus('input[name=window][value="24h"]')
+    await page.keyboard.press('ArrowRight')
+    await page.waitForFunction(() => document.querySelector<HTMLInputElement>('input[name=window][value="7d"]')?.checked === true)
+    await page.waitForSelector('tr[data-code]')
+
+    await page.setViewport({ width: 390, height: 844 })
+    await screenshot(page, 'overview-narrow')
+    await page.click(`a[href="/codes/${codes.busy}"]`)
+    await page.waitForSelector('h1 code')
+    expect(await page.$eval('h1', (h1) => h1.textContent)).toContain(codes.busy)
+    await page.close()
+  })
+
+  it('code page: wallet, totals, chart and recent transactions linked by hash', async () => {
+    const page = await openPage(`/codes/${codes.busy}`)
+    await page.waitForSelector('tbody a[href^="/v1/transactions/"]')
+    await page.waitForSelector('.chart canvas')
+    const wallet = await page.$eval('.figure dd .hex', (span) => span.getAttribute('title'))
+    expect(wallet).toBe(anvilAccount(1).address.toLowerCase())
+    expect(digits(await page.$eval('[data-field=attributions]', (dd) => dd.textContent ?? ''))).toBe(6)
+    const links = await page.$$eval('tbody a[href^="/v1/transactions/"]', (as) => as.map((a) => a.getAttribute('href')))
+    expect(links).toHaveLength(6)
+    const detail = await fetch(`${api}${links[0]}`)
+    expect(detail.status).toBe(200)
+    await screenshot(page, 'code')
+    await page.close()
+  })
+
+  it('register: the form shows the code for a wallet and the API error for a bad address', async () => {
+    const page = await openPage('/register')
+    const wallet = anvilAccount(7).address
+    await page.type('#wallet', wallet)
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('[data-testid=registration]')
+    const shown = await page.$eval('[data-field=builderCode]', (strong) => strong.textContent)
+    const expected = await createBuilderCodeClient(api).register(wallet)
+    expect(shown).toBe(expected.builderCode)
+
+    await page.$eval('#wallet', (input) => ((input as HTMLInputElement).value = ''))
+    await page.type('#wallet', '0x1234')
+    await page.click('button[type=submit]')
+    await page.waitForSelector('[data-testid=registration-error]')
+    const answer = await fetch(`${api}/v1/agents/builder-codes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ walletAddress: '0x1234' }) })
+    const { error } = (await answer.json()) as { error: { code: string; message: string } }
+    expect(error.code).toBe('invalid_wallet_address')
+    expect(await page.$eval('[data-testid=registration-error]', (p) => p.textContent)).toBe(error.message)
+    expect(await page.$eval('#wallet', (input) => input.getAttribute('aria-invalid'))).toBe('true')
+    await screenshot(page, 'register')
+    await page.close()
+  })
+
+  it('asked no host but the API, and logged no console error but the browser’s note of the refused registration', () => {
+    expect(requested.length).toBeGreaterThan(0)
+    const hosts = new Set(requested.map((url) => new URL(url).hostname))
+    expect([...hosts].filter((host) => host !== '127.0.0.1' && host !== 'localhost')).toEqual([])
+    // Chromium logs every 4xx answer to fetch; the one the register test provoked on purpose is the only one.
+    expect(consoleErrors).toEqual([
+      { page: '/register', text: expect.stringContaining('status of 400'), url: `${api}/v1/agents/builder-codes` },
+    ])
+  })
+})
