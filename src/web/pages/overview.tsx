@@ -50,7 +50,7 @@ function SyncFigures() {
     ['Finalized block', block(status?.finalizedBlock)],
     [
       'Sync lag',
-      status?.lagBlocks == null ? '–' : `${formatInteger(status.lagBlocks)} blocks`,
+      status?.lagBlocks == null ? '–' : `${formatInteger(status.lagBlocks)} ${status.lagBlocks === 1 ? "block" : "blocks"}`,
       status?.lagSeconds == null ? undefined : formatDuration(status.lagSeconds),
     ],
     ['Pending logs', status ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
