@@ -5,7 +5,8 @@ import { createIndexer } from './indexer.js'
 import { createLogger, type Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis } from './queue/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue } from './queue/index.js'
+import { createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { createRepairRunner } from './sync/repairs.js'
@@ -54,6 +55,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
       const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
+      const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+      services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue })
       const repairs = createRepairRunner({
         pool: indexer.store.pool,
         logger,
@@ -94,7 +98,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
                   onLogs: (logs) => indexer.poller.store(logs),
                 })
               : undefined
-          await Promise.all([coverage, subscription])
+          await Promise.all([coverage, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)

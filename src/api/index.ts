@@ -29,6 +29,8 @@ import { builderCodeRoutes } from './routes/builderCodes.js'
 import { healthRoutes } from './routes/health.js'
 import { logRoutes } from './routes/logs.js'
 import { transactionRoutes } from './routes/transactions.js'
+import { streamRoutes } from './routes/stream.js'
+import { createEventStream } from '../delivery/index.js'
 
 export { createMetrics, type Metrics } from '../metrics.js'
 export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
@@ -232,6 +234,10 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
+    const stream = createEventStream({ pool: store.pool, logger })
+    // Streams never end by themselves: end them before the server waits for its requests.
+    app.addHook('preClose', () => stream.close())
+    await app.register(streamRoutes, { stream })
     await app.register(dashboardRoutes, { dir: config.dashboardDir ?? DEFAULT_DASHBOARD_DIR })
 
     if (config.adminUi) {

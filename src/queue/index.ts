@@ -179,3 +179,4 @@ export function createRangeEvents({ redisUrl, prefix }: QueueContext) {
     },
   }
 }
+export * from './webhooks.js'

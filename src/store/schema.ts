@@ -340,3 +340,101 @@ export const reorgs = pgTable(
   },
   (t) => [index('reorgs_chain').on(t.chainId, t.detectedAt)],
 )
+
+/** Webhook event types, one per state an attribution can reach (SPEC §7). */
+export const WEBHOOK_EVENTS = ['attribution.pending', 'attribution.confirmed', 'attribution.finalized', 'attribution.removed'] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number]
+
+const attributionEventColumns = () => ({
+  type: text('type', { enum: WEBHOOK_EVENTS }).notNull(),
+  chainId: integer('chain_id').notNull(),
+  txHash: text('tx_hash').notNull(),
+  userOpHash: text('user_op_hash').notNull(),
+  builderCode: text('builder_code').notNull(),
+  role: text('role'),
+  sender: text('sender').notNull(),
+  blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+  blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+  status: text('status', { enum: STATUSES }).notNull(),
+  removed: boolean('removed').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+/**
+ * The outbox: every change of an attribution's state, written by the triggers on `attributions`
+ * (migration 0011) in the transaction that made it. Ids follow insertion, not commit, so readers never
+ * page through it by id: the dispatcher moves committed rows into `webhook_events` (see there).
+ */
+export const attributionChanges = pgTable('attribution_changes', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  ...attributionEventColumns(),
+})
+
+/**
+ * Published events: their id is the event id receivers see. One publisher at a time moves committed
+ * changes here under a lock, so ids become visible in order and a reader may resume after any id.
+ */
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    ...attributionEventColumns(),
+    walletAddress: text('wallet_address'),
+  },
+  (t) => [index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode)],
+)
+
+/** A webhook subscription; null filters match everything. */
+export const webhookSubscriptions = pgTable('webhook_subscriptions', {
+  id: text('id').primaryKey(),
+  url: text('url').notNull(),
+  secret: text('secret').notNull(),
+  events: text('events').array().notNull(),
+  builderCodes: text('builder_codes').array(),
+  walletAddresses: text('wallet_addresses').array(),
+  roles: text('roles').array(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  /** Failed attempts since the last success; while above zero one delivery at a time probes the receiver. */
+  consecutiveFailures: integer('consecutive_failures').notNull().default(0),
+  /** While failing: no attempt before this time (exponential backoff with jitter). */
+  retryAt: timestamp('retry_at', { withTimezone: true }),
+  disabledAt: timestamp('disabled_at', { withTimezone: true }),
+  disabledReason: text('disabled_reason'),
+})
+
+/** Events handed to delivery jobs and not delivered yet, per subscription: keeps one transaction's events in order. */
+export const webhookOutstanding = pgTable(
+  'webhook_outstanding',
+  {
+    subscriptionId: text('subscription_id')
+      .notNull()
+      .references(() => webhookSubscriptions.id, { onDelete: 'cascade' }),
+    eventId: bigint('event_id', { mode: 'number' }).notNull(),
+    txHash: text('tx_hash').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subscriptionId, t.eventId] }), index('webhook_outstanding_tx').on(t.subscriptionId, t.txHash, t.eventId)],
+)
+
+/** Every delivery attempt, for `GET /v1/webhooks/{id}/deliveries`. */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    subscriptionId: text('subscription_id')
+      .notNull()
+      .references(() => webhookSubscriptions.id, { onDelete: 'cascade' }),
+    eventId: bigint('event_id', { mode: 'number' }).notNull(),
+    ok: boolean('ok').notNull(),
+    httpStatus: integer('http_status'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id)],
+)
+
+/** How far the dispatcher has handed events to delivery jobs. */
+export const webhookCursor = pgTable('webhook_cursor', {
+  name: text('name').primaryKey(),
+  eventId: bigint('event_id', { mode: 'number' }).notNull(),
+})

@@ -38,3 +38,31 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true })
   })
 }
+
+/**
+ * A latch for `runEvery`'s `wake`: `wait()` resolves at the next `notify()`, or at once when one came
+ * since the last wait (a notification during a step is not lost).
+ */
+export function createWakeUp() {
+  let notified = false
+  let resolve: (() => void) | undefined
+  return {
+    notify() {
+      notified = true
+      resolve?.()
+    },
+    wait(): Promise<void> {
+      if (notified) {
+        notified = false
+        return Promise.resolve()
+      }
+      return new Promise<void>((done) => {
+        resolve = () => {
+          notified = false
+          resolve = undefined
+          done()
+        }
+      })
+    },
+  }
+}

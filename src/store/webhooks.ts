@@ -1,0 +1,282 @@
+import type pg from 'pg'
+import { withTransaction } from './client.js'
+import type { Status, WebhookEventType } from './schema.js'
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+/** Serialises publishers (a lease hand-over may briefly run two), so event ids become visible in order. */
+const PUBLISH_LOCK_KEY = 0x77686b31
+/** Notified with the newest event id each time events are published. */
+export const EVENTS_CHANNEL = 'codetrail_webhook_events'
+/** Notified (on commit) by the outbox trigger when a transaction recorded attribution changes. */
+export const CHANGES_CHANNEL = 'codetrail_attribution_changes'
+const DISPATCH_CURSOR = 'dispatch'
+
+/** A published event: the state an attribution reached, as receivers get it. */
+export type WebhookEvent = {
+  id: number
+  type: WebhookEventType
+  createdAt: Date
+  chainId: number
+  txHash: string
+  userOpHash: string
+  builderCode: string
+  role: string | null
+  walletAddress: string | null
+  sender: string
+  blockNumber: number
+  blockTimestamp: Date
+  status: Status
+  removed: boolean
+}
+
+const EVENT_COLUMNS = `id, type, created_at AS "createdAt", chain_id AS "chainId", tx_hash AS "txHash", user_op_hash AS "userOpHash",
+  builder_code AS "builderCode", role, wallet_address AS "walletAddress", sender, block_number AS "blockNumber",
+  block_timestamp AS "blockTimestamp", status, removed`
+
+/**
+ * Moves up to `limit` committed outbox changes into `webhook_events`, oldest first, giving them their
+ * event ids. A removal is published only after an earlier event of the same attribution (else there is
+ * nothing to retract, e.g. a row stored before the outbox existed). Returns the newest id published and
+ * whether changes are left.
+ */
+export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ published: number; lastId: number | null; more: boolean }> {
+  return withTransaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK_KEY])
+    const { rows } = await client.query<{ id: number }>(
+      `WITH batch AS (SELECT id FROM attribution_changes ORDER BY id LIMIT $1),
+       moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*)
+       INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
+         block_timestamp, status, removed, created_at)
+       SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
+         m.block_timestamp, m.status, m.removed, m.created_at
+       FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
+       WHERE m.type <> 'attribution.removed'
+         OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code))
+         OR EXISTS (SELECT 1 FROM moved p WHERE (p.chain_id, p.tx_hash, p.user_op_hash, p.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code) AND p.id < m.id)
+       ORDER BY m.id
+       RETURNING id`,
+      [limit],
+    )
+    const lastId = rows.length > 0 ? Math.max(...rows.map((row) => row.id)) : null
+    if (lastId !== null) await client.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(lastId)])
+    const rest = await client.query('SELECT 1 FROM attribution_changes LIMIT 1')
+    return { published: rows.length, lastId, more: rest.rows.length > 0 }
+  })
+}
+
+/** Filters of the event stream; each one given narrows it. */
+export type EventFilter = { builderCodes?: readonly string[]; walletAddresses?: readonly string[]; types?: readonly string[] }
+
+/** Published events after `after` (and at most `upTo`), in id order, at most `limit`. */
+export async function readEvents(
+  db: Queryable,
+  { after, upTo, limit, filter = {} }: { after: number; upTo?: number; limit: number; filter?: EventFilter },
+): Promise<WebhookEvent[]> {
+  const { rows } = await db.query<WebhookEvent>(
+    `SELECT ${EVENT_COLUMNS} FROM webhook_events
+     WHERE id > $1 AND ($6::bigint IS NULL OR id <= $6) AND ($3::text[] IS NULL OR builder_code = ANY($3)) AND ($4::text[] IS NULL OR wallet_address = ANY($4))
+       AND ($5::text[] IS NULL OR type = ANY($5))
+     ORDER BY id LIMIT $2`,
+    [after, limit, filter.builderCodes ?? null, filter.walletAddresses ?? null, filter.types ?? null, upTo ?? null],
+  )
+  return rows
+}
+
+export async function getEvent(db: Queryable, id: number): Promise<WebhookEvent | null> {
+  const { rows } = await db.query<WebhookEvent>(`SELECT ${EVENT_COLUMNS} FROM webhook_events WHERE id = $1`, [id])
+  return rows[0] ?? null
+}
+
+/** The newest published event id (0 when none). */
+export async function latestEventId(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ id: number | null }>('SELECT max(id) AS id FROM webhook_events')
+  return rows[0]?.id ?? 0
+}
+
+export async function getDispatchCursor(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1`, [DISPATCH_CURSOR])
+  return rows[0]?.eventId ?? 0
+}
+
+export async function setDispatchCursor(db: Queryable, eventId: number): Promise<void> {
+  await db.query(`UPDATE webhook_cursor SET event_id = greatest(event_id, $2) WHERE name = $1`, [DISPATCH_CURSOR, eventId])
+}
+
+export type WebhookSubscription = {
+  id: string
+  url: string
+  secret: string
+  events: string[]
+  builderCodes: string[] | null
+  walletAddresses: string[] | null
+  roles: string[] | null
+  createdAt: Date
+  consecutiveFailures: number
+  retryAt: Date | null
+  disabledAt: Date | null
+  disabledReason: string | null
+}
+
+const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builderCodes", wallet_addresses AS "walletAddresses", roles,
+  created_at AS "createdAt", consecutive_failures AS "consecutiveFailures", retry_at AS "retryAt", disabled_at AS "disabledAt",
+  disabled_reason AS "disabledReason"`
+
+export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'>
+
+export async function insertSubscription(db: Queryable, s: NewWebhookSubscription): Promise<WebhookSubscription> {
+  const { rows } = await db.query<WebhookSubscription>(
+    `INSERT INTO webhook_subscriptions (id, url, secret, events, builder_codes, wallet_addresses, roles) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    [s.id, s.url, s.secret, s.events, s.builderCodes, s.walletAddresses, s.roles],
+  )
+  return rows[0]!
+}
+
+export async function listSubscriptions(db: Queryable, { activeOnly = false } = {}): Promise<WebhookSubscription[]> {
+  const { rows } = await db.query<WebhookSubscription>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ${activeOnly ? 'WHERE disabled_at IS NULL' : ''} ORDER BY created_at, id`,
+  )
+  return rows
+}
+
+export async function getSubscription(db: Queryable, id: string): Promise<WebhookSubscription | null> {
+  const { rows } = await db.query<WebhookSubscription>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE id = $1`, [id])
+  return rows[0] ?? null
+}
+
+/** Deletes a subscription with its deliveries; false when there was none. */
+export async function deleteSubscription(db: Queryable, id: string): Promise<boolean> {
+  const result = await db.query('DELETE FROM webhook_subscriptions WHERE id = $1', [id])
+  return (result.rowCount ?? 0) > 0
+}
+
+/** Enabled again with a clean failure count (a redelivery asked by its owner). */
+export async function enableSubscription(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_subscriptions SET disabled_at = NULL, disabled_reason = NULL, consecutive_failures = 0, retry_at = NULL WHERE id = $1`,
+    [id],
+  )
+}
+
+export type Outstanding = { subscriptionId: string; eventId: number; txHash: string }
+
+/** Records events handed to delivery jobs (again: a repeat changes nothing). */
+export async function addOutstanding(db: Queryable, rows: readonly Outstanding[]): Promise<void> {
+  if (rows.length === 0) return
+  await db.query(
+    `INSERT INTO webhook_outstanding (subscription_id, event_id, tx_hash)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING`,
+    [rows.map((r) => r.subscriptionId), rows.map((r) => r.eventId), rows.map((r) => r.txHash)],
+  )
+}
+
+/** Whether an earlier event of the same transaction still waits to be delivered to the subscription. */
+export async function hasEarlierOutstanding(db: Queryable, { subscriptionId, eventId, txHash }: Outstanding): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1 AND tx_hash = $2 AND event_id < $3 LIMIT 1`,
+    [subscriptionId, txHash, eventId],
+  )
+  return rows.length > 0
+}
+
+/** Events still outstanding for a subscription, oldest first. */
+export async function outstandingEvents(db: Queryable, subscriptionId: string, limit: number): Promise<number[]> {
+  const { rows } = await db.query<{ eventId: number }>(
+    `SELECT event_id AS "eventId" FROM webhook_outstanding WHERE subscription_id = $1 ORDER BY event_id LIMIT $2`,
+    [subscriptionId, limit],
+  )
+  return rows.map((row) => row.eventId)
+}
+
+export async function dropOutstanding(db: Queryable, subscriptionId: string, eventId: number): Promise<void> {
+  await db.query('DELETE FROM webhook_outstanding WHERE subscription_id = $1 AND event_id = $2', [subscriptionId, eventId])
+}
+
+/**
+ * Takes the failing subscription's single probe slot when its backoff is over: the slot is held until
+ * `holdMs` from now (a probe whose worker died frees it then). False when another attempt holds it.
+ */
+export async function claimProbe(db: Queryable, subscriptionId: string, holdMs: number): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE webhook_subscriptions SET retry_at = now() + make_interval(secs => $2 / 1000.0)
+     WHERE id = $1 AND consecutive_failures > 0 AND disabled_at IS NULL AND retry_at <= now()`,
+    [subscriptionId, holdMs],
+  )
+  return (result.rowCount ?? 0) > 0
+}
+
+export type DeliveryAttempt = {
+  subscriptionId: string
+  eventId: number
+  ok: boolean
+  httpStatus: number | null
+  error: string | null
+  durationMs: number
+}
+
+/** Records a successful attempt: the event is delivered and the subscription healthy again. Returns whether it was failing. */
+export async function recordDelivered(pool: pg.Pool, attempt: DeliveryAttempt): Promise<{ recovered: boolean }> {
+  return withTransaction(pool, async (client) => {
+    await insertAttempt(client, attempt)
+    await dropOutstanding(client, attempt.subscriptionId, attempt.eventId)
+    const { rows } = await client.query(
+      `UPDATE webhook_subscriptions SET consecutive_failures = 0, retry_at = NULL WHERE id = $1 AND consecutive_failures > 0 RETURNING id`,
+      [attempt.subscriptionId],
+    )
+    return { recovered: rows.length > 0 }
+  })
+}
+
+/**
+ * Records a failed attempt. A probe, or the attempt that finds the subscription healthy, counts one
+ * more consecutive failure and sets the next try `backoffMs` away; others that were in flight at the
+ * same time count nothing. At `maxFailures` the subscription is disabled with the reason.
+ */
+export async function recordFailed(
+  pool: pg.Pool,
+  attempt: DeliveryAttempt,
+  { probe, backoffMs, maxFailures }: { probe: boolean; backoffMs: (failures: number) => number; maxFailures: number },
+): Promise<{ retryAt: Date | null; disabled: boolean }> {
+  return withTransaction(pool, async (client) => {
+    await insertAttempt(client, attempt)
+    const { rows } = await client.query<{ failures: number; retryAt: Date | null; disabledAt: Date | null }>(
+      `SELECT consecutive_failures AS failures, retry_at AS "retryAt", disabled_at AS "disabledAt" FROM webhook_subscriptions WHERE id = $1 FOR UPDATE`,
+      [attempt.subscriptionId],
+    )
+    const current = rows[0]
+    if (!current || current.disabledAt) return { retryAt: null, disabled: true }
+    if (!probe && current.failures > 0) return { retryAt: current.retryAt, disabled: false }
+    const failures = current.failures + 1
+    if (failures >= maxFailures) {
+      const reason = `${failures} consecutive failed deliveries; last: ${attempt.error ?? `HTTP ${attempt.httpStatus}`}`
+      await client.query(
+        `UPDATE webhook_subscriptions SET consecutive_failures = $2, retry_at = NULL, disabled_at = now(), disabled_reason = $3 WHERE id = $1`,
+        [attempt.subscriptionId, failures, reason],
+      )
+      return { retryAt: null, disabled: true }
+    }
+    const retryAt = new Date(Date.now() + backoffMs(failures))
+    await client.query(`UPDATE webhook_subscriptions SET consecutive_failures = $2, retry_at = $3 WHERE id = $1`, [attempt.subscriptionId, failures, retryAt])
+    return { retryAt, disabled: false }
+  })
+}
+
+async function insertAttempt(client: pg.PoolClient, a: DeliveryAttempt): Promise<void> {
+  await client.query(
+    `INSERT INTO webhook_deliveries (subscription_id, event_id, ok, http_status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [a.subscriptionId, a.eventId, a.ok, a.httpStatus, a.error, a.durationMs],
+  )
+}
+
+export type DeliveryRecord = Omit<DeliveryAttempt, 'subscriptionId'> & { id: number; createdAt: Date }
+
+/** The subscription's latest delivery attempts, newest first. */
+export async function listDeliveries(db: Queryable, subscriptionId: string, limit: number): Promise<DeliveryRecord[]> {
+  const { rows } = await db.query<DeliveryRecord>(
+    `SELECT id, event_id AS "eventId", ok, http_status AS "httpStatus", error, duration_ms AS "durationMs", created_at AS "createdAt"
+     FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT $2`,
+    [subscriptionId, limit],
+  )
+  return rows
+}
