@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Attribution } from 'ox/erc8021'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
-import type { Address } from 'viem'
+import type { Address, Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createBuilderCodeClient } from '../src/api/index.js'
 import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
-import { anvilAccount, artifacts, buildChain } from './fixtures/chain.js'
+import { anvilAccount, artifacts, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
 import { deployOnDevnet } from './helpers/devnet.js'
 import { ROOT, runTs, spawnTs } from './helpers/processes.js'
@@ -34,10 +34,11 @@ function chromiumPath(): string {
   return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim()
 }
 
-async function openPage(path: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
+/** Opens a page and waits until the network is quiet; a page holding the event stream open waits for `load` only. */
+async function openPage(path: string, { waitUntil = 'networkidle0' }: { waitUntil?: 'networkidle0' | 'load' } = {}): Promise<Page> {
   const page = await browser.newPage()
   page.setDefaultTimeout(PAGE_TIMEOUT_MS)
-  await page.setViewport(viewport)
+  await page.setViewport({ width: 1280, height: 900 })
   await page.setRequestInterception(true)
   page.on('request', (request) => {
     requested.push(request.url())
@@ -47,11 +48,29 @@ async function openPage(path: string, viewport = { width: 1280, height: 900 }): 
     if (message.type() === 'error') consoleErrors.push({ page: path, text: message.text(), url: message.location().url })
   })
   page.on('pageerror', (error) => consoleErrors.push({ page: path, text: String(error), url: undefined }))
-  await page.goto(`${api}${path}`, { waitUntil: 'networkidle0' })
+  await page.goto(`${api}${path}`, { waitUntil })
   return page
 }
 
 const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true })
+/** Sends one attributed Emitter call to the pool (not mined): the devnet serves its log as pre-confirmed. */
+async function sendAttributed(from: number, code: string, seq: number): Promise<Hash> {
+  const raw = await rawSignedTx(devnet.url, { from, to: emitter, data: encodeEmitMany(1, seq, '0x'), suffix: Attribution.toDataSuffix({ codes: [code] }), gas: 500_000n })
+  return fixtureClient(devnet.url).sendRawTransaction({ serializedTransaction: raw })
+}
+
+/** The live feed's row of a transaction as the page shows it, once `state` holds. */
+async function feedRow(page: Page, hash: Hash, state: string) {
+  const selector = `tr[data-tx="${hash}"]${state}`
+  await page.waitForSelector(selector)
+  return page.$eval(selector, (tr) => ({
+    status: tr.getAttribute('data-status'),
+    removed: tr.getAttribute('data-removed'),
+    badge: tr.querySelector('.badge')?.textContent,
+    struck: tr.querySelector('s') !== null && getComputedStyle(tr.querySelectorAll('td')[1]!).textDecorationLine === 'line-through',
+  }))
+}
+
 const digits = (text: string) => Number(text.replace(/[^0-9]/g, ''))
 
 beforeAll(async () => {
@@ -186,6 +205,27 @@ describe('the dashboard', () => {
     expect(await page.$eval('[data-testid=registration-error]', (p) => p.textContent)).toBe(error.message)
     expect(await page.$eval('#wallet', (input) => input.getAttribute('aria-invalid'))).toBe('true')
     await screenshot(page, 'register')
+    await page.close()
+  })
+
+  it('live feed: a transaction appears pending, turns confirmed, and is struck through when a reorg or a drop takes it back', async () => {
+    const page = await openPage('/live', { waitUntil: 'load' })
+    await page.waitForSelector('[data-connection=open]')
+    const confirmedThenReorged = await sendAttributed(1, codes.busy, 100)
+    expect(await feedRow(page, confirmedThenReorged, '[data-status=pending]')).toMatchObject({ status: 'pending', removed: 'false', badge: 'pending' })
+    await devnet.mine()
+    expect(await feedRow(page, confirmedThenReorged, '[data-status=confirmed]')).toMatchObject({ removed: 'false', badge: 'confirmed', struck: false })
+
+    const dropped = await sendAttributed(2, codes.quiet, 101)
+    await feedRow(page, dropped, '[data-status=pending]')
+    expect(await devnet.dropTransaction(dropped)).toBe(true)
+    await devnet.reorg(1)
+    expect(await fixtureClient(devnet.url).getTransaction({ hash: confirmedThenReorged }).catch(() => null)).toBeNull()
+    // A drop shows once the next canonical block arrives without the transaction.
+    await devnet.mine()
+    expect(await feedRow(page, confirmedThenReorged, '[data-removed=true]')).toEqual({ status: 'confirmed', removed: 'true', badge: 'removed: reorg', struck: true })
+    expect(await feedRow(page, dropped, '[data-removed=true]')).toEqual({ status: 'pending', removed: 'true', badge: 'removed: dropped', struck: true })
+    await screenshot(page, 'live')
     await page.close()
   })
 

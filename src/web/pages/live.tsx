@@ -3,8 +3,6 @@ import { codePath, transactionPath, type Status } from '../api.js'
 import { Hex, PageHeading, TableRegion, Time } from '../components/common.js'
 import { formatInteger } from '../format.js'
 
-/** The stream's event types (SPEC §7). */
-const EVENT_TYPES = ['attribution.pending', 'attribution.confirmed', 'attribution.finalized', 'attribution.removed'] as const
 const MAX_ROWS = 200
 const STATUS_RANK: Record<Status, number> = { pending: 0, confirmed: 1, finalized: 2 }
 
@@ -23,7 +21,8 @@ export type StreamAttribution = {
   /** Why a removed attribution went, where the stream says. */
   reason?: 'reorg' | 'dropped'
 }
-type StreamMessage = { id: string; type: (typeof EVENT_TYPES)[number]; createdAt: string; data: StreamAttribution }
+/** One message of `GET /v1/stream`: the body webhooks receive (SPEC §7). */
+type StreamMessage = { id: string; type: `attribution.${Status | 'removed'}`; createdAt: string; data: StreamAttribution }
 
 type Row = StreamAttribution & { key: string; receivedAt: string }
 type Connection = 'connecting' | 'open' | 'reconnecting'
@@ -49,9 +48,7 @@ export function LiveFeed() {
   const [connection, setConnection] = useState<Connection>('connecting')
   useEffect(() => {
     const source = new EventSource('/v1/stream')
-    const onMessage = (event: MessageEvent<string>) => setRows((current) => applyMessage(current, JSON.parse(event.data) as StreamMessage))
-    for (const type of EVENT_TYPES) source.addEventListener(type, onMessage)
-    source.onmessage = onMessage
+    source.onmessage = (event: MessageEvent<string>) => setRows((current) => applyMessage(current, JSON.parse(event.data) as StreamMessage))
     source.onopen = () => setConnection('open')
     // EventSource reconnects by itself, resuming after the last event id it saw.
     source.onerror = () => setConnection(source.readyState === EventSource.CLOSED ? 'connecting' : 'reconnecting')
