@@ -4,7 +4,8 @@
  * codetrail end to end on this machine: a devnet (anvil plus the pre-confirmed layer, 2 s blocks) with
  * demo contracts, agents registering their wallets through codetrail's API and sending attributed
  * transactions (pending first, then confirmed), small reorgs and dropped pool transactions, and the
- * daemon (all roles) indexing it all into a database of its own. Ctrl-C stops everything it started.
+ * daemon (all roles) indexing it all into a database of its own, its dashboard at the URL printed first.
+ * Ctrl-C stops everything it started.
  *
  * Environment: DATABASE_URL and REDIS_URL (the servers to use), DEMO_DATABASE (default codetrail_demo,
  * dropped and created fresh on each run), DEMO_REDIS_PREFIX (default codetrail-demo), PORT (API, default
@@ -32,6 +33,7 @@ import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './demo/
 import { clearRedisPrefix } from '../src/queue/index.js'
 import { checkPostgres, checkRedisServer, recreateDatabase } from './demo/services.js'
 import { readFigures, readIndexedHead, startView } from './demo/view.js'
+import { buildWeb } from './build-web.js'
 
 /** anvil's own chain id, so wallets and tools that know anvil recognise the devnet. */
 const CHAIN_ID = 31337
@@ -104,7 +106,7 @@ async function readPendingConfirmations(apiUrl: string): Promise<{ changed: numb
 }
 
 /** Runs the demo until the duration ends or a stop is asked; resolves the closing line on pending divergence. */
-async function run(options: Options, { signal, cleanups, children, say }: RunContext): Promise<string | undefined> {
+async function run(options: Options & { apiPort: number }, { signal, cleanups, children, say }: RunContext): Promise<string | undefined> {
   const stopIfAsked = () => {
     if (signal.aborted) throw new Error('stopped')
   }
@@ -119,6 +121,8 @@ async function run(options: Options, { signal, cleanups, children, say }: RunCon
 
   const stateDir = mkdtempSync(join(tmpdir(), 'codetrail-demo-'))
   cleanups.push({ name: 'chain state', run: async () => rmSync(stateDir, { recursive: true, force: true }) })
+  // Built from the sources on each run, beside the chain state: never stale, and dist/ is left alone.
+  const dashboard = await buildWeb({ outdir: join(stateDir, 'web') })
   const setupStarted = Date.now()
   const chain = await prepareChainState(join(stateDir, 'state.json'), CHAIN_ID, (anvil) => children.add(anvil.process))
   const { contracts } = chain
@@ -155,7 +159,8 @@ async function run(options: Options, { signal, cleanups, children, say }: RunCon
     REDIS_PREFIX: options.redisPrefix,
     RPC_URL: devnet.url,
     RPC_WS_URL: devnet.wsUrl,
-    PORT: String(await choosePort(options.apiPort, DEFAULTS.apiPort)),
+    PORT: String(options.apiPort),
+    DASHBOARD_DIR: dashboard.outdir,
     START_BLOCK: 'latest',
     LOG_LEVEL: process.env.LOG_LEVEL,
   })
@@ -270,11 +275,13 @@ async function main(): Promise<number> {
     if (keys.includes(CTRL_C) || keys.includes(Q)) onSignal()
   })
 
+  const apiPort = await choosePort(options.apiPort, DEFAULTS.apiPort)
+  say(`dashboard  http://127.0.0.1:${apiPort}/   (served once the daemon has started, in a few seconds)`)
   say('codetrail demo: a devnet with simulated agents, indexed by codetrail · Ctrl-C or q stops everything it started')
   let code = 0
   let divergence: string | undefined
   try {
-    divergence = await run(options, { signal: stopping.signal, cleanups, children, say })
+    divergence = await run({ ...options, apiPort }, { signal: stopping.signal, cleanups, children, say })
   } catch (error) {
     if (!stopping.signal.aborted) {
       process.stderr.write(`demo: ${(error as Error).message}\n`)

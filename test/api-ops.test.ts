@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createApiRedis, createMetrics, type Api, type CreateApiParameters } from '../src/api/index.js'
@@ -24,10 +27,12 @@ afterAll(async () => {
 })
 
 /** An API on the test database; closed after the file. */
-async function startApi(overrides: Partial<CreateApiParameters> & { prefix?: string; adminUi?: boolean; adminToken?: string } = {}): Promise<Api> {
-  const { prefix = 'unused', adminUi = false, adminToken, ...rest } = overrides
+async function startApi(
+  overrides: Partial<CreateApiParameters> & { prefix?: string; adminUi?: boolean; adminToken?: string; dashboardDir?: string } = {},
+): Promise<Api> {
+  const { prefix = 'unused', adminUi = false, adminToken, dashboardDir, ...rest } = overrides
   const api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi, adminToken, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix },
+    config: { port: 0, builderApiUrl: undefined, adminUi, adminToken, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix, dashboardDir },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -223,7 +228,9 @@ describe('documentation and dashboard', () => {
         '/v1/attributions',
         '/v1/builder-codes/{code}',
         '/v1/builder-codes/{code}/stats',
+        '/v1/leaderboard',
         '/v1/logs',
+        '/v1/status',
         '/v1/stream',
         '/v1/transactions/{hash}/attribution',
       ].sort(),
@@ -236,6 +243,30 @@ describe('documentation and dashboard', () => {
     expect(document.components.schemas.Attribution.properties).toHaveProperty('blockTimestamp')
     const docs = await api.app.inject({ url: '/docs' })
     expect([docs.statusCode, docs.headers['content-type']]).toEqual([200, expect.stringMatching(/text\/html/)])
+  })
+
+  it('serves the attribution dashboard at / and its client routes, assets immutable, only this origin allowed; 503 when not built', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-dashboard-'))
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }))
+    const api = await startApi({ dashboardDir: dir })
+    const missing = await api.app.inject({ url: '/' })
+    expect(missing.statusCode).toBe(503)
+    expect(missing.json().error.code).toBe('dashboard_not_built')
+
+    mkdirSync(join(dir, 'assets'))
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>codetrail</title>')
+    writeFileSync(join(dir, 'assets', 'main-ABC.js'), 'export {}')
+    for (const page of ['/', '/live', '/register', '/codes/bc_k3x9a2mf']) {
+      const answer = await api.app.inject({ url: page })
+      expect(answer.statusCode).toBe(200)
+      expect(answer.headers['content-type']).toMatch(/^text\/html/)
+      expect(answer.headers['content-security-policy']).toContain("default-src 'self'")
+      expect(answer.body).toContain('<title>codetrail</title>')
+    }
+    const asset = await api.app.inject({ url: '/assets/main-ABC.js' })
+    expect(asset.statusCode).toBe(200)
+    expect(asset.headers['cache-control']).toContain('immutable')
+    expect((await api.app.inject({ url: '/assets/nope.js' })).statusCode).toBe(404)
   })
 
   it('serves the BullMQ dashboard at /admin/queues only with ADMIN_UI=1 and ADMIN_TOKEN, to the bearer of the token', async () => {

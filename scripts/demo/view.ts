@@ -153,10 +153,11 @@ function withoutPassword(url: string): string {
   return parsed.toString()
 }
 
-/** What stays the same while the demo runs: the API address, lines a newcomer can paste (two `curl`s and a `psql`), where the data goes. */
+/** What stays the same while the demo runs: the dashboard and API addresses, lines a newcomer can paste (two `curl`s and a `psql`), where the data goes. */
 export function aboutLines(context: ViewContext): string[] {
   const [code, agent] = [...context.agents.entries()][0] ?? ['bc_00000000', { address: '0x0000000000000000000000000000000000000000' }]
   return [
+    `  dashboard ${context.apiUrl}/`,
     `  API       ${context.apiUrl}   (OpenAPI docs at ${context.apiUrl}/docs)`,
     `  try       curl -s '${context.apiUrl}/v1/attributions?builderCode=${code}&limit=3'`,
     `            curl -s ${context.apiUrl}/v1/agents/builder-codes/${agent.address.toLowerCase()}`,

@@ -18,6 +18,7 @@ import type { RpcClient } from '../rpc/index.js'
 import { createStore, type Store } from '../store/index.js'
 import { ADMIN_SECURITY_SCHEME, adminRoutes, withAdminDocs } from './admin.js'
 import type { ApiContext } from './context.js'
+import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
@@ -46,7 +47,7 @@ const API_POOL_SIZE = 10
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -110,8 +111,8 @@ function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
 /**
  * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
  * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
- * through Redis, `/healthz`, `/readyz`, `/metrics`, and the BullMQ dashboard at `/admin/queues` when
- * `config.adminUi`, behind `config.adminToken` (without a token no admin route is served).
+ * through Redis, `/healthz`, `/readyz`, `/metrics`, the dashboard at `/`, and the BullMQ dashboard at
+ * `/admin/queues` when `config.adminUi`, behind `config.adminToken` (without a token no admin route is served).
  *
  * @example
  * const api = await createApi({ config, chainId, redis: createApiRedis(config.redisUrl), rpc, logger })
@@ -255,6 +256,8 @@ export async function createApi({
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })
+    await app.register(dashboardRoutes, { dir: config.dashboardDir ?? DEFAULT_DASHBOARD_DIR })
+
     if (config.adminToken) {
       let webhookQueue = givenWebhookQueue
       if (!webhookQueue) {

@@ -80,6 +80,7 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
+  DASHBOARD_DIR: z.string().optional(),
 })
 
 type Parsed = z.output<typeof schema>
@@ -119,6 +120,8 @@ export type Config = Readonly<{
   webhookMaxFailures: number
   /** First step of a failing webhook's exponential backoff. */
   webhookBackoffMs: number
+  /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
+  dashboardDir: string | undefined
 }>
 
 export class ConfigError extends Error {
@@ -189,6 +192,7 @@ function toConfig(p: Parsed): Config {
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
+    dashboardDir: p.DASHBOARD_DIR,
   }
 }
 

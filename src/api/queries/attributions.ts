@@ -194,7 +194,7 @@ export async function builderCodeStats(
  * after `since`: the rollup's `latest_senders` of those buckets, summed. A range that ends earlier
  * counts the attributions themselves.
  */
-function distinctSenders(chainId: number, builderCode: string, interval: StatsInterval, since: Date, until: Date): SQL {
+function distinctSenders(chainId: number, builderCode: string | SQL, interval: StatsInterval, since: Date, until: Date): SQL {
   const b = builderCodeBuckets
   return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
       then coalesce(sum(${b.latestSenders}), 0)
@@ -203,6 +203,50 @@ function distinctSenders(chainId: number, builderCode: string, interval: StatsIn
           and ${attributions.blockTimestamp} >= ${since} and ${attributions.blockTimestamp} < ${until} and not ${attributions.removed})
     end
     from ${b} where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval} and ${b.start} >= ${since}`
+}
+
+export type LeaderboardParameters = { chainId: number; since: Date; until: Date; limit: number }
+
+export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string; walletAddress: string | null }
+
+/**
+ * The codes with the most attributions (not removed) in `[since, until)` (whole UTC hours, see
+ * {@link roundToBuckets}), most first, with the same counts as {@link builderCodeStats} gives each
+ * code over that range with `interval: 'hour'`.
+ */
+export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
+  const b = builderCodeBuckets
+  const result = await db.execute<{
+    builder_code: string
+    wallet_address: string | null
+    attributions: number
+    pending: number
+    gas_used: string
+    distinct_senders: number
+  }>(sql`
+    select top.builder_code, top.attributions, top.pending, top.gas_used, ${builderCodes.walletAddress} as wallet_address,
+      (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until)})::int8 as distinct_senders
+    from (
+      select ${b.builderCode} as builder_code, sum(${b.attributions})::int8 as attributions, sum(${b.pending})::int8 as pending,
+        sum(${b.gasUsed})::text as gas_used
+      from ${b}
+      where ${b.chainId} = ${chainId} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+      group by ${b.builderCode}
+      having sum(${b.attributions}) > 0
+      order by attributions desc, builder_code
+      limit ${limit}
+    ) top
+    left join ${builderCodes} on ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = top.builder_code
+    order by top.attributions desc, top.builder_code`)
+  return result.rows.map((row) => ({
+    builderCode: row.builder_code,
+    walletAddress: row.wallet_address,
+    attributions: row.attributions,
+    confirmed: row.attributions - row.pending,
+    pending: row.pending,
+    distinctSenders: row.distinct_senders,
+    gasUsed: row.gas_used,
+  }))
 }
 
 /** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */

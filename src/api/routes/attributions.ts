@@ -9,6 +9,7 @@ import {
   builderCodeRoleStats,
   builderCodeStats,
   INTERVAL_MS,
+  leaderboard,
   listAttributions,
   roundToBuckets,
   type AttributionRow,
@@ -42,6 +43,8 @@ const roleSchema = z.enum(ATTRIBUTION_ROLES).nullable().meta({
 /** Buckets one stats answer may hold: ~14 months of hours, ~27 years of days. */
 export const MAX_STATS_BUCKETS = 10_000
 const DEFAULT_STATS_SPAN_MS: Record<StatsInterval, number> = { hour: 7 * INTERVAL_MS.day, day: 30 * INTERVAL_MS.day }
+const DEFAULT_LEADERBOARD_SPAN_MS = INTERVAL_MS.day
+const DEFAULT_LEADERBOARD_LIMIT = 20
 
 const attributionCursor = z
   .string()
@@ -132,6 +135,28 @@ const builderCodeStatsAnswer = z
   })
   .meta({ id: 'BuilderCodeStats' })
 
+const leaderboardAnswer = z
+  .object({
+    since: isoTime.meta({ description: 'The requested since rounded down to a UTC hour.' }),
+    until: isoTime.meta({ description: 'The requested until rounded up to a UTC hour (exclusive).' }),
+    items: z.array(z.object({ builderCode: z.string(), walletAddress: z.string().nullable(), ...statsCounts.shape })),
+  })
+  .meta({ id: 'Leaderboard' })
+
+/**
+ * `since`/`until` of a request (defaults: until = now, since = `defaultSpanMs` earlier) widened to whole
+ * buckets, refused when inverted or longer than {@link MAX_STATS_BUCKETS} buckets.
+ */
+function bucketRange(interval: StatsInterval, query: { since?: Date; until?: Date }, defaultSpanMs: number) {
+  const requestedUntil = query.until ?? new Date()
+  const requestedSince = query.since ?? new Date(requestedUntil.getTime() - defaultSpanMs)
+  checkRange(requestedSince.getTime(), requestedUntil.getTime(), 'since', 'until')
+  const range = roundToBuckets(interval, requestedSince, requestedUntil)
+  if ((range.until.getTime() - range.since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
+    throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
+  return range
+}
+
 function toItem(row: AttributionRow): z.output<typeof attributionItem> {
   return {
     chainId: row.chainId,
@@ -155,7 +180,7 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
   }
 }
 
-/** `GET /v1/attributions` and `GET /v1/builder-codes/{code}/stats`. */
+/** `GET /v1/attributions`, `GET /v1/builder-codes/{code}/stats` and `GET /v1/leaderboard`. */
 export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
   app.get(
     '/v1/attributions',
@@ -230,12 +255,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     async (request) => {
       const code = request.params.code
       const interval = request.query.interval ?? 'day'
-      const requestedUntil = request.query.until ?? new Date()
-      const requestedSince = request.query.since ?? new Date(requestedUntil.getTime() - DEFAULT_STATS_SPAN_MS[interval])
-      checkRange(requestedSince.getTime(), requestedUntil.getTime(), 'since', 'until')
-      const { since, until } = roundToBuckets(interval, requestedSince, requestedUntil)
-      if ((until.getTime() - since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
-        throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
+      const { since, until } = bucketRange(interval, request.query, DEFAULT_STATS_SPAN_MS[interval])
       const [stats, roles, owner, registry] = await Promise.all([
         builderCodeStats(db, { chainId, builderCode: code, interval, since, until }),
         builderCodeRoleStats(db, { chainId, builderCode: code, interval, since, until }),
@@ -256,6 +276,27 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           roles: roles.buckets.get(start.getTime()) ?? [],
         })),
       }
+    },
+  )
+
+  app.get(
+    '/v1/leaderboard',
+    {
+      schema: {
+        tags: ['attributions'],
+        operationId: 'getLeaderboard',
+        summary: 'The builder codes with the most attributions in a time range',
+        description:
+          `Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's ` +
+          `counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit ${DEFAULT_LEADERBOARD_LIMIT}.`,
+        querystring: z.strictObject({ since: timestamp.optional(), until: timestamp.optional(), limit: limit.optional() }),
+        response: { 200: leaderboardAnswer, ...errorResponses(400, 429, 503) },
+      },
+    },
+    async (request) => {
+      const { since, until } = bucketRange('hour', request.query, DEFAULT_LEADERBOARD_SPAN_MS)
+      const items = await leaderboard(db, { chainId, since, until, limit: request.query.limit ?? DEFAULT_LEADERBOARD_LIMIT })
+      return { since: since.toISOString(), until: until.toISOString(), items }
     },
   )
 }

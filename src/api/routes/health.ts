@@ -5,7 +5,8 @@ import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import type { Metrics } from '../../metrics.js'
 import { getIndexedHead } from '../queries/health.js'
-import { errorResponses } from '../schemas.js'
+import { getSyncStatus, PENDING_RATE_WINDOW_SECONDS } from '../queries/status.js'
+import { errorResponses, isoTime } from '../schemas.js'
 
 /** How long readiness and scrapes wait for one dependency before calling it down. */
 const CHECK_TIMEOUT_MS = 2_000
@@ -34,7 +35,32 @@ const readiness = z
   })
   .meta({ id: 'Readiness' })
 
+const status = z
+  .object({
+    chainId: z.number().int(),
+    headBlock: z.number().int().nullable().meta({ description: "The node's latest block (as the follower last saw it when the node does not answer)." }),
+    indexedBlock: z.number().int().nullable().meta({ description: 'The last block the live follower stored.' }),
+    indexedAt: isoTime.nullable().meta({ description: 'Block time of indexedBlock.' }),
+    finalizedBlock: z.number().int().nullable(),
+    lagBlocks: z.number().int().nullable(),
+    lagSeconds: z.number().nullable().meta({ description: 'Head block time minus indexed block time.' }),
+    pendingLogsPerSecond: z
+      .number()
+      .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second.` }),
+    reorgsLastHour: z.number().int(),
+  })
+  .meta({ id: 'SyncStatus' })
+
 type Check = z.output<typeof check>
+type Head = { block: number; timestamp: number }
+
+/** How far the index trails the node, when both are known. */
+function lag(head: Head | null, indexed: { block: number | null; timestamp: Date | null }) {
+  return {
+    lagBlocks: head && indexed.block != null ? Math.max(0, head.block - indexed.block) : null,
+    lagSeconds: head && indexed.timestamp ? Math.max(0, head.timestamp - indexed.timestamp.getTime() / 1000) : null,
+  }
+}
 
 async function probe<T>(run: () => Promise<T>): Promise<{ check: Check; value: T | null }> {
   const started = performance.now()
@@ -58,6 +84,13 @@ const NOT_CONFIGURED: { check: Check; value: null } = { check: { status: 'not_co
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
 export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues }) => {
   const exempt = { rateLimit: false } as const
+  const probeHead = async (): Promise<{ check: Check; value: Head | null }> => {
+    if (!rpc) return NOT_CONFIGURED
+    const node = await probe(() =>
+      rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }),
+    )
+    return { check: node.check, value: node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null }
+  }
 
   app.get(
     '/healthz',
@@ -90,11 +123,9 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
       const [database, cache, node] = await Promise.all([
         probe(() => getIndexedHead(db, chainId)),
         redis ? probe(() => redis.ping()) : NOT_CONFIGURED,
-        rpc
-          ? probe(() => rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }))
-          : NOT_CONFIGURED,
+        probeHead(),
       ])
-      const head = node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null
+      const head = node.value
       const indexed = database.value
       const down = Object.entries({ database, redis: cache, node }).filter(([, result]) => result.check.status === 'down')
       const ready = down.length === 0
@@ -109,9 +140,36 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
           chainId,
           headBlock: head?.block ?? null,
           indexedBlock: indexed?.block ?? null,
-          lagBlocks: head && indexed?.block != null ? Math.max(0, head.block - indexed.block) : null,
-          lagSeconds: head && indexed?.timestamp ? Math.max(0, head.timestamp - indexed.timestamp.getTime() / 1000) : null,
+          ...lag(head, indexed ?? { block: null, timestamp: null }),
         },
+      }
+    },
+  )
+
+  app.get(
+    '/v1/status',
+    {
+      schema: {
+        operationId: 'getStatus',
+        tags: ['operations'],
+        summary: "The chain head, the index's position and finality, sync lag, pending log rate and recent reorgs",
+        description: 'Cheap enough to poll: what the dashboard overview shows.',
+        querystring: z.strictObject({}),
+        response: { 200: status, ...errorResponses(429, 503) },
+      },
+    },
+    async () => {
+      const [sync, node] = await Promise.all([getSyncStatus(db, chainId), probeHead()])
+      const indexed = { block: sync.indexedBlock, timestamp: sync.indexedTimestamp }
+      return {
+        chainId,
+        headBlock: node.value?.block ?? sync.headBlock,
+        indexedBlock: sync.indexedBlock,
+        indexedAt: sync.indexedTimestamp?.toISOString() ?? null,
+        finalizedBlock: sync.finalizedBlock,
+        ...lag(node.value, indexed),
+        pendingLogsPerSecond: sync.pendingLogsPerSecond,
+        reorgsLastHour: sync.reorgsLastHour,
       }
     },
   )

@@ -1,0 +1,2 @@
+/** Stylesheets imported for their effect: esbuild bundles them into the page's CSS file. */
+declare module '*.css'
