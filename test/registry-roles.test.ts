@@ -134,6 +134,12 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
     const stats = await getJson<{ registry: { owner: string }; total: { attributions: number; roles: unknown[] } }>('/v1/builder-codes/seller/stats?interval=hour')
     expect(stats.registry).toMatchObject({ owner: lower(NEW_OWNER) })
     expect(stats.total.roles).toEqual([{ role: 'app', attributions: 1, confirmed: 1, pending: 0 }])
+    // The leaderboard splits each code by role the same way.
+    const board = await getJson<{ items: { builderCode: string; roles: unknown[] }[] }>('/v1/leaderboard?limit=100')
+    const byCode = new Map(board.items.map((item) => [item.builderCode, item.roles]))
+    expect(byCode.get('seller')).toEqual([{ role: 'app', attributions: 1, confirmed: 1, pending: 0 }])
+    expect(byCode.get('facilitator')).toEqual([{ role: 'wallet', attributions: 1, confirmed: 1, pending: 0 }])
+    expect(byCode.get('client')).toEqual([{ role: 'service', attributions: 1, confirmed: 1, pending: 0 }])
 
     // The schema 3 suffix is stored with its id and no codes, and counted.
     await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM transactions WHERE schema_id = 3`)).rowCount === 1, 'the schema 3 transaction')

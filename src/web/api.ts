@@ -16,20 +16,21 @@ export type SyncStatus = {
 
 export type Counts = { attributions: number; confirmed: number; pending: number; distinctSenders: number; gasUsed: string }
 
-/** `role` is present where the API splits counts by ERC-8021 role (schema 2: app, wallet, service). */
-export type LeaderboardItem = Counts & { builderCode: string; walletAddress: string | null; role?: string | null }
+/** Attributions of a code per ERC-8021 role (schema 2: app, wallet, service; null for schemas 0 and 1). */
+export type RoleCounts = { role: string | null; attributions: number; confirmed: number; pending: number }
+
+export type LeaderboardItem = Counts & { builderCode: string; walletAddress: string | null; roles: RoleCounts[] }
 export type Leaderboard = { since: string; until: string; items: LeaderboardItem[] }
 
 export type Stats = {
   builderCode: string
   walletAddress: string | null
-  /** From the on-chain registry, where it knows the code. */
-  owner?: string | null
-  payoutAddress?: string | null
+  /** From the on-chain registry (BUILDER_CODES_REGISTRY), where it knows the code. */
+  registry: { tokenId: string; owner: string | null; payoutAddress: string | null; registeredBlock: number; registeredAt: string } | null
   interval: 'hour' | 'day'
   since: string
   until: string
-  total: Counts
+  total: Counts & { roles: RoleCounts[] }
   buckets: (Counts & { start: string })[]
 }
 

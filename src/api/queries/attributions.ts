@@ -207,7 +207,7 @@ function distinctSenders(chainId: number, builderCode: string | SQL, interval: S
 
 export type LeaderboardParameters = { chainId: number; since: Date; until: Date; limit: number }
 
-export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string; walletAddress: string | null }
+export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string; walletAddress: string | null; roles: RoleCounts[] }
 
 /**
  * The codes with the most attributions (not removed) in `[since, until)` (whole UTC hours, see
@@ -238,6 +238,7 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
     ) top
     left join ${builderCodes} on ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = top.builder_code
     order by top.attributions desc, top.builder_code`)
+  const roles = await rolesOfCodes(db, { chainId, builderCodes: result.rows.map((row) => row.builder_code), since, until })
   return result.rows.map((row) => ({
     builderCode: row.builder_code,
     walletAddress: row.wallet_address,
@@ -246,7 +247,31 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
     pending: row.pending,
     distinctSenders: row.distinct_senders,
     gasUsed: row.gas_used,
+    roles: roles.get(row.builder_code) ?? [],
   }))
+}
+
+/** Attributions per role of each of `builderCodes` in `[since, until)` (whole UTC hours), from the role rollup. */
+async function rolesOfCodes(
+  db: Database,
+  { chainId, builderCodes: codes, since, until }: { chainId: number; builderCodes: readonly string[]; since: Date; until: Date },
+): Promise<Map<string, RoleCounts[]>> {
+  const roles = new Map<string, RoleCounts[]>()
+  if (codes.length === 0) return roles
+  const b = builderCodeRoleBuckets
+  const result = await db.execute<{ builder_code: string; role: string; attributions: number; pending: number }>(sql`
+    select ${b.builderCode} as builder_code, ${b.role} as role, sum(${b.attributions})::int8 as attributions, sum(${b.pending})::int8 as pending
+    from ${b}
+    where ${b.chainId} = ${chainId} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+      and ${inArray(b.builderCode, [...codes])}
+    group by 1, 2
+    having sum(${b.attributions}) <> 0
+    order by 1, array_position(array['app', 'wallet', 'service', '']::text[], ${b.role})`)
+  for (const row of result.rows) {
+    const counts: RoleCounts = { role: row.role === '' ? null : (row.role as CodeRole), attributions: row.attributions, confirmed: row.attributions - row.pending, pending: row.pending }
+    roles.set(row.builder_code, [...(roles.get(row.builder_code) ?? []), counts])
+  }
+  return roles
 }
 
 /** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */

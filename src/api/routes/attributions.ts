@@ -139,7 +139,7 @@ const leaderboardAnswer = z
   .object({
     since: isoTime.meta({ description: 'The requested since rounded down to a UTC hour.' }),
     until: isoTime.meta({ description: 'The requested until rounded up to a UTC hour (exclusive).' }),
-    items: z.array(z.object({ builderCode: z.string(), walletAddress: z.string().nullable(), ...statsCounts.shape })),
+    items: z.array(z.object({ builderCode: z.string(), walletAddress: z.string().nullable(), ...statsCounts.shape, roles: roleCounts })),
   })
   .meta({ id: 'Leaderboard' })
 

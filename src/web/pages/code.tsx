@@ -49,11 +49,11 @@ export function CodePage({ code }: { code: string }) {
           </div>
           <div class="figure">
             <dt>Owner (registry)</dt>
-            <dd>{stats.data ? known(stats.data.owner) : '–'}</dd>
+            <dd>{stats.data ? known(stats.data.registry?.owner ?? null) : '–'}</dd>
           </div>
           <div class="figure">
             <dt>Payout address (registry)</dt>
-            <dd>{stats.data ? known(stats.data.payoutAddress) : '–'}</dd>
+            <dd>{stats.data ? known(stats.data.registry?.payoutAddress ?? null) : '–'}</dd>
           </div>
           <div class="figure">
             <dt>Attributed txs, 7 d</dt>

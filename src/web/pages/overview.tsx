@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks'
-import { codePath, getJson, type Leaderboard, type Stats, type SyncStatus } from '../api.js'
+import { codePath, getJson, type Leaderboard, type RoleCounts, type Stats, type SyncStatus } from '../api.js'
 import { TimeChart } from '../components/chart.js'
 import { ErrorNote, Hex, PageHeading, TableRegion, Time, useLoad } from '../components/common.js'
 import { formatDecimal, formatDuration, formatGas, formatInteger } from '../format.js'
@@ -88,7 +88,7 @@ function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
     LEADERBOARD_REFRESH_MS,
   )
   const items = data?.items ?? []
-  const hasRoles = items.some((item) => item.role != null)
+  const hasRoles = items.some((item) => item.roles.some((counts) => counts.role !== null))
   return (
     <>
       <ErrorNote error={error} />
@@ -104,7 +104,7 @@ function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
             <tr>
               <th scope="col">#</th>
               <th scope="col">Builder code</th>
-              {hasRoles && <th scope="col">Role</th>}
+              {hasRoles && <th scope="col">By role</th>}
               <th scope="col">Wallet</th>
               <th scope="col" class="number">Attributed txs</th>
               <th scope="col" class="number">Pending</th>
@@ -114,12 +114,12 @@ function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
           </thead>
           <tbody>
             {items.map((item, i) => (
-              <tr key={`${item.builderCode}/${item.role ?? ''}`} data-code={item.builderCode}>
+              <tr key={item.builderCode} data-code={item.builderCode}>
                 <td>{formatInteger(i + 1)}</td>
                 <th scope="row">
                   <a href={codePath(item.builderCode)}>{item.builderCode}</a>
                 </th>
-                {hasRoles && <td>{item.role ?? '–'}</td>}
+                {hasRoles && <td data-field="roles">{formatRoles(item.roles)}</td>}
                 <td>{item.walletAddress ? <Hex value={item.walletAddress} /> : <span class="muted">not registered here</span>}</td>
                 <td class="number" data-field="attributions">{formatInteger(item.attributions)}</td>
                 <td class="number" data-field="pending">{formatInteger(item.pending)}</td>
@@ -169,4 +169,9 @@ function TopCodesChart({ leaderboard, interval, label }: { leaderboard: Leaderbo
       {chart && <TimeChart title={`Attributed transactions per ${interval}, top ${codes.length} codes`} {...chart} />}
     </>
   )
+}
+
+/** A code's attributions per role, e.g. "app 3 · wallet 2"; codes of schemas 0 and 1 have no role. */
+function formatRoles(roles: readonly RoleCounts[]): string {
+  return roles.map((counts) => `${counts.role ?? 'no role'} ${formatInteger(counts.attributions)}`).join(' · ') || '–'
 }
