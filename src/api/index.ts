@@ -11,7 +11,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod'
 import { Redis } from 'ioredis'
-import type { Config } from '../config/index.js'
+import { API_DEFAULTS, type Config } from '../config/index.js'
 import type { Logger } from '../logger.js'
 import { createRangeQueue } from '../queue/index.js'
 import type { RpcClient } from '../rpc/index.js'
@@ -36,10 +36,6 @@ export { createMetrics, type Metrics } from '../metrics.js'
 export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
 export { createBuilderCodeClient, BuilderCodeClientError, type BuilderCodeClient } from './client.js'
 
-/** `API_RATE_LIMIT`: requests per minute per client. */
-export const DEFAULT_RATE_LIMIT = 600
-/** `API_STATEMENT_TIMEOUT_MS`: no query may run longer, so one expensive request cannot starve the others. */
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000
 const RATE_LIMIT_WINDOW_MS = 60_000
 /** The largest body any route takes is a wallet address; anything much bigger is refused. */
 const BODY_LIMIT_BYTES = 16 * 1024
@@ -68,6 +64,7 @@ export type CreateApiParameters = {
   queues?: Queue[]
   /** Requests per minute per client on every route but health and metrics. */
   rateLimit?: number
+  /** No query may run longer, so one expensive request cannot starve the others. */
   statementTimeoutMs?: number
   /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
   webhookQueue?: Pick<WebhookQueue, 'enqueue'>
@@ -127,8 +124,8 @@ export async function createApi({
   logger,
   metrics = createMetrics(),
   queues: givenQueues,
-  rateLimit: maxPerMinute = DEFAULT_RATE_LIMIT,
-  statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
+  rateLimit: maxPerMinute = API_DEFAULTS.rateLimit,
+  statementTimeoutMs = API_DEFAULTS.statementTimeoutMs,
   webhookQueue: givenWebhookQueue,
   host = '0.0.0.0',
   trustProxy = false,

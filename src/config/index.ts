@@ -6,6 +6,8 @@ export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
 export type Role = (typeof ROLES)[number]
 
 const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
+/** The API's defaults, also where the API is created without a full configuration (tests, bench). */
+export const API_DEFAULTS = { rateLimit: 600, statementTimeoutMs: 5_000 } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -69,8 +71,8 @@ const schema = z.object({
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
   RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
-  API_RATE_LIMIT: integer(1, 1_000_000).default(600),
-  API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(5_000),
+  API_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.rateLimit),
+  API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(API_DEFAULTS.statementTimeoutMs),
   BUILDER_CODES_REGISTRY: z
     .string()
     .regex(hexAddress, 'a 0x-prefixed 20-byte address')
