@@ -70,20 +70,23 @@ export async function indexedLogs(pool: pg.Pool, [from, to]: readonly [number, n
      ORDER BY block_number, log_index, block_hash`,
     [from, to, includeRemoved],
   )
-  return rows.map(
-    (row): ComparableLog => ({
-      blockNumber: row.block_number,
-      blockHash: row.block_hash,
-      blockTimestamp: row.block_timestamp.getTime() / 1000,
-      transactionHash: row.transaction_hash,
-      transactionIndex: row.transaction_index,
-      logIndex: row.log_index,
-      address: row.address,
-      topics: row.topics,
-      data: row.data,
-      removed: row.removed,
-    }),
-  )
+  return rows.map(toComparableLog)
+}
+
+/** A row of `analytics.logs` (snake_case columns) in comparable form. */
+export function toComparableLog(row: Record<string, any>): ComparableLog {
+  return {
+    blockNumber: row.block_number,
+    blockHash: row.block_hash,
+    blockTimestamp: row.block_timestamp.getTime() / 1000,
+    transactionHash: row.transaction_hash,
+    transactionIndex: row.transaction_index,
+    logIndex: row.log_index,
+    address: row.address,
+    topics: row.topics,
+    data: row.data,
+    removed: row.removed,
+  }
 }
 
 /** Asserts the index holds exactly the node's logs over the range — every field, no duplicate, nothing missing. */

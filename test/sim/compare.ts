@@ -9,7 +9,7 @@ import { decodeAttribution } from '../../src/attribution/decode.js'
 import { getIntervals } from '../../src/store/index.js'
 import { filterIdOf } from '../../src/sync/filter.js'
 import { intervalUnion, type Interval } from '../../src/utils/interval.js'
-import { nodeLogs, type ComparableLog } from '../helpers/compare.js'
+import { nodeLogs, toComparableLog, type ComparableLog } from '../helpers/compare.js'
 import { indexedAttributions, rpcBatch, type ComparableAttribution } from '../faults/helpers/nodeCompare.js'
 
 /** Differences listed per kind before the rest are only counted. */
@@ -65,19 +65,7 @@ async function indexedFilterLogs(pool: pg.Pool, filter: ComparedFilter, range: I
      ORDER BY block_number, log_index`,
     [range[0], range[1], filter.addresses, filter.topics],
   )
-  return rows.map((row) => ({
-    blockNumber: row.block_number,
-    blockHash: row.block_hash,
-    blockTimestamp: row.block_timestamp.getTime() / 1000,
-    transactionHash: row.transaction_hash,
-    transactionIndex: row.transaction_index,
-    logIndex: row.log_index,
-    address: row.address,
-    topics: row.topics,
-    data: row.data,
-    removed: row.removed,
-    status: row.status,
-  }))
+  return rows.map((row) => ({ ...toComparableLog(row), status: row.status }))
 }
 
 const LOG_FIELDS = ['blockHash', 'blockTimestamp', 'transactionHash', 'transactionIndex', 'address', 'topics', 'data'] as const
