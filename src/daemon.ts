@@ -1,8 +1,8 @@
 /** The daemon's roles: which parts run in this process, and how they stop. */
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig, ROLES, type Config, type Role } from './config/index.js'
+import { ConfigError, ROLES, type Config, type Role } from './config/index.js'
 import { createIndexer } from './wiring.js'
-import { createLogger, type Logger } from './logger.js'
+import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
 import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, webhookJobId } from './queue/index.js'

@@ -5,7 +5,7 @@ import { insertBlocks, type BlockRow } from './logs.js'
 import { lockTipWrites } from './chainLock.js'
 import { logArrays, LOG_COLUMNS, UNNEST_LOGS } from './logParams.js'
 import type { LogRow } from './logRows.js'
-import { statusBelow, type Status } from './schema.js'
+import { statusBelow } from './schema.js'
 import { recordInterval, updateChainState } from './sync.js'
 
 export type StoreTipBlocksParameters = {

@@ -10,7 +10,6 @@ import {
   statusBelow,
   storeLogChunk,
   toLogRows,
-  type BlockRow,
   type LogInput,
   type PreparedLogs,
   type Status,
