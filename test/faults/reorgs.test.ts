@@ -48,8 +48,13 @@ async function removedRows(pool: import('pg').Pool, blockHashes: string[]): Prom
   return rows[0].n
 }
 
-async function waitFinalized(pool: import('pg').Pool, atLeast: number) {
+/**
+ * Finality over `atLeast` and every repair closed: the finality check that finds orphaned rows records
+ * their repair, which the scheduler runs after it, so finality alone may come before the logs are back.
+ */
+async function waitFinalizedAndRepaired(pool: import('pg').Pool, atLeast: number) {
   await waitFor(async () => ((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1) >= atLeast, `finality over block ${atLeast}`, 90_000)
+  await waitFor(async () => (await pool.query('SELECT count(*)::int AS n FROM sync_repairs')).rows[0].n === 0, 'every repair to close', 90_000)
 }
 
 describe('reorgs', () => {
@@ -89,7 +94,7 @@ describe('reorgs', () => {
     cleanups.add(() => daemon.kill('SIGKILL'))
     await mineEmpty(anvil.url, PAST_FINALITY)
     await waitCaughtUp(pool, anvil.url)
-    await waitFinalized(pool, head)
+    await waitFinalizedAndRepaired(pool, head)
 
     const tip = (await nodeHead(anvil.url)).number
     const removed = await removedRows(pool, orphanedHashes)

@@ -144,8 +144,8 @@ async function runAction(world: World, action: Action, index: number, schedule: 
 
 /**
  * Waits until everything asked for is done: backfills finished, no job queued or running, the
- * follower at the node's head and finality at or past `finalAtLeast`. Returns what is still not
- * done at the timeout (empty when settled).
+ * follower at the node's head, finality at or past `finalAtLeast` and every repair closed. Returns
+ * what is still not done at the timeout (empty when settled).
  */
 async function settle(world: World, finalAtLeast: number): Promise<string[]> {
   const connection = createRedis(world.redis.url)
@@ -155,16 +155,18 @@ async function settle(world: World, finalAtLeast: number): Promise<string[]> {
     const deadline = Date.now() + SETTLE_TIMEOUT_MS
     let settledSince: number | undefined
     for (;;) {
-      const [head, { rows }, counts] = await Promise.all([
+      const [head, { rows }, counts, repairs] = await Promise.all([
         nodeHead(world.devnet.anvilUrl),
         world.db.store.pool.query('SELECT live_block, live_hash, finalized_block FROM chain_state'),
         queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
+        world.db.store.pool.query('SELECT count(*)::int AS n FROM sync_repairs'),
       ])
       const state = rows[0]
       const waitingFor = [
         ...(world.processes.backfillsDone() ? [] : ['backfills to finish']),
         ...(state?.live_block === head.number && state?.live_hash === head.hash ? [] : [`the follower to reach head ${head.number} (at ${state?.live_block})`]),
         ...((state?.finalized_block ?? -1) >= finalAtLeast ? [] : [`finality to reach ${finalAtLeast} (at ${state?.finalized_block})`]),
+        ...(repairs.rows[0].n === 0 ? [] : [`${repairs.rows[0].n} open repair(s)`]),
         ...(Object.entries(counts).every(([state, n]) => state === 'failed' || n === 0) ? [] : [`queued jobs ${JSON.stringify(counts)}`]),
       ]
       if (waitingFor.length === 0) {
