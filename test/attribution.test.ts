@@ -25,7 +25,7 @@ import {
   type SmartAccount,
 } from './fixtures/entryPoint.js'
 import { asciiHex, schema0Suffix, schema2Suffix } from './fixtures/erc8021-vectors.js'
-import { startFaultProxy } from './fixtures/faultProxy.js'
+import { startFaultProxy, type Faults } from './fixtures/faultProxy.js'
 import { waitFor } from './helpers/compare.js'
 import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
@@ -377,12 +377,12 @@ async function expectTransactions(db: TestDatabase, expected: ReadonlyMap<string
 }
 
 /** Node calls of one backfill, through a counting proxy, per attributed transaction. */
-async function countedBackfill({ rpcUrl, head, wallets }: { rpcUrl: string; head: number; wallets: readonly string[] }, scope: 'logs' | 'blocks') {
-  const proxy = await startFaultProxy({ upstream: rpcUrl })
+async function countedBackfill({ rpcUrl, head, wallets }: { rpcUrl: string; head: number; wallets: readonly string[] }, scope: 'logs' | 'blocks', faults: Faults = {}, from = 0) {
+  const proxy = await startFaultProxy({ upstream: rpcUrl, faults })
   cleanups.push(() => proxy.stop())
   const { db, env } = await environment(proxy.url, scope)
   await registerWallets(db, wallets)
-  const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(head)], env)
+  const result = await runTs('scripts/backfill.ts', ['--from', String(from), '--to', String(head)], env)
   expect(result.code, result.output).toBe(0)
   const { rows } = await db.store.pool.query(`SELECT count(DISTINCT tx_hash)::int AS n FROM attributions WHERE chain_id = $1`, [CHAIN_ID])
   const attributed = rows[0].n as number
@@ -506,28 +506,50 @@ describe.each(['logs', 'blocks'] as const)('attribution at the tip (ATTRIBUTION_
 })
 
 describe('node calls per attributed transaction', () => {
-  it('fetches inputs, receipts and blocks in batches, each transaction once', async () => {
+  it('reads whole blocks and block receipts where the needed transactions are most of a block, by hash where few, each transaction once', async () => {
     const anvil = await startAnvil()
     cleanups.push(() => anvil.stop())
     const agents = [1, 2, 3, 4, 5].map((i) => lower(anvilAccount(i).address))
-    // Every second transaction carries a suffix; 20 blocks of 10.
-    const { toBlock } = await buildChain(anvil.url, {
-      blocks: 20,
-      txsPerBlock: 10,
-      logsPerTx: 2,
-      largeDataEvery: 0,
-      senders: [1, 2, 3, 4, 5],
-      suffix: (i) => (i % 2 === 0 ? Attribution.toDataSuffix({ codes: [codeOf(agents[i % 5]!)] }) : undefined),
-    })
+    // 20 blocks of 10 transactions, every one with logs: the logs name every transaction of their blocks.
+    const chain = (suffixEvery: number) =>
+      buildChain(anvil.url, {
+        blocks: 20,
+        txsPerBlock: 10,
+        logsPerTx: 2,
+        largeDataEvery: 0,
+        senders: [1, 2, 3, 4, 5],
+        suffix: (i) => (i % suffixEvery === 0 ? Attribution.toDataSuffix({ codes: [codeOf(agents[i % 5]!)] }) : undefined),
+      })
+    // Every second transaction attributed: 5 of each block's 10 receipts are needed, so each block's are read at once.
+    const dense = Number((await chain(2)).toBlock)
     for (const scope of ['logs', 'blocks'] as const) {
-      const { db, proxy, attributed } = await countedBackfill({ rpcUrl: anvil.url, head: Number(toBlock), wallets: agents }, scope)
+      const { db, proxy, attributed } = await countedBackfill({ rpcUrl: anvil.url, head: dense, wallets: agents }, scope)
       expect(attributed).toBe(100)
-      const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM transactions`)
-      expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(scope === 'logs' ? rows[0].n : 0)
-      expect(proxy.stats.calls.eth_getTransactionReceipt).toBe(attributed)
-      // Batches of 100 transactions (or 10 blocks): a handful of requests for the whole range.
+      const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n, count(gas_used)::int AS gas FROM transactions`)
+      // The blocks scope also holds the Emitter's deployment, a transaction without logs.
+      expect(rows[0]).toEqual({ n: scope === 'blocks' ? 201 : 200, gas: 100 })
+      expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+      expect(proxy.stats.calls.eth_getBlockReceipts).toBe(20)
+      expect(proxy.stats.calls.eth_getTransactionReceipt ?? 0).toBe(0)
+      // Batches of 10 blocks: a handful of requests for the whole range.
       expect(proxy.stats.httpRequests).toBeLessThan(attributed / 5)
     }
+    // A node without eth_getBlockReceipts: gas used comes per transaction, every attributed one once.
+    const refusing = await countedBackfill({ rpcUrl: anvil.url, head: dense, wallets: agents }, 'logs', {
+      eth_getBlockReceipts: { error: { code: -32601, message: 'the method eth_getBlockReceipts does not exist/is not available' } },
+    })
+    const { rows: refused } = await refusing.db.store.pool.query(`SELECT count(*)::int AS n, count(gas_used)::int AS gas FROM transactions`)
+    expect(refused[0]).toEqual({ n: 200, gas: 100 })
+    expect(refusing.proxy.stats.calls.eth_getTransactionReceipt).toBe(100)
+    // Every fifth attributed: 2 of each block's 10 receipts are needed, asked by hash.
+    const sparse = await chain(5)
+    const { db, proxy, attributed } = await countedBackfill({ rpcUrl: anvil.url, head: Number(sparse.toBlock), wallets: agents }, 'logs', {}, Number(sparse.fromBlock))
+    expect(attributed).toBe(40)
+    const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n, count(gas_used)::int AS gas FROM transactions`)
+    expect(rows[0]).toEqual({ n: 200, gas: 40 })
+    expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+    expect(proxy.stats.calls.eth_getBlockReceipts ?? 0).toBe(0)
+    expect(proxy.stats.calls.eth_getTransactionReceipt).toBe(40)
   })
 })
 

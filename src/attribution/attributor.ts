@@ -17,7 +17,7 @@ import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
 import { eip7702Delegate } from './userOps.js'
 import { sleep } from '../utils/loop.js'
-import { BATCH_SIZE, BATCHES_IN_FLIGHT, fetchGasUsed, inSlices, type AttributionRpc } from './nodeReads.js'
+import { BATCH_SIZE, BATCHES_IN_FLIGHT, BLOCKS_PER_BATCH, createReceiptReader, inSlices, readsWholeBlock, type AttributionRpc } from './nodeReads.js'
 import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.js'
 
 /** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
@@ -27,8 +27,6 @@ const REGISTRY_RECHECK_AFTER_MS = 60_000
 /** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
-/** Whole blocks (transactions included) per batch: a busy block is about a megabyte of JSON. */
-const BLOCKS_PER_BATCH = 10
 type RpcBlock = RpcBlockHeader & { transactions: TransactionInput[] }
 
 export type Writes = (client: pg.PoolClient) => Promise<void>
@@ -63,6 +61,13 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   return blocks
 }
 
+/** Per block hash, the fewest transactions the block can hold: one more than the highest index at `positions` (pending ones aside). */
+function leastBlockSizes(positions: ReadonlyMap<string, TransactionPosition>): Map<string, number> {
+  const sizes = new Map<string, number>()
+  for (const p of positions.values()) if (p.status !== 'pending') sizes.set(p.blockHash, Math.max(sizes.get(p.blockHash) ?? 0, p.transactionIndex + 1))
+  return sizes
+}
+
 /**
  * Attribution of indexed transactions: takes their inputs (by hash in JSON-RPC batches, or from whole
  * blocks), decodes their ERC-8021 suffixes and user operations, checks schema-1 codes against a
@@ -71,6 +76,7 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
  */
 export function createAttributor(context: AttributorContext) {
   const { rpc, chainId, logger, registryRecheckAfterMs = REGISTRY_RECHECK_AFTER_MS } = context
+  const gasUsedOf = createReceiptReader(rpc)
 
   /**
    * `attributions` with the hashes of their EIP-7702 user operations: each sender's delegate is read
@@ -106,12 +112,14 @@ export function createAttributor(context: AttributorContext) {
 
   /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
-   * ones only move). Gas used is fetched for attributed, non-pending ones that lack it.
+   * ones only move). Gas used is fetched for attributed, non-pending ones that lack it; `blockSizes`
+   * (transactions per block hash, where a block was read whole) decides how their receipts are read.
    */
   async function prepare(
     decoded: readonly TransactionAttribution[],
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
+    blockSizes: ReadonlyMap<string, number>,
   ): Promise<Writes> {
     const fresh = await withEip7702Delegates(
       decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
@@ -123,7 +131,10 @@ export function createAttributor(context: AttributorContext) {
       return stored ? stored.attributed && stored.gasUsed === null : freshAttributed.has(hash)
     }
     // A pending transaction has no receipt yet.
-    const needGas = [...positions.values()].filter((p) => p.status !== 'pending' && lacksGas(p.hash)).map((p) => p.hash)
+    const sizes = new Map([...leastBlockSizes(positions), ...blockSizes])
+    const needGas = [...positions.values()]
+      .filter((p) => p.status !== 'pending' && lacksGas(p.hash))
+      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: sizes.get(p.blockHash)! }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
@@ -133,7 +144,7 @@ export function createAttributor(context: AttributorContext) {
     const onThisChain = String(chainId)
     for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
-    const [gasUsed, registered] = await Promise.all([fetchGasUsed(rpc, needGas), checkRegistries(rpc, [...checks.values()])])
+    const [gasUsed, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
     /** All codes registered: true; one not: false; one unknown: null. */
     const verdict = (registry: string, codes: readonly string[]) => {
       const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
@@ -192,9 +203,46 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
+   * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls for what
+   * the logs already tell: a block whose missing transactions are a large share of it (of its highest
+   * transaction index seen) is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
+   * pending ones). Returns them decoded (null where the node has none) and the size of each block read whole.
+   */
+  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>) {
+    const leastSizes = leastBlockSizes(positions)
+    const missingPerBlock = new Map<string, string[]>()
+    for (const hash of missing) {
+      const position = positions.get(hash)!
+      if (position.status === 'pending') continue
+      const list = missingPerBlock.get(position.blockHash)
+      if (list) list.push(hash)
+      else missingPerBlock.set(position.blockHash, [hash])
+    }
+    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, leastSizes.get(blockHash)!))
+    const inWhole = new Set(whole.flatMap(([, hashes]) => hashes))
+    const byHash = missing.filter((hash) => !inWhole.has(hash))
+    const wanted = (hash: string) => inWhole.has(hash)
+    const [blocks, transactions] = await Promise.all([
+      readBlocks(
+        whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber),
+        (block) => ({ hash: block.hash.toLowerCase(), size: block.transactions.length, transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)) }),
+      ),
+      fetchTransactions(byHash, (hash) => positions.get(hash)!.status !== 'pending'),
+    ])
+    const found = new Map<string, TransactionAttribution>()
+    blocks.forEach((block, i) => {
+      // The chain moved between the logs and the block: the caller reads both again.
+      if (block.hash !== whole[i]![0]) throw new Error(`block ${positions.get(whole[i]![1][0]!)!.blockNumber} is ${block.hash} on the node, not ${whole[i]![0]} as its logs say; reading again`)
+      for (const tx of block.transactions) found.set(tx.hash, tx)
+    })
+    transactions.forEach((tx, i) => tx && found.set(byHash[i]!, tx))
+    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map(blocks.map((block) => [block.hash, block.size])) }
+  }
+
+  /**
    * Prepares the attribution of the transactions behind `rows` (fetching and decoding happen now,
    * outside any database transaction); the returned writes store them with the logs. Inputs not
-   * decoded yet are fetched by hash in JSON-RPC batches.
+   * decoded yet are fetched whole block or by hash (`fetchForLogs`).
    */
   async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
@@ -212,7 +260,7 @@ export function createAttributor(context: AttributorContext) {
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
-    const transactions = await fetchTransactions(missing, (hash) => positions.get(hash)!.status !== 'pending')
+    const { transactions, blockSizes } = await fetchForLogs(missing, positions)
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
@@ -222,24 +270,29 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known)
+    return prepare(decoded, positions, known, blockSizes)
   }
 
-  /** Blocks with every transaction, decoded as each batch arrives (`eth_getBlockByNumber(n, true)` in batches). */
-  async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
+  /** Blocks with every transaction by number (`eth_getBlockByNumber(n, true)` in batches), each turned by `read` as its batch arrives so the node's objects die young. */
+  async function readBlocks<B>(numbers: readonly number[], read: (block: RpcBlock) => B): Promise<B[]> {
     return inSlices(numbers, BLOCKS_PER_BATCH, BATCHES_IN_FLIGHT, async (slice) => {
       const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
       return blocks.map((block, i) => {
         if (!block) throw new Error(`node has no block ${slice[i]}`)
-        return {
-          number: Number(block.number),
-          hash: block.hash.toLowerCase(),
-          parentHash: block.parentHash.toLowerCase(),
-          timestamp: Number(block.timestamp),
-          transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
-        }
+        return read(block)
       })
     })
+  }
+
+  /** Blocks with every transaction decoded. */
+  async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
+    return readBlocks(numbers, (block) => ({
+      number: Number(block.number),
+      hash: block.hash.toLowerCase(),
+      parentHash: block.parentHash.toLowerCase(),
+      timestamp: Number(block.timestamp),
+      transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
+    }))
   }
 
   /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
@@ -258,7 +311,12 @@ export function createAttributor(context: AttributorContext) {
       })
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
-    return prepare(blocks.flatMap((block) => block.transactions), positions, known)
+    return prepare(
+      blocks.flatMap((block) => block.transactions),
+      positions,
+      known,
+      new Map(blocks.map((block) => [block.hash, block.transactions.length])),
+    )
   }
 
   /**

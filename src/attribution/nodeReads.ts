@@ -1,13 +1,21 @@
-import type { RpcCall } from '../rpc/index.js'
+import { classifyRpcError, type RpcCall } from '../rpc/index.js'
 
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 export const BATCH_SIZE = 100
 export const BATCHES_IN_FLIGHT = 4
+/** Whole blocks (transactions or receipts included) per batch: a busy block is about a megabyte of JSON. */
+export const BLOCKS_PER_BATCH = 10
+/**
+ * A block's whole list (its transactions, its receipts) is read in one call once the ones needed are at
+ * least this share of it; below it, one call each by hash carries fewer bytes. Anvil serves both ways
+ * at the same transactions per second (bench/README.md), so the share decides calls, not speed.
+ */
+export const WHOLE_BLOCK_SHARE = 0.5
 
 /** The node as attribution reads it; calls here should already retry transient errors (see `withRetry`). */
 export type AttributionRpc = { request<T>(method: string, params: unknown[]): Promise<T>; batch<T>(calls: RpcCall[]): Promise<T[]> }
 
-type RpcReceipt = { gasUsed: string }
+type RpcReceipt = { transactionHash: string; blockHash: string; gasUsed: string }
 
 /** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
 export async function inSlices<T, R>(items: readonly T[], size: number, parallel: number, fn: (slice: T[]) => Promise<R[]>): Promise<R[]> {
@@ -26,14 +34,75 @@ export async function inSlices<T, R>(items: readonly T[], size: number, parallel
   return results.flat()
 }
 
-/** Gas used by `hashes`, from their receipts in JSON-RPC batches. */
-export async function fetchGasUsed(rpc: Pick<AttributionRpc, 'batch'>, hashes: readonly string[]): Promise<Map<string, number>> {
-  const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-    rpc.batch<RpcReceipt | null>(slice.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] }))),
-  )
-  const gasUsed = new Map<string, number>()
-  // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
-  receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, Number(receipt.gasUsed)))
-  return gasUsed
+/** Whether `needed` of a block's `size` transactions are enough to read the block's whole list in one call. */
+export function readsWholeBlock(needed: number, size: number): boolean {
+  return needed >= 2 && needed >= size * WHOLE_BLOCK_SHARE
 }
 
+/** A transaction whose gas used is wanted, with its block and how many transactions that block holds (or at least holds). */
+export type ReceiptRead = { hash: string; blockHash: string; blockTransactions: number }
+
+/**
+ * Gas used of transactions from their receipts: `eth_getBlockReceipts` for blocks where the wanted
+ * ones are a large share, `eth_getTransactionReceipt` by hash for the rest, in JSON-RPC batches. A node
+ * that does not serve `eth_getBlockReceipts` is asked per transaction from then on.
+ */
+export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
+  let blockReceipts = true
+
+  async function byHash(hashes: readonly string[], gasUsed: Map<string, number>): Promise<void> {
+    const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<RpcReceipt | null>(slice.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] }))),
+    )
+    // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
+    receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, Number(receipt.gasUsed)))
+  }
+
+  /** Reads whole blocks' receipts; returns the hashes still to read by hash (all of them when the node lacks the method). */
+  async function byBlock(blocks: ReadonlyMap<string, readonly string[]>, gasUsed: Map<string, number>): Promise<string[]> {
+    const blockHashes = [...blocks.keys()]
+    try {
+      const lists = await inSlices(blockHashes, BLOCKS_PER_BATCH, BATCHES_IN_FLIGHT, (slice) =>
+        rpc.batch<RpcReceipt[] | null>(slice.map((blockHash) => ({ method: 'eth_getBlockReceipts', params: [blockHash] }))),
+      )
+      const left: string[] = []
+      lists.forEach((receipts, i) => {
+        const wanted = blocks.get(blockHashes[i]!)!
+        const found = new Map((receipts ?? []).filter((r) => r.blockHash.toLowerCase() === blockHashes[i]).map((r) => [r.transactionHash.toLowerCase(), r]))
+        for (const hash of wanted) {
+          const receipt = found.get(hash)
+          if (receipt) gasUsed.set(hash, Number(receipt.gasUsed))
+          // A block the node no longer has under that hash (reorged) or not yet: asked by hash, as the others.
+          else left.push(hash)
+        }
+      })
+      return left
+    } catch (error) {
+      if (classifyRpcError(error).pattern !== 'invalid-request') throw error
+      blockReceipts = false
+      return [...blocks.values()].flat()
+    }
+  }
+
+  return async function gasUsedOf(reads: readonly ReceiptRead[]): Promise<Map<string, number>> {
+    const gasUsed = new Map<string, number>()
+    const perBlock = new Map<string, ReceiptRead[]>()
+    for (const read of reads) {
+      const list = perBlock.get(read.blockHash)
+      if (list) list.push(read)
+      else perBlock.set(read.blockHash, [read])
+    }
+    const wholeBlocks = new Map<string, string[]>()
+    const single: string[] = []
+    for (const [blockHash, wanted] of perBlock) {
+      if (blockReceipts && readsWholeBlock(wanted.length, Math.max(...wanted.map((r) => r.blockTransactions)))) {
+        wholeBlocks.set(blockHash, wanted.map((r) => r.hash))
+      } else single.push(...wanted.map((r) => r.hash))
+    }
+    const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])
+    if (left.length > 0) await byHash(left, gasUsed)
+    return gasUsed
+  }
+}
+
+export type ReceiptReader = ReturnType<typeof createReceiptReader>

@@ -153,6 +153,11 @@ export async function startLaggingNode({ upstream, lagBlocks }: { upstream: stri
         const at = found?.blockNumber ?? found?.number
         return at !== undefined && at !== null && Number(at) > head ? beyond() : answered
       }
+      case 'eth_getBlockReceipts': {
+        const answered = await forward()
+        const receipts = answered.result as { blockNumber: string }[] | null
+        return receipts?.length && Number(receipts[0]!.blockNumber) > head ? beyond() : answered
+      }
       case 'eth_getLogs': {
         const filter = (params[0] ?? {}) as { fromBlock?: string; toBlock?: string; blockHash?: string }
         if (filter.blockHash !== undefined || filter.fromBlock === 'pending') return forward()
