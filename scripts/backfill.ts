@@ -10,6 +10,7 @@ import cliProgress from 'cli-progress'
 import { loadConfig, ConfigError, secretsOf } from '../src/config/index.js'
 import { createIndexer } from '../src/wiring.js'
 import { createLogger } from '../src/logger.js'
+import { createMetrics, type Metrics } from '../src/metrics.js'
 import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../src/queue/index.js'
 import { planBackfill, storedBlocks } from '../src/sync/historical.js'
 import { sleep } from '../src/utils/loop.js'
@@ -97,7 +98,9 @@ async function main(): Promise<number> {
   }
 
   await checkRedis(config.redisUrl)
-  const indexer = await createIndexer(config, logger)
+  // Counts the node calls this process sends, for the summary line.
+  const metrics = createMetrics({ defaultMetrics: false })
+  const indexer = await createIndexer(config, logger, metrics)
   const cleanups: (() => Promise<unknown>)[] = [() => indexer.close()]
   const cleanup = async () => {
     for (const close of cleanups.reverse()) await close().catch(() => {})
@@ -176,11 +179,15 @@ async function main(): Promise<number> {
       }
       if (done === plan.totalBlocks) {
         bar?.stop()
-        say(`done: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s)`, {
+        const node = await nodeCalls(metrics)
+        const perThousandLogs = logs > 0 ? ` (${((node.calls * 1000) / logs).toFixed(1)} per 1,000 logs)` : ''
+        say(`done: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`, {
           done: true,
           blocks: plan.totalBlocks,
           logs,
           seconds,
+          nodeCalls: node.byMethod,
+          nodeRequests: node.requests,
         })
         return 0
       }
@@ -219,6 +226,13 @@ async function main(): Promise<number> {
   } finally {
     await cleanup()
   }
+}
+
+/** JSON-RPC calls (by method, and in all) and HTTP requests this process sent to the node. */
+async function nodeCalls(metrics: Metrics): Promise<{ byMethod: Record<string, number>; calls: number; requests: number }> {
+  const byMethod = Object.fromEntries((await metrics.rpcCalls.get()).values.map((v) => [String(v.labels.method), v.value]))
+  const requests = (await metrics.rpcDuration.get()).values.filter((v) => v.metricName?.endsWith('_count')).reduce((sum, v) => sum + v.value, 0)
+  return { byMethod, calls: Object.values(byMethod).reduce((sum, n) => sum + n, 0), requests }
 }
 
 main().then(

@@ -12,6 +12,7 @@
  * Environment: DATABASE_URL (a server where it may create and drop `codetrail_bench_*` databases),
  * REDIS_URL. See bench/README.md.
  */
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,7 +23,7 @@ import { runMigrations } from '../src/store/index.js'
 import { runApiLatency, type ApiRun } from './bench/api.js'
 import { runBackfill, type BackfillRun } from './bench/backfill.js'
 import { createRawRpc } from './bench/rawRpc.js'
-import { measureCopyLimit, measureRpcLimit, type CopyLimit, type RpcLimit } from './bench/limits.js'
+import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './bench/limits.js'
 import { runPendingLatency, type PendingRun } from './bench/pending.js'
 import { runWebhookLatency, type WebhookRun } from './bench/webhooks.js'
 import { summarizeCpuProfile, type ProfileSummary } from './bench/profile.js'
@@ -41,10 +42,10 @@ const CHUNK_BLOCKS = 1000
 // The indexer's default WORKER_CONCURRENCY: chunk jobs in flight.
 const CONCURRENCY = 4
 const PENDING_POLL_MS = 200
-const BACKFILL_ROUNDS = 2
+const BACKFILL_ROUNDS = 3
 const WATCH_MS = 20
 
-const TARGETS = { backfillRatio: 0.6, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500 }
+const TARGETS = { backfillRatio: 0.8, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500 }
 
 const SIZES = {
   full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiRequests: 300, webhookMs: 30_000, triggerCopyRows: 100_000 },
@@ -69,7 +70,18 @@ const PROFILED_FUNCTIONS = [
   'upsertAttributions',
 ]
 
-type BackfillPart = { fixture: Fixture; loadMs: number; rpc: RpcLimit[]; copy: CopyLimit; copyIndexed: CopyLimit; runs: BackfillRun[]; profile?: ProfileSummary & { path: string } }
+type BackfillPart = {
+  fixture: Fixture
+  loadMs: number
+  /** The first RPC limit, once per way of reading bodies; the faster one is the limit's. */
+  tried: RpcLimit[]
+  /** RPC and COPY limits around the runs: run i sits between limits i and i + 1. */
+  rpc: RpcLimit[]
+  copy: CopyLimit[]
+  copyIndexed: CopyLimit
+  runs: BackfillRun[]
+  profile?: ProfileSummary & { path: string }
+}
 
 const say = (message: string) => process.stderr.write(`${message}\n`)
 
@@ -162,33 +174,31 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
   const fixture = await ensureFixture({ size, say })
   const range: [number, number] = [0, fixture.toBlock]
   say(`fixture ${fixture.name}: ${count(fixture.logs)} logs, ${count(fixture.transactions)} transactions (${count(fixture.suffixed)} with a suffix), blocks ${range[0]}–${range[1]}`)
+  say('npm run build (the bench runs the compiled backfill)…')
+  buildOnce()
   let loadMs = performance.now()
   const anvil = await startAnvil({ loadState: fixture.statePath })
   loadMs = performance.now() - loadMs
+  const copyDb = await createBenchDatabase(adminDatabaseUrl, 'copy', CONCURRENCY)
   try {
     const client = createRawRpc(anvil.url, 1)
     const head = Number(await client.call<string>('eth_blockNumber', []).finally(() => client.close()))
     if (head < fixture.toBlock) throw new Error(`anvil loaded ${fixture.statePath} up to block ${head}, expected ${fixture.toBlock}`)
     say(`anvil loaded the fixture in ${(loadMs / 1000).toFixed(1)} s`)
-    const rpcParameters = { rpcUrl: anvil.url, range, chunkBlocks: CHUNK_BLOCKS, concurrency: CONCURRENCY, nodePid: anvil.process.pid }
-    const limit = async () => {
-      say('raw limit: eth_getLogs + transaction inputs…')
-      const measured = await measureRpcLimit(rpcParameters)
+    const rpcLimit = async (bodies: BodyRead) => {
+      say(`raw limit: eth_getLogs + transaction bodies ${bodies}, ${CONCURRENCY} requests in flight…`)
+      const measured = await measureRpcLimit({ rpcUrl: anvil.url, range, chunkBlocks: CHUNK_BLOCKS, concurrency: CONCURRENCY, bodies, nodePid: anvil.process.pid })
       if (measured.logs !== fixture.logs) throw new Error(`eth_getLogs returned ${measured.logs} logs, the fixture holds ${fixture.logs}`)
       return measured
     }
-    say('raw limit: COPY…')
-    const db = await createBenchDatabase(adminDatabaseUrl, 'copy')
-    let copy: CopyLimit
-    let copyIndexed: CopyLimit
-    try {
-      const copyParameters = { rpcUrl: anvil.url, pool: db.pool, chainId: fixture.chainId, range, chunkBlocks: CHUNK_BLOCKS }
-      copy = await measureCopyLimit({ ...copyParameters, table: 'unindexed' })
-      await runMigrations(db.pool)
-      copyIndexed = await measureCopyLimit({ ...copyParameters, table: 'logs' })
-    } finally {
-      await db.drop()
+    const copyParameters = { rpcUrl: anvil.url, pool: copyDb.pool, chainId: fixture.chainId, range, chunkBlocks: CHUNK_BLOCKS, streams: CONCURRENCY }
+    const copyLimit = () => {
+      say(`raw limit: COPY, ${CONCURRENCY} streams…`)
+      return measureCopyLimit({ ...copyParameters, table: 'unindexed' })
     }
+    // The cheapest way the node serves the bodies is the limit's: both are tried once, the faster kept.
+    const tried = [await rpcLimit('by-hash'), await rpcLimit('by-block')]
+    const cheapest = tried.reduce((best, r) => (r.logsPerSec > best.logsPerSec ? r : best))
     const backfillParameters = {
       rpcUrl: anvil.url,
       nodePid: anvil.process.pid!,
@@ -199,15 +209,20 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
       concurrency: CONCURRENCY,
       expected: { logs: fixture.logs, transactions: fixture.transactions, attributions: fixture.suffixed },
     }
-    // Limit, backfill, limit, backfill, limit: each backfill is set against the limits measured just
-    // before and after it, so noise from other work on the machine falls on both sides alike.
-    const rpc = [await limit()]
+    // Limits, backfill, limits, backfill, …, limits: each backfill is set against the limits measured
+    // just before and after it, so noise from other work on the machine falls on both sides alike.
+    const rpc = [cheapest]
+    const copy = [await copyLimit()]
     const runs: BackfillRun[] = []
     for (let round = 1; round <= BACKFILL_ROUNDS; round++) {
       say(`codetrail backfill (${round} of ${BACKFILL_ROUNDS})…`)
       runs.push(await runBackfill(backfillParameters))
-      rpc.push(await limit())
+      rpc.push(await rpcLimit(cheapest.bodies))
+      copy.push(await copyLimit())
     }
+    await runMigrations(copyDb.pool)
+    say(`for reference: COPY into codetrail's logs table, ${CONCURRENCY} streams…`)
+    const copyIndexed = await measureCopyLimit({ ...copyParameters, table: 'logs' })
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill again, with a CPU profile…')
@@ -216,41 +231,69 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
       if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)
       summary = { ...summarizeCpuProfile(profiled.cpuProfile, PROFILED_FUNCTIONS, profiled.workWindowUs), path: profiled.cpuProfile }
     }
-    return { fixture, loadMs, rpc, copy, copyIndexed, runs, ...(summary ? { profile: summary } : {}) }
+    return { fixture, loadMs, tried, rpc, copy, copyIndexed, runs, ...(summary ? { profile: summary } : {}) }
   } finally {
+    await copyDb.drop()
     await anvil.stop()
   }
+}
+
+/** `npm run build`, so the backfill the bench times is the compiled one users start. */
+function buildOnce(): void {
+  const result = spawnSync('npm', ['run', 'build'], { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}${result.stderr}`)
 }
 
 const cpuNote = (copy: CopyLimit) => (copy.backendCpuSec === undefined ? '' : `, backend CPU ${copy.backendCpuSec.toFixed(1)} s`)
 const pct = (share: number) => `${(share * 100).toFixed(0)} %`
 const verdict = (ok: boolean) => (ok ? 'ok' : 'BELOW TARGET')
 
-function backfillRows({ fixture, loadMs, rpc, copy, copyIndexed, runs }: BackfillPart, results: ReturnType<typeof readResults>): TableRow[] {
-  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length
-  const rpcLimit = mean(rpc.map((r) => r.logsPerSec))
-  // Run i sits between limit measurements i and i + 1.
-  const ratios = runs.map((run, i) => run.logsPerSec / Math.min(mean([rpc[i]!.logsPerSec, rpc[i + 1]!.logsPerSec]), copy.rowsPerSec))
-  const ratio = mean(ratios)
-  const logsPerSec = mean(runs.map((run) => run.logsPerSec))
+const mean = (values: readonly number[]) => values.reduce((sum, v) => sum + v, 0) / values.length
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+const sumOf = (record: Record<string, number>) => Object.values(record).reduce((sum, v) => sum + v, 0)
+
+function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: BackfillPart, results: ReturnType<typeof readResults>): TableRow[] {
+  // Run i sits between limit measurements i and i + 1; its limit is the lower of the two kinds.
+  const limits = runs.map((_, i) => {
+    const rpcLogsPerSec = mean([rpc[i]!.logsPerSec, rpc[i + 1]!.logsPerSec])
+    const copyRowsPerSec = mean([copy[i]!.rowsPerSec, copy[i + 1]!.rowsPerSec])
+    return { rpcLogsPerSec, copyRowsPerSec, lower: Math.min(rpcLogsPerSec, copyRowsPerSec) }
+  })
+  const ratios = runs.map((run, i) => run.logsPerSec / limits[i]!.lower)
+  const ratio = median(ratios)
+  const logsPerSec = median(runs.map((run) => run.logsPerSec))
   const peakRssMiB = Math.max(...runs.map((run) => run.peakRssMiB))
-  results.limits = { rpcLogsPerSec: round(rpcLimit), copyRowsPerSec: round(copy.rowsPerSec) }
+  const rpcLimit = median(rpc.map((r) => r.logsPerSec))
+  const copyLimit = median(copy.map((c) => c.rowsPerSec))
+  results.limits = { rpcLogsPerSec: round(rpcLimit), copyRowsPerSec: round(copyLimit) }
   results.backfill = { logs: fixture.logs, logsPerSec: round(logsPerSec), ratioToLimit: round(ratio, 3), peakRssMiB: round(peakRssMiB, 1) }
-  const first = rpc[0]!
-  const perThousand = (cpuSeconds: number) => (cpuSeconds * 1000 * 1000) / fixture.logs
-  const rawCpuMsPerThousand = perThousand(mean(rpc.map((r) => (r.nodeCpuSec ?? 0) + r.clientCpuSec)) + (copy.backendCpuSec ?? 0))
-  const backfillCpuMsPerThousand = perThousand(mean(runs.map((run) => Object.values(run.cpu).reduce((sum, v) => sum + v, 0))))
+  const perThousand = (n: number) => (n * 1000) / fixture.logs
+  const rawCpuMsPerThousand = perThousand(median(rpc.map((r) => (r.nodeCpuSec ?? 0) + r.clientCpuSec)) + median(copy.map((c) => c.backendCpuSec ?? 0))) * 1000
+  const backfillCpuMsPerThousand = perThousand(median(runs.map((run) => sumOf(run.cpu)))) * 1000
+  const calls = runs[0]!.nodeCalls
   return [
-    { figure: 'raw eth_getLogs + tx inputs (limit)', measured: `${count(rpcLimit)} logs/s`, beside: `mean of ${rpc.map((r) => count(r.logsPerSec)).join(', ')}` },
     {
-      figure: '',
-      measured: `eth_getLogs ${CHUNK_BLOCKS}-block chunks, ${CONCURRENCY} in flight: ${count(first.getLogsPerSec)} logs/s (${(first.getLogsMs / 1000).toFixed(1)} s); inputs of ${count(first.transactions)} txs, batches of 100, 4 in flight: ${count(first.inputsPerSec)} tx/s (${(first.inputsMs / 1000).toFixed(1)} s)`,
+      figure: 'raw eth_getLogs + tx bodies (limit)',
+      measured: `${count(rpcLimit)} logs/s`,
+      beside: `median of ${rpc.map((r) => count(r.logsPerSec)).join(', ')}; bodies ${rpc[0]!.bodies}, ${CONCURRENCY} requests in flight, logs and bodies overlapped`,
     },
+    ...tried.map((r) => ({
+      figure: '',
+      measured: `bodies ${r.bodies}: ${count(r.logsPerSec)} logs/s (${(r.ms / 1000).toFixed(1)} s), ${count(r.calls)} calls in ${count(r.requests)} requests (${perThousand(r.calls).toFixed(1)} per 1,000 logs)`,
+    })),
     {
       figure: '',
       measured: `CPU seconds per raw fetch of the fixture: anvil ${rpc.map((r) => (r.nodeCpuSec ?? 0).toFixed(1)).join(', ')}; client ${rpc.map((r) => r.clientCpuSec.toFixed(1)).join(', ')}`,
     },
-    { figure: 'raw COPY, unindexed table (limit)', measured: `${count(copy.rowsPerSec)} rows/s`, beside: `${count(copy.rows)} rows, ${copy.tableMiB.toFixed(0)} MiB, one stream${cpuNote(copy)}` },
+    {
+      figure: 'raw COPY, unindexed table (limit)',
+      measured: `${count(copyLimit)} rows/s`,
+      beside: `median of ${copy.map((c) => count(c.rowsPerSec)).join(', ')}; ${CONCURRENCY} streams, ${count(copy[0]!.rows)} rows, ${copy[0]!.tableMiB.toFixed(0)} MiB${cpuNote(copy[0]!)}`,
+    },
     {
       figure: '',
       measured: `the same COPY into codetrail's logs table with its indexes: ${count(copyIndexed.rowsPerSec)} rows/s, ${copyIndexed.tableMiB.toFixed(0)} MiB${cpuNote(copyIndexed)}`,
@@ -258,15 +301,16 @@ function backfillRows({ fixture, loadMs, rpc, copy, copyIndexed, runs }: Backfil
     {
       figure: 'backfill, attribution on',
       measured: `${count(logsPerSec)} logs/s`,
-      beside: `≥ ${pct(TARGETS.backfillRatio)} of min(raw RPC, raw COPY)`,
+      beside: `≥ ${pct(TARGETS.backfillRatio)} of min(raw RPC, raw COPY), median of ${runs.length} runs`,
       verdict: `${pct(ratio)} ${verdict(ratio >= TARGETS.backfillRatio)}`,
     },
     ...runs.flatMap((run, i) => {
       const sorted = [...run.chunkMs].sort((a, b) => a - b)
+      const limit = limits[i]!
       return [
         {
           figure: '',
-          measured: `run ${i + 1}: ${count(run.logsPerSec)} logs/s, ${pct(ratios[i]!)} of its limits; ${count(fixture.logs)} logs in ${(run.workMs / 1000).toFixed(1)} s (process ${(run.processMs / 1000).toFixed(1)} s with start-up); chunk jobs p50/max ${count(sorted[Math.floor(sorted.length / 2)] ?? 0)}/${count(sorted.at(-1) ?? 0)} ms`,
+          measured: `run ${i + 1}: ${count(run.logsPerSec)} logs/s, ${pct(ratios[i]!)} of its limit (RPC ${count(limit.rpcLogsPerSec)}, COPY ${count(limit.copyRowsPerSec)}); ${count(fixture.logs)} logs in ${(run.workMs / 1000).toFixed(1)} s (process ${(run.processMs / 1000).toFixed(1)} s with start-up); chunk jobs p50/max ${count(sorted[Math.floor(sorted.length / 2)] ?? 0)}/${count(sorted.at(-1) ?? 0)} ms`,
         },
         {
           figure: '',
@@ -274,6 +318,14 @@ function backfillRows({ fixture, loadMs, rpc, copy, copyIndexed, runs }: Backfil
         },
       ]
     }),
+    {
+      figure: 'backfill node calls per 1,000 logs',
+      measured: `${perThousand(sumOf(calls)).toFixed(1)} calls in ${perThousand(runs[0]!.nodeRequests).toFixed(1)} requests`,
+      beside: Object.entries(calls)
+        .sort(([, a], [, b]) => b - a)
+        .map(([method, n]) => `${method} ${perThousand(n).toFixed(1)}`)
+        .join(', '),
+    },
     {
       figure: '',
       measured: `CPU cost of 1,000 logs, every process counted (steadier than rates on a shared machine): raw fetch + COPY ${rawCpuMsPerThousand.toFixed(0)} ms, codetrail's backfill ${backfillCpuMsPerThousand.toFixed(0)} ms (${pct(rawCpuMsPerThousand / backfillCpuMsPerThousand)})`,

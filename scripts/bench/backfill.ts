@@ -1,6 +1,6 @@
 /**
- * codetrail's backfill of the whole fixture, attribution included: `scripts/backfill.ts` as a child
- * process on a fresh database, timed from its "enqueued" line to its last stored chunk, with its
+ * codetrail's backfill of the whole fixture, attribution included: the compiled backfill CLI
+ * (`dist/scripts/backfill.js`, `npm run build` first) as a child process on a fresh database, timed from its "enqueued" line to its last stored chunk, with its
  * memory and the CPU time of it, the node and the database's backends sampled throughout.
  */
 import { readdirSync } from 'node:fs'
@@ -43,13 +43,28 @@ export type BackfillRun = {
   startupCpuSec: number
   /** Milliseconds per chunk job, fetch to commit. */
   chunkMs: number[]
+  /** JSON-RPC calls the backfill sent, by method, and its HTTP requests (from its summary line). */
+  nodeCalls: Record<string, number>
+  nodeRequests: number
   cpuProfile: string | undefined
   /** The work's time span on the monotonic clock (µs), to cut the profile to it. */
   workWindowUs: [number, number]
 }
 
 type StderrLine = { msg?: string; duration_ms?: number; level?: number }
-type StdoutEvent = { event: string; jobs?: number; done?: boolean; blocksDone?: number; blocksTotal?: number; logs?: number }
+type StdoutEvent = {
+  event: string
+  jobs?: number
+  done?: boolean
+  blocksDone?: number
+  blocksTotal?: number
+  logs?: number
+  nodeCalls?: Record<string, number>
+  nodeRequests?: number
+}
+
+/** The compiled backfill CLI the bench runs, as users do after `npm run build`. */
+export const BACKFILL_ENTRY = 'dist/scripts/backfill.js'
 
 /** Runs the backfill CLI over `range` on a database of its own, checks what it stored, and drops the database. */
 export async function runBackfill(parameters: BackfillRunParameters): Promise<BackfillRun> {
@@ -61,11 +76,13 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     let startupCpuSec = 0
     let lastStoredAt: number | undefined
     let loggedLogs = 0
+    let nodeCalls: Record<string, number> | undefined
+    let nodeRequests = 0
     const chunkMs: number[] = []
     const progress: { at: number; share: number }[] = []
     const started = performance.now()
     const child = spawnNode({
-      entry: 'scripts/backfill.ts',
+      entry: BACKFILL_ENTRY,
       args: ['--from', String(range[0]), '--to', String(range[1]), '--json'],
       env: {
         RPC_URL: parameters.rpcUrl,
@@ -84,6 +101,10 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
           enqueuedAt = at
           startupCpuSec = cpuSecondsOf(child.pid) ?? 0
         }
+        if (event?.event === 'message' && event.done && event.nodeCalls) {
+          nodeCalls = event.nodeCalls
+          nodeRequests = event.nodeRequests ?? 0
+        }
         if (event?.event === 'progress' && event.blocksDone !== undefined && event.blocksTotal) progress.push({ at, share: event.blocksDone / event.blocksTotal })
       },
       onStderrLine: (line, at) => {
@@ -100,7 +121,9 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     const processMs = performance.now() - started
     watch.stop()
     if (code !== 0) throw new Error(`backfill exited with ${code}:\n${child.stderrTail()}`)
-    if (enqueuedAt === undefined || lastStoredAt === undefined) throw new Error(`backfill printed no "enqueued" or "range stored" line:\n${child.stderrTail()}`)
+    if (enqueuedAt === undefined || lastStoredAt === undefined || nodeCalls === undefined) {
+      throw new Error(`backfill printed no "enqueued", "range stored" or "done" line:\n${child.stderrTail()}`)
+    }
 
     await checkStored(db.pool, expected)
     const cpu = watch.cpu()
@@ -120,6 +143,8 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
       cpu: { ...cpu, codetrail: (cpu.codetrail ?? 0) - startupCpuSec },
       startupCpuSec,
       chunkMs,
+      nodeCalls,
+      nodeRequests,
       workWindowUs: [monotonicUs(enqueuedAt), monotonicUs(lastStoredAt)],
       cpuProfile: parameters.cpuProfileDir ? mainThreadProfile(parameters.cpuProfileDir, child.pid) : undefined,
     }

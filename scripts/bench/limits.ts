@@ -1,7 +1,8 @@
 /**
- * The machine's own limits on the fixture, measured with the plainest clients: `eth_getLogs` plus
- * the inputs of the transactions behind the logs (what any indexer with attribution must fetch), and
- * PostgreSQL `COPY` of the very rows codetrail stores.
+ * The machine's own limits on the fixture, measured with the plainest clients: `eth_getLogs` plus the
+ * bodies of the transactions behind the logs (what any indexer with attribution must fetch), and
+ * PostgreSQL `COPY` of the very rows codetrail stores. Both run as concurrently as codetrail's workers
+ * do, so each is a ceiling for the backfill, not a strawman.
  */
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -9,11 +10,12 @@ import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
 import { cpuSecondsOf } from './processes.js'
-import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
+import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 
-// As codetrail's attributor: 100 calls per batch, 4 batches in flight.
-const INPUT_BATCH_SIZE = 100
-const INPUT_BATCHES_IN_FLIGHT = 4
+/** How transaction bodies are read: by hash (100 calls per batch), or whole blocks with `eth_getBlockByNumber(n, true)` (10 per batch). */
+export type BodyRead = 'by-hash' | 'by-block'
+const TRANSACTIONS_PER_BATCH = 100
+const BLOCKS_PER_BATCH = 10
 
 const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6
 
@@ -21,63 +23,124 @@ export type RpcLimitParameters = {
   rpcUrl: string
   range: [number, number]
   chunkBlocks: number
-  /** `eth_getLogs` chunks in flight: the indexer's WORKER_CONCURRENCY. */
+  /** Requests in flight at once, logs and bodies alike: codetrail's WORKER_CONCURRENCY. */
   concurrency: number
+  bodies: BodyRead
   /** The node's pid, to count its CPU time. */
   nodePid?: number | undefined
 }
 
 export type RpcLimit = {
+  bodies: BodyRead
   logs: number
   transactions: number
-  getLogsMs: number
-  inputsMs: number
-  /** Logs of the whole range per second of both phases. */
+  /** JSON-RPC calls and HTTP requests sent. */
+  calls: number
+  requests: number
+  ms: number
+  /** Logs of the whole range per second. */
   logsPerSec: number
-  getLogsPerSec: number
-  inputsPerSec: number
   /** CPU seconds the node spent answering, when its pid was given. */
   nodeCpuSec: number | undefined
   /** CPU seconds of this client (receiving and parsing). */
   clientCpuSec: number
 }
 
-/** `eth_getLogs` over the range in chunks, then `eth_getTransactionByHash` of every transaction behind them. */
-export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency, nodePid }: RpcLimitParameters): Promise<RpcLimit> {
-  const rpc = createRawRpc(rpcUrl, Math.max(concurrency, INPUT_BATCHES_IN_FLIGHT))
+type Task = () => Promise<void>
+
+/**
+ * `eth_getLogs` over the range in chunks and the bodies of the transactions behind each chunk's logs,
+ * overlapped: `concurrency` runners take requests from one queue in which a chunk's body batches go
+ * ahead of the chunks not asked for yet, so logs and bodies are in flight together as in codetrail's
+ * workers, and what is held in memory stays a few chunks.
+ */
+export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency, bodies, nodePid }: RpcLimitParameters): Promise<RpcLimit> {
+  const rpc = createRawRpc(rpcUrl, concurrency)
   const nodeCpuBefore = nodePid === undefined ? null : cpuSecondsOf(nodePid)
   const clientCpuBefore = process.cpuUsage()
   try {
-    const hashes = new Set<string>()
     let logs = 0
-    let started = performance.now()
-    await inParallel(blockChunks(range[0], range[1], chunkBlocks), concurrency, async ([from, to]) => {
-      const answer = await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }])
-      logs += answer.length
-      for (const log of answer) hashes.add(log.transactionHash!)
+    let transactions = 0
+    let calls = 0
+    let requests = 0
+    let bodyBytes = 0
+    const bodyBatches: Task[] = []
+    const chunks = blockChunks(range[0], range[1], chunkBlocks)
+    const readBodies = (hashesByBlock: Map<number, Set<string>>) => {
+      if (bodies === 'by-block') {
+        const numbers = [...hashesByBlock.keys()]
+        for (let i = 0; i < numbers.length; i += BLOCKS_PER_BATCH) {
+          const slice = numbers.slice(i, i + BLOCKS_PER_BATCH)
+          bodyBatches.push(async () => {
+            const blocks = await rpc.batch<{ transactions: { input: string }[] } | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })))
+            calls += slice.length
+            requests++
+            for (const block of blocks) for (const tx of block?.transactions ?? []) bodyBytes += tx.input.length
+          })
+        }
+      } else {
+        const hashes = [...hashesByBlock.values()].flatMap((set) => [...set])
+        for (let i = 0; i < hashes.length; i += TRANSACTIONS_PER_BATCH) {
+          const slice = hashes.slice(i, i + TRANSACTIONS_PER_BATCH)
+          bodyBatches.push(async () => {
+            const txs = await rpc.batch<{ input: string } | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+            calls += slice.length
+            requests++
+            for (const tx of txs) bodyBytes += tx?.input.length ?? 0
+          })
+        }
+      }
+    }
+    const next = (): Task | undefined => {
+      const body = bodyBatches.shift()
+      if (body) return body
+      const chunk = chunks.shift()
+      if (!chunk) return undefined
+      return async () => {
+        const answer = await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(chunk[0]), toBlock: hex(chunk[1]) }])
+        calls++
+        requests++
+        logs += answer.length
+        const hashesByBlock = new Map<number, Set<string>>()
+        for (const log of answer) {
+          const block = Number(log.blockNumber)
+          const set = hashesByBlock.get(block) ?? new Set<string>()
+          set.add(log.transactionHash!)
+          hashesByBlock.set(block, set)
+        }
+        for (const set of hashesByBlock.values()) transactions += set.size
+        readBodies(hashesByBlock)
+      }
+    }
+    const started = performance.now()
+    // A runner stops once nothing is queued; a chunk still in flight may queue bodies after that, so runners start again until all is done.
+    let running = 0
+    await new Promise<void>((resolve, reject) => {
+      const pump = () => {
+        while (running < concurrency) {
+          const task = next()
+          if (!task) break
+          running++
+          task().then(() => {
+            running--
+            pump()
+          }, reject)
+        }
+        if (running === 0) resolve()
+      }
+      pump()
     })
-    const getLogsMs = performance.now() - started
-
-    const batches: string[][] = []
-    const all = [...hashes]
-    for (let i = 0; i < all.length; i += INPUT_BATCH_SIZE) batches.push(all.slice(i, i + INPUT_BATCH_SIZE))
-    let inputBytes = 0
-    started = performance.now()
-    await inParallel(batches, INPUT_BATCHES_IN_FLIGHT, async (batch) => {
-      const transactions = await rpc.batch<{ input: string } | null>(batch.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
-      for (const tx of transactions) inputBytes += tx ? tx.input.length : 0
-    })
-    const inputsMs = performance.now() - started
-    if (inputBytes === 0 && all.length > 0) throw new Error('the node returned no transaction inputs')
+    const ms = performance.now() - started
+    if (bodyBytes === 0 && transactions > 0) throw new Error('the node returned no transaction inputs')
     const nodeCpuAfter = nodePid === undefined ? null : cpuSecondsOf(nodePid)
     return {
+      bodies,
       logs,
-      transactions: all.length,
-      getLogsMs,
-      inputsMs,
-      logsPerSec: (logs / (getLogsMs + inputsMs)) * 1000,
-      getLogsPerSec: (logs / getLogsMs) * 1000,
-      inputsPerSec: (all.length / inputsMs) * 1000,
+      transactions,
+      calls,
+      requests,
+      ms,
+      logsPerSec: (logs / ms) * 1000,
       nodeCpuSec: nodeCpuBefore !== null && nodeCpuAfter !== null ? nodeCpuAfter - nodeCpuBefore : undefined,
       clientCpuSec: cpuSeconds(process.cpuUsage(clientCpuBefore)),
     }
@@ -92,16 +155,19 @@ export type CopyLimitParameters = {
   chainId: number
   range: [number, number]
   chunkBlocks: number
+  /** `COPY` streams at once, one connection each: codetrail's WORKER_CONCURRENCY. */
+  streams: number
   /** `unindexed` (the limit): a plain table of the same columns; `logs`: codetrail's own table with its indexes (migrated database). */
   table: 'unindexed' | 'logs'
 }
 
 export type CopyLimit = {
   rows: number
+  streams: number
   copyMs: number
   rowsPerSec: number
   tableMiB: number
-  /** CPU seconds of the database backend over the timed `COPY`s. */
+  /** CPU seconds of the database backends over the timed `COPY`s. */
   backendCpuSec: number | undefined
 }
 
@@ -109,21 +175,30 @@ const COPY_TABLE = 'bench_raw_copy'
 
 /**
  * `COPY FROM STDIN` of the fixture's rows, exactly as codetrail renders them (`toLogRows`,
- * `toCopyData`, binary), one statement per chunk into a table with the same columns and no index (or into
- * codetrail's `logs`, to see what its indexes cost). Only the `COPY` is timed; fetching and
- * rendering happen before each one.
+ * `toCopyData`, binary), one statement per chunk, `streams` chunks at once on as many connections,
+ * into a table with the same columns and no index (or into codetrail's `logs`, to see what its
+ * indexes cost). Only the `COPY`s are timed: each round's chunks are fetched and rendered first, then
+ * copied together.
  */
-export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBlocks, table: kind }: CopyLimitParameters): Promise<CopyLimit> {
+export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBlocks, streams, table: kind }: CopyLimitParameters): Promise<CopyLimit> {
   const table = kind === 'logs' ? 'logs' : COPY_TABLE
-  const rpc = createRawRpc(rpcUrl, 1)
-  const client = await pool.connect()
+  const rpc = createRawRpc(rpcUrl, streams)
+  const clients = await Promise.all(Array.from({ length: streams }, () => pool.connect()))
   try {
-    const { rows: backend } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
-    const backendPid = backend[0]!.pid
-    let backendCpuSec: number | undefined = 0
+    const backendPids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid))
+    // Null when the database runs elsewhere (no /proc entry for its backends).
+    const backendCpu = (): number | null => {
+      let sum = 0
+      for (const pid of backendPids) {
+        const seconds = cpuSecondsOf(pid)
+        if (seconds === null) return null
+        sum += seconds
+      }
+      return sum
+    }
     if (kind === 'unindexed') {
-      await client.query(`DROP TABLE IF EXISTS ${COPY_TABLE}`)
-      await client.query(
+      await clients[0]!.query(`DROP TABLE IF EXISTS ${COPY_TABLE}`)
+      await clients[0]!.query(
         `CREATE TABLE ${COPY_TABLE} (chain_id integer NOT NULL, block_number bigint NOT NULL, block_hash text NOT NULL,
         block_timestamp timestamptz NOT NULL, transaction_hash text NOT NULL, transaction_index integer NOT NULL,
         log_index integer NOT NULL, tx_log_ordinal integer NOT NULL, address text NOT NULL, topic0 text, topic1 text,
@@ -132,23 +207,33 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
     }
     let rows = 0
     let copyMs = 0
-    for (const [from, to] of blockChunks(range[0], range[1], chunkBlocks)) {
-      const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
-      const pieces = copyStatement(toCopyData(logRows, chainId, () => 'confirmed'))
-      const cpuBefore = cpuSecondsOf(backendPid)
+    let backendCpuSec: number | undefined = 0
+    const chunks = blockChunks(range[0], range[1], chunkBlocks)
+    for (let i = 0; i < chunks.length; i += streams) {
+      const round = chunks.slice(i, i + streams)
+      const rendered = await Promise.all(
+        round.map(async ([from, to]) => {
+          const logRows = toLogRows(await rpc.call<LogInput[]>('eth_getLogs', [{ fromBlock: hex(from), toBlock: hex(to) }]))
+          rows += logRows.length
+          return [...copyStatement(toCopyData(logRows, chainId, () => 'confirmed'))]
+        }),
+      )
+      const cpuBefore = backendCpu()
       const started = performance.now()
-      await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`)))
+      await Promise.all(
+        rendered.map((pieces, k) =>
+          pipeline(Readable.from(pieces), clients[k]!.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`))),
+        ),
+      )
       copyMs += performance.now() - started
-      const cpuAfter = cpuSecondsOf(backendPid)
-      // Unknown when the database runs elsewhere (no /proc entry for its backend).
+      const cpuAfter = backendCpu()
       backendCpuSec = cpuBefore === null || cpuAfter === null || backendCpuSec === undefined ? undefined : backendCpuSec + cpuAfter - cpuBefore
-      rows += logRows.length
     }
-    const { rows: size } = await client.query<{ bytes: string }>(`SELECT pg_total_relation_size('${table}') AS bytes`)
-    await client.query(kind === 'logs' ? 'TRUNCATE logs' : `DROP TABLE ${COPY_TABLE}`)
-    return { rows, copyMs, rowsPerSec: (rows / copyMs) * 1000, tableMiB: Number(size[0]!.bytes) / 2 ** 20, backendCpuSec }
+    const { rows: size } = await clients[0]!.query<{ bytes: string }>(`SELECT pg_total_relation_size('${table}') AS bytes`)
+    await clients[0]!.query(kind === 'logs' ? 'TRUNCATE logs' : `DROP TABLE ${COPY_TABLE}`)
+    return { rows, streams, copyMs, rowsPerSec: (rows / copyMs) * 1000, tableMiB: Number(size[0]!.bytes) / 2 ** 20, backendCpuSec }
   } finally {
-    client.release()
+    for (const client of clients) client.release()
     rpc.close()
   }
 }

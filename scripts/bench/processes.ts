@@ -35,9 +35,13 @@ export type SpawnNodeParameters = {
   onStderrLine?: (line: string, at: number) => void
 }
 
-/** Runs a TypeScript entry point of the repo as one node process (tsx as a loader, so the pid is the one that works). */
+/**
+ * Runs an entry point of the repo as one node process: compiled JavaScript (`dist/…`) as it is, a
+ * TypeScript one with tsx as a loader (so the pid is the one that works).
+ */
 export function spawnNode({ entry, args = [], env, nodeFlags = [], onStdoutLine, onStderrLine }: SpawnNodeParameters): NodeChild {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', entry, ...args], {
+  const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : []
+  const child = spawn(process.execPath, [...nodeFlags, ...loader, entry, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,12 +8,12 @@ export type BenchDatabase = { name: string; url: string; pool: pg.Pool; drop: ()
  * A fresh database `codetrail_bench_<random>` on the server of `adminUrl`, dropped by `drop()`;
  * no other database is touched.
  */
-export async function createBenchDatabase(adminUrl: string, label = ''): Promise<BenchDatabase> {
+export async function createBenchDatabase(adminUrl: string, label = '', poolSize = 2): Promise<BenchDatabase> {
   const name = `codetrail_bench_${label ? `${label}_` : ''}${randomBytes(4).toString('hex')}`
   await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`))
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'codetrail-bench' })
+  const pool = new pg.Pool({ connectionString: url.toString(), max: poolSize, application_name: 'codetrail-bench' })
   // An idle connection's error (e.g. the server restarting) surfaces on the next query; it must not crash the bench.
   pool.on('error', () => {})
   return {
