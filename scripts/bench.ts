@@ -44,6 +44,8 @@ const CONCURRENCY = 4
 const PENDING_POLL_MS = 200
 const BACKFILL_ROUNDS = 3
 const WATCH_MS = 20
+// The full fixture is a 635 MiB state dump: seconds on a quiet machine, minutes on a busy one.
+const FIXTURE_LOAD_TIMEOUT_MS = 300_000
 
 const TARGETS = { backfillRatio: 0.8, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500 }
 
@@ -177,7 +179,7 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
   say('npm run build (the bench runs the compiled backfill)…')
   buildOnce()
   let loadMs = performance.now()
-  const anvil = await startAnvil({ loadState: fixture.statePath })
+  const anvil = await startAnvil({ loadState: fixture.statePath, readyTimeoutMs: FIXTURE_LOAD_TIMEOUT_MS })
   loadMs = performance.now() - loadMs
   const copyDb = await createBenchDatabase(adminDatabaseUrl, 'copy', CONCURRENCY)
   try {

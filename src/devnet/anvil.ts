@@ -19,6 +19,8 @@ export type AnvilOptions = {
   loadState?: string
   dumpState?: string
   extraArgs?: string[]
+  /** How long to wait for the first answer; loading a large state dump on a busy machine takes a while. @default 20_000 */
+  readyTimeoutMs?: number
 }
 
 export type Anvil = {
@@ -71,7 +73,8 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
   const url = `http://127.0.0.1:${port}`
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
 
-  const deadline = Date.now() + READY_TIMEOUT_MS
+  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS
+  const deadline = Date.now() + readyTimeoutMs
   for (;;) {
     if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}: ${stderr.trim()}`)
     try {
@@ -84,7 +87,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
     } catch {}
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`anvil did not answer on ${url} within ${READY_TIMEOUT_MS} ms`)
+      throw new Error(`anvil did not answer on ${url} within ${readyTimeoutMs} ms`)
     }
     await sleep(50)
   }

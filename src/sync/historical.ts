@@ -94,9 +94,9 @@ export function createRangeProcessor(context: RangeContext) {
   const { logsPerRequest = LOGS_PER_REQUEST } = context
   /**
    * The range's logs in requests of about `logsPerRequest` logs, each prepared for storing as
-   * soon as it arrives: its parsed logs die young, and while the transactions are fetched only the
-   * `COPY` data and one row per transaction wait. Returns them with the headers fetched for blocks
-   * whose logs carry no timestamp.
+   * soon as it arrives, while the next request is in flight: its parsed logs die young, and while the
+   * transactions are fetched only the `COPY` data and one row per transaction wait. Returns them with
+   * the headers fetched for blocks whose logs carry no timestamp.
    */
   async function fetchPrepared(data: RangeJobData, range: Interval, headers: readonly Header[], finalizedBlock: number | null) {
     const headerAt = new Map(headers.map((header) => [header.number, header]))
@@ -104,11 +104,21 @@ export function createRangeProcessor(context: RangeContext) {
     const parts: PreparedLogs[] = []
     const blocks = [...headers]
     const timestamps = new Map(headers.map((block) => [block.number, block.timestamp]))
-    let from = range[0]
-    let size = FIRST_REQUEST_BLOCKS
-    while (from <= range[1]) {
+    type LogsRequest = { part: Interval; logs: Promise<LogInput[]> }
+    const request = (from: number, size: number): LogsRequest => {
       const part: Interval = [from, Math.min(range[1], from + size - 1)]
-      const logs = await context.fetchLogs(part, { addresses: data.addresses, topics: data.topics })
+      const logs = context.fetchLogs(part, { addresses: data.addresses, topics: data.topics })
+      // Awaited in the next turn; a failure while this turn is processed must not go unhandled meanwhile.
+      logs.catch(() => {})
+      return { part, logs }
+    }
+    let next: LogsRequest | undefined = request(range[0], FIRST_REQUEST_BLOCKS)
+    while (next) {
+      const part: Interval = next.part
+      const logs = await next.logs
+      // The next request is sized by how dense this one was, and sent before this one is processed.
+      const size = Math.max(1, Math.floor((logsPerRequest * (part[1] - part[0] + 1)) / Math.max(logs.length, 1)))
+      next = part[1] < range[1] ? request(part[1] + 1, size) : undefined
       verifyLogs(logs, { headers: headersWithin(headerAt, part), everyLog })
       const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !timestamps.has(n))
       for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
@@ -116,9 +126,6 @@ export function createRangeProcessor(context: RangeContext) {
         timestamps.set(block.number, block.timestamp)
       }
       parts.push(prepareLogs(toLogRows(logs, (blockNumber) => timestamps.get(blockNumber)), data.chainId, finalizedBlock))
-      // The next request is sized by how dense this one was.
-      size = Math.max(1, Math.floor((logsPerRequest * (part[1] - part[0] + 1)) / Math.max(logs.length, 1)))
-      from = part[1] + 1
     }
     return { prepared: joinPrepared(parts), blocks }
   }
