@@ -13,7 +13,7 @@ import { createWebhookQueue } from '../../src/queue/index.js'
 import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
-import { percentile } from './pending.js'
+import { percentile } from './report.js'
 import { cpuSecondsOf, postgresBackendsOf, spawnNode } from './processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
