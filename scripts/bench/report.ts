@@ -7,7 +7,7 @@ export type BenchResults = {
   backfill: { logs: number | null; logsPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
   pending: { p50Ms: number | null; p99Ms: number | null }
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
-  api: { p50Ms: number | null; p99Ms: number | null}
+  api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
 }
 
@@ -16,7 +16,7 @@ export const EMPTY_RESULTS: BenchResults = {
   backfill: { logs: null, logsPerSec: null, ratioToLimit: null, peakRssMiB: null },
   pending: { p50Ms: null, p99Ms: null },
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
-  api: { p50Ms: null, p99Ms: null },
+  api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
   webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
 }
 
