@@ -22,7 +22,7 @@ import { loadConfig } from '../src/config/index.js'
 import { silentLogger } from '../src/logger.js'
 import { createStore } from '../src/store/index.js'
 import { seededRandom } from '../test/helpers/random.js'
-import { spawnNode } from './bench/processes.js'
+import { cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './bench/processes.js'
 import { percentile } from './bench/report.js'
 
 const UNLIMITED = 1_000_000_000
@@ -51,6 +51,8 @@ export type ApiBenchOutput = {
   requestsPerSec: number
   overall: { p50Ms: number; p99Ms: number }
   routes: ApiRouteFigures[]
+  /** CPU per request over the measured sessions: the API process, and the database's PostgreSQL backends. */
+  cpuMsPerRequest: { api: number; postgres: number }
 }
 
 const LISTENING = 'listening '
@@ -72,7 +74,7 @@ async function serve(chainId: number): Promise<void> {
 }
 
 /** This script with `--serve` as a child process; resolves to its address once it listens. */
-async function startServer(chainId: number): Promise<{ base: string; stop: () => Promise<unknown> }> {
+async function startServer(chainId: number): Promise<{ base: string; pid: number; stop: () => Promise<unknown> }> {
   let listening: (base: string) => void
   const base = new Promise<string>((resolve) => (listening = resolve))
   const server = spawnNode({
@@ -87,7 +89,7 @@ async function startServer(chainId: number): Promise<{ base: string; stop: () =>
     timer = setTimeout(() => reject(new Error(`the API server did not listen within ${SERVER_START_TIMEOUT_MS} ms:\n${server.stderrTail()}`)), SERVER_START_TIMEOUT_MS)
   })
   try {
-    return { base: await Promise.race([base, failed]), stop: () => server.stop() }
+    return { base: await Promise.race([base, failed]), pid: server.pid, stop: () => server.stop() }
   } catch (error) {
     await server.stop()
     throw error
@@ -191,10 +193,14 @@ async function main(): Promise<void> {
   try {
     // Warm-up: one session per client, on codes the measured sessions visit again.
     await run(0, clients)
+    const database = new URL(config.databaseUrl).pathname.slice(1)
+    const cpu = () => ({ api: cpuSecondsOf(server.pid) ?? 0, postgres: postgresCpuSecondsOf(database) })
     measuring = true
+    const cpuBefore = cpu()
     const begun = performance.now()
     await run(clients, clients + sessions)
     const seconds = (performance.now() - begun) / 1000
+    const cpuAfter = cpu()
     measuring = false
 
     const figures = (route: string, times: number[]): ApiRouteFigures => {
@@ -221,6 +227,10 @@ async function main(): Promise<void> {
       requestsPerSec: samples.length / seconds,
       overall: { p50Ms: overall.p50Ms, p99Ms: overall.p99Ms },
       routes,
+      cpuMsPerRequest: {
+        api: ((cpuAfter.api - cpuBefore.api) * 1000) / samples.length,
+        postgres: ((cpuAfter.postgres - cpuBefore.postgres) * 1000) / samples.length,
+      },
     }
   } finally {
     for (const agent of agents) agent.destroy()
@@ -240,6 +250,7 @@ async function main(): Promise<void> {
         `(rows per code: hottest ${count(output.codes.hottestRows)}, median ${count(output.codes.medianRows)}, coldest ${count(output.codes.coldestRows)}), up to ${pages} pages each`,
       ...output.routes.map((r) => `${r.route.padEnd(64)} p50 ${ms(r.p50Ms)}   p99 ${ms(r.p99Ms)}   max ${ms(r.maxMs)}   (n=${r.requests})`),
       `${'all requests'.padEnd(64)} p50 ${ms(output.overall.p50Ms)}   p99 ${ms(output.overall.p99Ms)}   ${count(output.requestsPerSec)} requests/s (${output.requests} in ${output.seconds.toFixed(1)} s)`,
+      `CPU per request: API process ${output.cpuMsPerRequest.api.toFixed(2)} ms, PostgreSQL backends ${output.cpuMsPerRequest.postgres.toFixed(2)} ms`,
     ].join('\n') + '\n',
   )
 }

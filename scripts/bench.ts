@@ -377,6 +377,10 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
     },
     {
       figure: '',
+      measured: `CPU per request: API process ${run.cpuMsPerRequest.api.toFixed(2)} ms, PostgreSQL backends ${run.cpuMsPerRequest.postgres.toFixed(2)} ms (${cpus().length} cores)`,
+    },
+    {
+      figure: '',
       measured: `${run.requests} requests in ${run.seconds.toFixed(1)} s, ${run.sessions} sessions; codes used ${codes.used} of ${codes.seeded}, rows per code hottest / median / coldest ${count(codes.hottestRows)} / ${count(codes.medianRows)} / ${count(codes.coldestRows)}; seeded in ${(run.seedMs / 1000).toFixed(0)} s`,
     },
   ]
