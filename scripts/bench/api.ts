@@ -1,26 +1,30 @@
 /**
  * API latency with many attributions stored: `scripts/seed-attributions.ts` fills a fresh database,
- * then `scripts/bench-api.ts` times the attribution routes; this reads the figures from its output.
+ * then `scripts/bench-api.ts --json` runs concurrent clients over many codes against it; this reads the
+ * figures from its output.
  */
+import type { ApiBenchOutput } from '../bench-api.js'
 import { spawnNode } from './processes.js'
 import { createBenchDatabase } from './services.js'
 
-export type ApiRoute = { route: string; p50Ms: number; p99Ms: number; requests: number }
-
-export type ApiRun = {
-  rows: number
+export type ApiRun = ApiBenchOutput & {
   seedMs: number
-  routes: ApiRoute[]
   /** The slowest route's figures: the highest p50 and the highest p99 over the routes. */
   p50Ms: number
   p99Ms: number
 }
 
-export type ApiRunParameters = { adminDatabaseUrl: string; rows: number; requests: number; say: (message: string) => void }
+export type ApiRunParameters = {
+  adminDatabaseUrl: string
+  rows: number
+  clients: number
+  codes: number
+  sessions: number
+  pages: number
+  say: (message: string) => void
+}
 
-const ROUTE_LINE = /^(GET .*?)\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms\s+\(n=(\d+)\)$/
-
-export async function runApiLatency({ adminDatabaseUrl, rows, requests, say }: ApiRunParameters): Promise<ApiRun> {
+export async function runApiLatency({ adminDatabaseUrl, rows, clients, codes, sessions, pages, say }: ApiRunParameters): Promise<ApiRun> {
   const db = await createBenchDatabase(adminDatabaseUrl, 'api')
   try {
     const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }
@@ -33,18 +37,18 @@ export async function runApiLatency({ adminDatabaseUrl, rows, requests, say }: A
       }
     })
     const seedMs = performance.now() - started
-    const routes: ApiRoute[] = []
-    await run('scripts/bench-api.ts', ['--requests', String(requests)], env, (line) => {
-      const match = ROUTE_LINE.exec(line.trim())
-      if (match) routes.push({ route: match[1]!.trim(), p50Ms: Number(match[2]), p99Ms: Number(match[3]), requests: Number(match[4]) })
+    say(`  ${clients} clients over ${codes} codes, ${sessions} sessions of up to ${pages} pages and the stats…`)
+    let output: ApiBenchOutput | undefined
+    const args = ['--clients', String(clients), '--codes', String(codes), '--sessions', String(sessions), '--pages', String(pages), '--json']
+    await run('scripts/bench-api.ts', args, env, (line) => {
+      if (line.startsWith('{')) output = JSON.parse(line) as ApiBenchOutput
     })
-    if (routes.length === 0) throw new Error('scripts/bench-api.ts printed no route figures')
+    if (!output || output.routes.length === 0) throw new Error('scripts/bench-api.ts printed no figures')
     return {
-      rows,
+      ...output,
       seedMs,
-      routes,
-      p50Ms: Math.max(...routes.map((r) => r.p50Ms)),
-      p99Ms: Math.max(...routes.map((r) => r.p99Ms)),
+      p50Ms: Math.max(...output.routes.map((r) => r.p50Ms)),
+      p99Ms: Math.max(...output.routes.map((r) => r.p99Ms)),
     }
   } finally {
     await db.drop().catch(() => {})

@@ -2,7 +2,9 @@
  * Pending latency on the devnet: a sender emits logs at a steady rate, the daemon (`--role
  * scheduler`) polls pre-confirmed logs every PENDING_POLL_MS, and this process watches both ends
  * every `watchMs`: when the node first serves each log as pending, and when it becomes readable in
- * `analytics.logs`.
+ * `analytics.logs`. Every log served counts: once sending stops, the run waits until every transaction
+ * is mined, the daemon's live follower has stored the head that holds them, and a grace period more;
+ * a served log still not readable then is `missing`, which fails the part.
  */
 import type { Hex } from 'viem'
 import pg from 'pg'
@@ -11,6 +13,7 @@ import { anvilAccount, artifacts, deployContract, encodeEmitMany } from '../../t
 import { fixtureSuffix, FIXTURE_PARAMETERS } from '../generate-fixture.js'
 import { spawnNode, watchProcess } from './processes.js'
 import { createRawRpc, type RawRpc } from './rawRpc.js'
+import { percentile } from './report.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 import { sleep } from '../../src/utils/loop.js'
 
@@ -22,7 +25,12 @@ const MAX_FEE = 100_000_000_000n
 const PRIORITY_FEE = 1_000_000_000n
 const SENDER = 1
 const WARMUP_TIMEOUT_MS = 60_000
-const DRAIN_TIMEOUT_MS = 15_000
+/** After the daemon has stored the head holding every sent transaction: time for its last writes to commit. */
+const DRAIN_GRACE_MS = 3_000
+/** Longest wait, from the last send, for the daemon to catch up and every served log to be readable. */
+const DRAIN_TIMEOUT_MS = 60_000
+const DRAIN_POLL_MS = 100
+const MISSING_EXAMPLES = 5
 
 export type PendingRunParameters = {
   adminDatabaseUrl: string
@@ -49,15 +57,13 @@ export type PendingRun = {
   readAsPending: number
   /** Latency percentiles of the logs by the status they were first readable with. */
   byStatus: Record<string, { logs: number; p50Ms: number; p99Ms: number }>
-  /** Logs never readable within the drain timeout. */
+  /** Served logs never readable by the end of the drain: any makes the part fail. */
   missing: number
+  /** A few of them: `transaction:ordinal`, when served, the block that mined the transaction. */
+  missingExamples: string[]
+  /** How the drain ended: the head holding every sent transaction and when the daemon had stored it. */
+  drain: { head: number | null; liveBlock: number | null; caughtUpAfterMs: number | null; waitedMs: number }
   daemonPeakRssMiB: number
-}
-
-/** Nearest-rank percentile of sorted values. */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 }
 
 type Served = { servedAt: number; readableAt?: number; status?: string; measured: boolean }
@@ -168,9 +174,19 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
       await send()
       await sleep(Math.max(0, started + ((i + 1) * 1000) / parameters.txPerSec - performance.now()))
     }
-    const drainDeadline = performance.now() + DRAIN_TIMEOUT_MS
+    const sendingEnded = performance.now()
     const measured = () => [...served.values()].filter((entry) => entry.measured)
-    while (measured().some((entry) => entry.readableAt === undefined) && performance.now() < drainDeadline) await sleep(100)
+    const drain = await drainUntilCaughtUp({
+      rpc,
+      pool: readable,
+      chainId,
+      sender: sender.address,
+      nextNonce: sender.nextNonce(),
+      settled: () => measured().every((entry) => entry.readableAt !== undefined),
+    })
+    // Stop watching before reading the entries, so none changes while the figures are made.
+    stopped = true
+    await Promise.all(loops)
 
     const entries = measured()
     const latenciesMs = entries
@@ -186,6 +202,16 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
       byStatus[status] = { logs: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) }
     }
     daemonWatch.stop()
+    const missingKeys = [...served.entries()].filter(([, entry]) => entry.measured && entry.readableAt === undefined)
+    const missingExamples = await Promise.all(
+      missingKeys.slice(0, MISSING_EXAMPLES).map(async ([key, entry]) => {
+        const hash = key.split(':')[0]!
+        const receipt = await rpc.call<{ blockNumber: string } | null>('eth_getTransactionReceipt', [hash]).catch(() => null)
+        const mined = receipt ? `mined in block ${Number(receipt.blockNumber)}` : 'not mined'
+        const offset = (entry.servedAt - sendingEnded) / 1000
+        return `${key} (served ${Math.abs(offset).toFixed(1)} s ${offset < 0 ? 'before' : 'after'} sending stopped, ${mined})`
+      }),
+    )
     return {
       byStatus,
       logs: entries.length,
@@ -194,12 +220,57 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
       p99Ms: percentile(latenciesMs, 99),
       maxMs: latenciesMs.at(-1) ?? Number.NaN,
       readAsPending: entries.filter((entry) => entry.status === 'pending').length,
-      missing: entries.filter((entry) => entry.readableAt === undefined).length,
+      missing: missingKeys.length,
+      missingExamples,
+      drain,
       daemonPeakRssMiB: daemonWatch.peakMiB(),
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
   }
+}
+
+type DrainParameters = {
+  rpc: RawRpc
+  pool: pg.Pool
+  chainId: number
+  sender: string
+  /** The sender's nonce after its last transaction. */
+  nextNonce: number
+  /** Whether every served log is readable already. */
+  settled: () => boolean
+}
+
+/**
+ * Waits until every sent transaction is mined (the sender's latest nonce reaches `nextNonce`), the
+ * daemon's live follower has stored the head then (`chain_state.live_block`), then until `settled()`
+ * or `DRAIN_GRACE_MS` more; at most `DRAIN_TIMEOUT_MS` in all. No log is first served after that, and
+ * one served just before sending stopped is readable by a correct daemon, as pending or once confirmed.
+ */
+async function drainUntilCaughtUp({ rpc, pool, chainId, sender, nextNonce, settled }: DrainParameters): Promise<PendingRun['drain']> {
+  const started = performance.now()
+  const deadline = started + DRAIN_TIMEOUT_MS
+  let head: number | null = null
+  let liveBlock: number | null = null
+  let caughtUpAt: number | null = null
+  while (performance.now() < deadline) {
+    // Only once caught up: until every transaction is mined, a log may still be served for the first time.
+    if (caughtUpAt !== null && (settled() || performance.now() - caughtUpAt >= DRAIN_GRACE_MS)) break
+    if (caughtUpAt === null) {
+      // A failed look is retried on the next turn; the deadline bounds the whole wait.
+      try {
+        if (head === null && Number(await rpc.call<string>('eth_getTransactionCount', [sender, 'latest'])) >= nextNonce)
+          head = Number(await rpc.call<string>('eth_blockNumber', []))
+        if (head !== null) {
+          const { rows } = await pool.query<{ live_block: string | null }>('SELECT live_block FROM chain_state WHERE chain_id = $1', [chainId])
+          liveBlock = rows[0]?.live_block == null ? null : Number(rows[0].live_block)
+          if (liveBlock !== null && liveBlock >= head) caughtUpAt = performance.now()
+        }
+      } catch {}
+    }
+    await sleep(DRAIN_POLL_MS)
+  }
+  return { head, liveBlock, caughtUpAfterMs: caughtUpAt === null ? null : caughtUpAt - started, waitedMs: performance.now() - started }
 }
 
 /** Signs Emitter calls locally with consecutive nonces; every fifth carries an ERC-8021 suffix, as in the fixture. */
@@ -208,6 +279,9 @@ function createSender(rpc: RawRpc, chainId: number, emitter: Hex) {
   let nonce: number | undefined
   let i = 0
   return {
+    address: account.address,
+    /** The nonce the next transaction takes. */
+    nextNonce: () => nonce ?? 0,
     async send(): Promise<Hex> {
       nonce ??= Number(await rpc.call<string>('eth_getTransactionCount', [account.address, 'pending']))
       const suffix = fixtureSuffix(FIXTURE_PARAMETERS.full, i)

@@ -106,6 +106,11 @@ export function postgresBackendsOf(database: string): number[] {
   return pids
 }
 
+/** CPU seconds used so far by the PostgreSQL backends connected to `database` now. */
+export function postgresCpuSecondsOf(database: string): number {
+  return postgresBackendsOf(database).reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0)
+}
+
 export type Sample = { at: number; rssMiB: number }
 
 export type ProcessWatch = {

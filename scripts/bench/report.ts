@@ -7,7 +7,7 @@ export type BenchResults = {
   backfill: { logs: number | null; logsPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
   pending: { p50Ms: number | null; p99Ms: number | null }
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
-  api: { p50Ms: number | null; p99Ms: number | null }
+  api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
 }
 
@@ -16,7 +16,7 @@ export const EMPTY_RESULTS: BenchResults = {
   backfill: { logs: null, logsPerSec: null, ratioToLimit: null, peakRssMiB: null },
   pending: { p50Ms: null, p99Ms: null },
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
-  api: { p50Ms: null, p99Ms: null },
+  api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
   webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
 }
 
@@ -42,6 +42,12 @@ export function readResults(path: string): BenchResults {
 export function writeResults(path: string, results: BenchResults): void {
   mkdirSync(dirname(path), { recursive: true })
   writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`)
+}
+
+/** Nearest-rank percentile of sorted values. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 }
 
 export const round = (value: number, digits = 0) => Number(value.toFixed(digits))

@@ -13,8 +13,8 @@ import { createWebhookQueue } from '../../src/queue/index.js'
 import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
-import { percentile } from './pending.js'
-import { cpuSecondsOf, postgresBackendsOf, spawnNode } from './processes.js'
+import { percentile } from './report.js'
+import { cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -52,8 +52,6 @@ export type WebhookRun = {
 }
 
 /** CPU seconds of the database's backends so far (those connected now). */
-const postgresCpu = (database: string) => postgresBackendsOf(database).reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0)
-
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 
 /** Attribution rows of transactions `[from, from + count)`, confirmed in `block`, through the range jobs' write path. */
@@ -156,7 +154,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     })
     if (created.status !== 201) throw new Error(`POST /v1/webhooks answered ${created.status}: ${await created.text()}`)
 
-    const cpuBefore = { daemon: cpuSecondsOf(daemon.pid) ?? 0, postgres: postgresCpu(db.name) }
+    const cpuBefore = { daemon: cpuSecondsOf(daemon.pid) ?? 0, postgres: postgresCpuSecondsOf(db.name) }
     const perCommit = Math.max(1, Math.round(parameters.eventsPerSec / COMMITS_PER_SEC))
     const commits = Math.round((parameters.durationMs / 1000) * COMMITS_PER_SEC)
     const started = performance.now()
@@ -173,7 +171,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     const perThousand = (seconds: number) => (seconds * 1000 * 1000) / committedAt.size
     const cpuMsPerThousand = {
       daemon: perThousand((cpuSecondsOf(daemon.pid) ?? 0) - cpuBefore.daemon),
-      postgres: perThousand(postgresCpu(db.name) - cpuBefore.postgres),
+      postgres: perThousand(postgresCpuSecondsOf(db.name) - cpuBefore.postgres),
     }
 
     const stages = await jobStages(parameters.redisUrl, redis.prefix, committedAt, eventOf)
