@@ -124,6 +124,11 @@ async function main(): Promise<number> {
   let api: ApiRun | undefined
   let webhooks: WebhookRun | undefined
 
+  // The backfill and the daemons the bench times are the compiled ones users start.
+  if (parts.has('backfill') || parts.has('pending') || parts.has('webhooks')) {
+    say('npm run build…')
+    build()
+  }
   if (parts.has('backfill')) backfill = await benchBackfill(size, adminDatabaseUrl, redisUrl, values.profile)
   if (parts.has('pending')) {
     const ws = values['pending-ws'] ? ' and subscribed to pendingLogs' : ''
@@ -194,8 +199,6 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
   const fixture = await ensureFixture({ size, say })
   const range: [number, number] = [0, fixture.toBlock]
   say(`fixture ${fixture.name}: ${count(fixture.logs)} logs, ${count(fixture.transactions)} transactions (${count(fixture.suffixed)} with a suffix), blocks ${range[0]}–${range[1]}`)
-  say('npm run build (the bench runs the compiled backfill)…')
-  buildOnce()
   let loadMs = performance.now()
   const anvil = await startAnvil({ loadState: fixture.statePath, readyTimeoutMs: FIXTURE_LOAD_TIMEOUT_MS })
   loadMs = performance.now() - loadMs
@@ -258,8 +261,8 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
   }
 }
 
-/** `npm run build`, so the backfill the bench times is the compiled one users start. */
-function buildOnce(): void {
+/** `npm run build`: `dist/` as users run it. */
+function build(): void {
   const result = spawnSync('npm', ['run', 'build'], { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' })
   if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}${result.stderr}`)
 }

@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type pg from 'pg'
-import { cpuSecondsOf, monotonicUs, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
+import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
 /** Progress fractions at which the worker's RSS is reported, to show whether it stays flat. */
@@ -63,9 +63,6 @@ type StdoutEvent = {
   nodeRequests?: number
 }
 
-/** The compiled backfill CLI the bench runs, as users do after `npm run build`. */
-export const BACKFILL_ENTRY = 'dist/scripts/backfill.js'
-
 /** Runs the backfill CLI over `range` on a database of its own, checks what it stored, and drops the database. */
 export async function runBackfill(parameters: BackfillRunParameters): Promise<BackfillRun> {
   const { range, expected } = parameters
@@ -82,7 +79,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     const progress: { at: number; share: number }[] = []
     const started = performance.now()
     const child = spawnNode({
-      entry: BACKFILL_ENTRY,
+      entry: COMPILED_ENTRIES.backfill,
       args: ['--from', String(range[0]), '--to', String(range[1]), '--json'],
       env: {
         RPC_URL: parameters.rpcUrl,

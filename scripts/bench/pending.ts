@@ -11,7 +11,7 @@ import pg from 'pg'
 import { createDevnet } from '../../src/devnet/index.js'
 import { anvilAccount, artifacts, deployContract, encodeEmitMany } from '../../test/fixtures/chain.js'
 import { fixtureSuffix, FIXTURE_PARAMETERS } from '../generate-fixture.js'
-import { spawnNode, watchProcess } from './processes.js'
+import { COMPILED_ENTRIES, spawnNode, watchProcess } from './processes.js'
 import { createRawRpc, type RawRpc } from './rawRpc.js'
 import { percentile } from './report.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
@@ -83,7 +83,7 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
     const emitter = await deployContract(devnet.url, artifacts.Emitter)
     const chainId = Number(await rpc.call<string>('eth_chainId', []))
     const daemon = spawnNode({
-      entry: 'src/main.ts',
+      entry: COMPILED_ENTRIES.daemon,
       args: ['--role', 'scheduler'],
       env: {
         RPC_URL: devnet.url,

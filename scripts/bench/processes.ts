@@ -15,6 +15,9 @@ export function monotonicUs(at: number): number {
   return at * 1000 + monotonicOffsetUs
 }
 
+/** The compiled entry points the bench runs, as users start them after `npm run build`. */
+export const COMPILED_ENTRIES = { daemon: 'dist/src/main.js', backfill: 'dist/scripts/backfill.js' } as const
+
 export type NodeChild = {
   child: ChildProcess
   pid: number

@@ -14,7 +14,7 @@ import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
 import { percentile } from './report.js'
-import { cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './processes.js'
+import { COMPILED_ENTRIES, cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './processes.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -128,7 +128,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
       })
     })
     const daemon = spawnNode({
-      entry: 'src/main.ts',
+      entry: COMPILED_ENTRIES.daemon,
       env: {
         RPC_URL: anvil.url,
         DATABASE_URL: db.url,
