@@ -80,7 +80,7 @@ const PROFILED_FUNCTIONS = [
 type BackfillPart = {
   fixture: Fixture
   loadMs: number
-  /** The first RPC limit, once per way of reading bodies; the faster one is the limit's. */
+  /** The first RPC limit, once per way of reading bodies; the fastest one is the limit's. */
   tried: RpcLimit[]
   /** RPC and COPY limits around the runs: run i sits between limits i and i + 1. */
   rpc: RpcLimit[]
@@ -219,8 +219,8 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
       say(`raw limit: COPY, ${CONCURRENCY} streams…`)
       return measureCopyLimit({ ...copyParameters, table: 'unindexed' })
     }
-    // The cheapest way the node serves the bodies is the limit's: both are tried once, the faster kept.
-    const tried = [await rpcLimit('by-hash'), await rpcLimit('by-block')]
+    // The cheapest way the node serves the bodies is the limit's: each is tried once, the fastest kept.
+    const tried = [await rpcLimit('by-hash'), await rpcLimit('by-block'), await rpcLimit('by-share')]
     const cheapest = tried.reduce((best, r) => (r.logsPerSec > best.logsPerSec ? r : best))
     const backfillParameters = {
       rpcUrl: anvil.url,

@@ -8,14 +8,18 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
+import { readsWholeBlock } from '../../src/attribution/nodeReads.js'
 import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
 import { cpuSecondsOf } from './processes.js'
 import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 
-/** How transaction bodies are read: by hash (100 calls per batch), or whole blocks with `eth_getBlockByNumber(n, true)` (10 per batch). */
-export type BodyRead = 'by-hash' | 'by-block'
+/**
+ * How transaction bodies are read: by hash (`eth_getTransactionByHash`, 100 per batch), whole blocks
+ * (`eth_getBlockByNumber(n, true)`, about 100 transactions per batch), or each block the way its share
+ * of indexed transactions makes cheaper, by codetrail's rule (`readsWholeBlock`).
+ */
+export type BodyRead = 'by-hash' | 'by-block' | 'by-share'
 const TRANSACTIONS_PER_BATCH = 100
-const BLOCKS_PER_BATCH = 10
 
 const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6
 
@@ -66,29 +70,40 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
     let bodyBytes = 0
     const bodyBatches: Task[] = []
     const chunks = blockChunks(range[0], range[1], chunkBlocks)
-    const readBodies = (hashesByBlock: Map<number, Set<string>>) => {
-      if (bodies === 'by-block') {
-        const numbers = [...hashesByBlock.keys()]
-        for (let i = 0; i < numbers.length; i += BLOCKS_PER_BATCH) {
-          const slice = numbers.slice(i, i + BLOCKS_PER_BATCH)
-          bodyBatches.push(async () => {
-            const blocks = await rpc.batch<{ transactions: { input: string }[] } | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })))
-            calls += slice.length
-            requests++
-            for (const block of blocks) for (const tx of block?.transactions ?? []) bodyBytes += tx.input.length
-          })
+    const readBodies = (blocks: Map<number, { hashes: Set<string>; leastSize: number }>) => {
+      const whole = [...blocks].filter(([, b]) => bodies === 'by-block' || (bodies === 'by-share' && readsWholeBlock(b.hashes.size, b.leastSize)))
+      const wholeNumbers = new Set(whole.map(([n]) => n))
+      const hashes = [...blocks].filter(([n]) => !wholeNumbers.has(n)).flatMap(([, b]) => [...b.hashes])
+      // Whole blocks in batches of about 100 transactions, as codetrail batches them.
+      let batch: number[] = []
+      let batchTransactions = 0
+      const batches: number[][] = []
+      for (const [n, b] of whole) {
+        if (batch.length > 0 && batchTransactions + b.leastSize > TRANSACTIONS_PER_BATCH) {
+          batches.push(batch)
+          batch = []
+          batchTransactions = 0
         }
-      } else {
-        const hashes = [...hashesByBlock.values()].flatMap((set) => [...set])
-        for (let i = 0; i < hashes.length; i += TRANSACTIONS_PER_BATCH) {
-          const slice = hashes.slice(i, i + TRANSACTIONS_PER_BATCH)
-          bodyBatches.push(async () => {
-            const txs = await rpc.batch<{ input: string } | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
-            calls += slice.length
-            requests++
-            for (const tx of txs) bodyBytes += tx?.input.length ?? 0
-          })
-        }
+        batch.push(n)
+        batchTransactions += b.leastSize
+      }
+      if (batch.length > 0) batches.push(batch)
+      for (const slice of batches) {
+        bodyBatches.push(async () => {
+          const answers = await rpc.batch<{ transactions: { input: string }[] } | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })))
+          calls += slice.length
+          requests++
+          for (const block of answers) for (const tx of block?.transactions ?? []) bodyBytes += tx.input.length
+        })
+      }
+      for (let i = 0; i < hashes.length; i += TRANSACTIONS_PER_BATCH) {
+        const slice = hashes.slice(i, i + TRANSACTIONS_PER_BATCH)
+        bodyBatches.push(async () => {
+          const txs = await rpc.batch<{ input: string } | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+          calls += slice.length
+          requests++
+          for (const tx of txs) bodyBytes += tx?.input.length ?? 0
+        })
       }
     }
     const next = (): Task | undefined => {
@@ -101,15 +116,16 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
         calls++
         requests++
         logs += answer.length
-        const hashesByBlock = new Map<number, Set<string>>()
+        const blocks = new Map<number, { hashes: Set<string>; leastSize: number }>()
         for (const log of answer) {
-          const block = Number(log.blockNumber)
-          const set = hashesByBlock.get(block) ?? new Set<string>()
-          set.add(log.transactionHash!)
-          hashesByBlock.set(block, set)
+          const number = Number(log.blockNumber)
+          const block = blocks.get(number) ?? { hashes: new Set<string>(), leastSize: 0 }
+          block.hashes.add(log.transactionHash!)
+          block.leastSize = Math.max(block.leastSize, Number(log.transactionIndex) + 1)
+          blocks.set(number, block)
         }
-        for (const set of hashesByBlock.values()) transactions += set.size
-        readBodies(hashesByBlock)
+        for (const block of blocks.values()) transactions += block.hashes.size
+        readBodies(blocks)
       }
     }
     const started = performance.now()

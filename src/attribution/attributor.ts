@@ -17,7 +17,7 @@ import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
 import { eip7702Delegate } from './userOps.js'
 import { sleep } from '../utils/loop.js'
-import { BATCH_SIZE, BATCHES_IN_FLIGHT, BLOCKS_PER_BATCH, createReceiptReader, inSlices, readsWholeBlock, type AttributionRpc } from './nodeReads.js'
+import { BATCH_SIZE, BATCHES_IN_FLIGHT, blockWeight, createReceiptReader, inSlices, readsWholeBlock, type AttributionRpc } from './nodeReads.js'
 import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.js'
 
 /** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
@@ -222,10 +222,17 @@ export function createAttributor(context: AttributorContext) {
     const inWhole = new Set(whole.flatMap(([, hashes]) => hashes))
     const byHash = missing.filter((hash) => !inWhole.has(hash))
     const wanted = (hash: string) => inWhole.has(hash)
+    const wholeNumbers = whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber)
+    const leastSizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, leastSizes.get(blockHash)]))
     const [blocks, transactions] = await Promise.all([
       readBlocks(
-        whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber),
-        (block) => ({ hash: block.hash.toLowerCase(), size: block.transactions.length, transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)) }),
+        wholeNumbers,
+        (block) => ({
+          hash: block.hash.toLowerCase(),
+          size: block.transactions.length,
+          transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)),
+        }),
+        (n) => leastSizeAt.get(n),
       ),
       fetchTransactions(byHash, (hash) => positions.get(hash)!.status !== 'pending'),
     ])
@@ -273,15 +280,25 @@ export function createAttributor(context: AttributorContext) {
     return prepare(decoded, positions, known, blockSizes)
   }
 
-  /** Blocks with every transaction by number (`eth_getBlockByNumber(n, true)` in batches), each turned by `read` as its batch arrives so the node's objects die young. */
-  async function readBlocks<B>(numbers: readonly number[], read: (block: RpcBlock) => B): Promise<B[]> {
-    return inSlices(numbers, BLOCKS_PER_BATCH, BATCHES_IN_FLIGHT, async (slice) => {
-      const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
-      return blocks.map((block, i) => {
-        if (!block) throw new Error(`node has no block ${slice[i]}`)
-        return read(block)
-      })
-    })
+  /**
+   * Blocks with every transaction by number (`eth_getBlockByNumber(n, true)` in batches of about
+   * `BATCH_SIZE` transactions where `sizeOf` knows how many a block holds), each turned by `read` as its
+   * batch arrives so the node's objects die young.
+   */
+  async function readBlocks<B>(numbers: readonly number[], read: (block: RpcBlock) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
+    return inSlices(
+      numbers,
+      BATCH_SIZE,
+      BATCHES_IN_FLIGHT,
+      async (slice) => {
+        const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
+        return blocks.map((block, i) => {
+          if (!block) throw new Error(`node has no block ${slice[i]}`)
+          return read(block)
+        })
+      },
+      (n) => blockWeight(sizeOf(n)),
+    )
   }
 
   /** Blocks with every transaction decoded. */

@@ -3,7 +3,7 @@ import { classifyRpcError, type RpcCall } from '../rpc/index.js'
 /** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
 export const BATCH_SIZE = 100
 export const BATCHES_IN_FLIGHT = 4
-/** Whole blocks (transactions or receipts included) per batch: a busy block is about a megabyte of JSON. */
+/** Whole blocks (transactions or receipts included) per batch where their sizes are not known: a busy block is about a megabyte of JSON. */
 export const BLOCKS_PER_BATCH = 10
 /**
  * A block's whole list (its transactions, its receipts) is read in one call once the ones needed are at
@@ -17,10 +17,31 @@ export type AttributionRpc = { request<T>(method: string, params: unknown[]): Pr
 
 type RpcReceipt = { transactionHash: string; blockHash: string; gasUsed: string }
 
-/** Runs `fn` over `items` in slices of `size`, at most `parallel` slices at once, results in order. */
-export async function inSlices<T, R>(items: readonly T[], size: number, parallel: number, fn: (slice: T[]) => Promise<R[]>): Promise<R[]> {
+/**
+ * Runs `fn` over `items` in slices of at most `size` (each item weighing `weight(item)`, 1 unless
+ * given; a heavier item gets a slice of its own), at most `parallel` slices at once, results in order.
+ */
+export async function inSlices<T, R>(
+  items: readonly T[],
+  size: number,
+  parallel: number,
+  fn: (slice: T[]) => Promise<R[]>,
+  weight: (item: T) => number = () => 1,
+): Promise<R[]> {
   const slices: T[][] = []
-  for (let i = 0; i < items.length; i += size) slices.push(items.slice(i, i + size))
+  let current: T[] = []
+  let currentWeight = 0
+  for (const item of items) {
+    const w = weight(item)
+    if (current.length > 0 && currentWeight + w > size) {
+      slices.push(current)
+      current = []
+      currentWeight = 0
+    }
+    current.push(item)
+    currentWeight += w
+  }
+  if (current.length > 0) slices.push(current)
   const results: R[][] = new Array(slices.length)
   let next = 0
   await Promise.all(
@@ -32,6 +53,14 @@ export async function inSlices<T, R>(items: readonly T[], size: number, parallel
     }),
   )
   return results.flat()
+}
+
+/**
+ * A block's weight in a batch of whole blocks: its transactions, so a batch carries about `BATCH_SIZE`
+ * of them; a block of unknown size counts as a `BLOCKS_PER_BATCH`th of a batch.
+ */
+export function blockWeight(transactions: number | undefined): number {
+  return Math.max(1, transactions ?? BATCH_SIZE / BLOCKS_PER_BATCH)
 }
 
 /** Whether `needed` of a block's `size` transactions are enough to read the block's whole list in one call. */
@@ -59,15 +88,19 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
   }
 
   /** Reads whole blocks' receipts; returns the hashes still to read by hash (all of them when the node lacks the method). */
-  async function byBlock(blocks: ReadonlyMap<string, readonly string[]>, gasUsed: Map<string, number>): Promise<string[]> {
+  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<string[]> {
     const blockHashes = [...blocks.keys()]
     try {
-      const lists = await inSlices(blockHashes, BLOCKS_PER_BATCH, BATCHES_IN_FLIGHT, (slice) =>
-        rpc.batch<RpcReceipt[] | null>(slice.map((blockHash) => ({ method: 'eth_getBlockReceipts', params: [blockHash] }))),
+      const lists = await inSlices(
+        blockHashes,
+        BATCH_SIZE,
+        BATCHES_IN_FLIGHT,
+        (slice) => rpc.batch<RpcReceipt[] | null>(slice.map((blockHash) => ({ method: 'eth_getBlockReceipts', params: [blockHash] }))),
+        (blockHash) => blockWeight(blocks.get(blockHash)!.size),
       )
       const left: string[] = []
       lists.forEach((receipts, i) => {
-        const wanted = blocks.get(blockHashes[i]!)!
+        const wanted = blocks.get(blockHashes[i]!)!.hashes
         const found = new Map((receipts ?? []).filter((r) => r.blockHash.toLowerCase() === blockHashes[i]).map((r) => [r.transactionHash.toLowerCase(), r]))
         for (const hash of wanted) {
           const receipt = found.get(hash)
@@ -80,7 +113,7 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
     } catch (error) {
       if (classifyRpcError(error).pattern !== 'invalid-request') throw error
       blockReceipts = false
-      return [...blocks.values()].flat()
+      return [...blocks.values()].flatMap((block) => block.hashes)
     }
   }
 
@@ -92,12 +125,12 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
       if (list) list.push(read)
       else perBlock.set(read.blockHash, [read])
     }
-    const wholeBlocks = new Map<string, string[]>()
+    const wholeBlocks = new Map<string, { size: number; hashes: string[] }>()
     const single: string[] = []
     for (const [blockHash, wanted] of perBlock) {
-      if (blockReceipts && readsWholeBlock(wanted.length, Math.max(...wanted.map((r) => r.blockTransactions)))) {
-        wholeBlocks.set(blockHash, wanted.map((r) => r.hash))
-      } else single.push(...wanted.map((r) => r.hash))
+      const size = Math.max(...wanted.map((r) => r.blockTransactions))
+      if (blockReceipts && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
+      else single.push(...wanted.map((r) => r.hash))
     }
     const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])
     if (left.length > 0) await byHash(left, gasUsed)
