@@ -1,10 +1,12 @@
 /**
- * The bench's fixture chain: Emitter calls in segments of different densities (few transactions with
- * many logs, many with few), every log shape, and an ERC-8021 suffix on every fifth transaction.
- * Generated once on anvil and cached as an anvil state dump in `bench/fixture/<name>.json`, named by
- * the generator's parameters, beside `<name>.meta.json` that says what the chain holds.
+ * The bench's fixture chains, of two kinds. `logs`: Emitter calls in segments of different densities
+ * (few transactions with many logs, many with few), every log shape, and an ERC-8021 suffix on every
+ * fifth transaction. `blocks`: Base mainnet's density for `ATTRIBUTION_SCOPE=blocks`, 200 transactions
+ * per block of which 2 % carry a suffix, half the blocks without logs. Generated once on anvil and
+ * cached as an anvil state dump in `bench/fixture/<name>.json`, named by the kind and the generator's
+ * parameters, beside `<name>.meta.json` that says what the chain holds.
  *
- *   node --import tsx scripts/generate-fixture.ts [--quick] [--force]
+ *   node --import tsx scripts/generate-fixture.ts [--quick] [--blocks] [--force]
  */
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -13,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { Attribution } from 'ox/erc8021'
 import type { Hex } from 'viem'
 import { startAnvil } from '../src/devnet/anvil.js'
-import { buildChain } from '../test/fixtures/chain.js'
+import { buildChain, fixtureClient } from '../test/fixtures/chain.js'
 
 export const FIXTURE_DIR = fileURLToPath(new URL('../bench/fixture/', import.meta.url))
 // Bump when the chain it builds changes for the same parameters, so stale dumps are not reused.
@@ -29,9 +31,16 @@ export type FixtureParameters = {
   suffixEvery: number
   /** Size of the pool of builder codes the suffixes cycle through. */
   codes: number
+  /**
+   * Empty blocks mined after the last fixture block, so that anvil's `finalized` tag (head − 64)
+   * covers every fixture block, as it covers the blocks of a backfill of history.
+   */
+  tailBlocks?: number
 }
 
 export type FixtureSize = 'full' | 'quick'
+/** `logs`: dense logs, for the backfill part; `blocks`: Base's transaction density, for `ATTRIBUTION_SCOPE=blocks`. */
+export type FixtureKind = 'logs' | 'blocks'
 
 /**
  * 25 logs per block, alternating every 500 blocks between one transaction of 25 logs and five of 5,
@@ -42,9 +51,27 @@ const PATTERN: FixtureSegment[] = [
   { blocks: 500, txsPerBlock: 5, logsPerTx: 5 },
 ]
 
+/**
+ * Base mainnet's density: 200 transactions per block, every 50th with a suffix (2 %); 20 blocks whose
+ * transactions emit no log alternate with 20 whose transactions emit 2, so blocks scope stores
+ * transactions no log points to and the range job still has logs to store.
+ */
+const BASE_DENSITY_PATTERN: FixtureSegment[] = [
+  { blocks: 20, txsPerBlock: 200, logsPerTx: 0 },
+  { blocks: 20, txsPerBlock: 200, logsPerTx: 2 },
+]
+// anvil's `finalized` is 2 epochs of 32 slots below the head.
+const FINALIZED_TAIL_BLOCKS = 64
+
+/** The `logs` kind. */
 export const FIXTURE_PARAMETERS: Record<FixtureSize, FixtureParameters> = {
   full: { pattern: PATTERN, rounds: 24, suffixEvery: 5, codes: 100 },
   quick: { pattern: PATTERN, rounds: 4, suffixEvery: 5, codes: 100 },
+}
+
+export const BLOCKS_FIXTURE_PARAMETERS: Record<FixtureSize, FixtureParameters> = {
+  full: { pattern: BASE_DENSITY_PATTERN, rounds: 5, suffixEvery: 50, codes: 100, tailBlocks: FINALIZED_TAIL_BLOCKS },
+  quick: { pattern: BASE_DENSITY_PATTERN, rounds: 2, suffixEvery: 50, codes: 100, tailBlocks: FINALIZED_TAIL_BLOCKS },
 }
 
 export type FixtureMeta = {
@@ -55,8 +82,11 @@ export type FixtureMeta = {
   fromBlock: number
   toBlock: number
   logs: number
+  /** The fixture's transactions (the Emitter's deployment not counted). */
   transactions: number
   suffixed: number
+  /** Every transaction of blocks 0–`toBlock`, the Emitter's deployment included (absent from older dumps' meta). */
+  blockTransactions?: number
   emitter: string
   generatedMs: number
 }
@@ -74,23 +104,25 @@ export function fixtureSuffix(parameters: FixtureParameters, i: number): Hex | u
   return Attribution.toDataSuffix({ codes: [benchCode((i / parameters.suffixEvery) % parameters.codes)] })
 }
 
-export function fixtureName(size: FixtureSize, parameters: FixtureParameters = FIXTURE_PARAMETERS[size]): string {
+export function fixtureName(size: FixtureSize, parameters: FixtureParameters = FIXTURE_PARAMETERS[size], kind: FixtureKind = 'logs'): string {
   const key = createHash('sha256').update(JSON.stringify({ GENERATOR_VERSION, parameters })).digest('hex').slice(0, 10)
-  return `${size}-${key}`
+  return `${kind === 'logs' ? '' : `${kind}-`}${size}-${key}`
 }
 
 export type EnsureFixtureParameters = {
   size: FixtureSize
+  /** @default 'logs' */
+  kind?: FixtureKind
   /** Regenerate even when a dump with these parameters exists. */
   force?: boolean
   /** Progress lines for the user. */
   say?: (message: string) => void
 }
 
-/** The cached fixture of `size`, generated first when missing. */
-export async function ensureFixture({ size, force = false, say = () => {} }: EnsureFixtureParameters): Promise<Fixture> {
-  const parameters = FIXTURE_PARAMETERS[size]
-  const name = fixtureName(size, parameters)
+/** The cached fixture of `kind` and `size`, generated first when missing. */
+export async function ensureFixture({ size, kind = 'logs', force = false, say = () => {} }: EnsureFixtureParameters): Promise<Fixture> {
+  const parameters = (kind === 'blocks' ? BLOCKS_FIXTURE_PARAMETERS : FIXTURE_PARAMETERS)[size]
+  const name = fixtureName(size, parameters, kind)
   const statePath = `${FIXTURE_DIR}${name}.json`
   const metaPath = `${FIXTURE_DIR}${name}.meta.json`
   if (!force && existsSync(statePath) && existsSync(metaPath)) {
@@ -143,17 +175,24 @@ async function generate(rpcUrl: string, name: string, parameters: FixtureParamet
     logs += count * segment.logsPerTx
     if ((index + 1) % parameters.pattern.length === 0) say(`  round ${(index + 1) / parameters.pattern.length} of ${parameters.rounds} done (block ${toBlock})`)
   }
-  const response = await fetch(rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-  })
-  const chainId = Number(((await response.json()) as { result: string }).result)
-  return { name, parameters, chainId, fromBlock: fromBlock!, toBlock, logs, transactions, suffixed, emitter: emitter!, generatedMs: 0 }
+  const client = fixtureClient(rpcUrl)
+  if (parameters.tailBlocks) await client.mine({ blocks: parameters.tailBlocks })
+  const counts = await Promise.all(Array.from({ length: toBlock + 1 }, (_, n) => client.getBlockTransactionCount({ blockNumber: BigInt(n) })))
+  const blockTransactions = counts.reduce((sum, c) => sum + c, 0)
+  const chainId = await client.getChainId()
+  return { name, parameters, chainId, fromBlock: fromBlock!, toBlock, logs, transactions, suffixed, blockTransactions, emitter: emitter!, generatedMs: 0 }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, force: { type: 'boolean', default: false } }, strict: true })
-  const fixture = await ensureFixture({ size: values.quick ? 'quick' : 'full', force: values.force, say: (m) => process.stderr.write(`${m}\n`) })
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean', default: false }, blocks: { type: 'boolean', default: false }, force: { type: 'boolean', default: false } },
+    strict: true,
+  })
+  const fixture = await ensureFixture({
+    size: values.quick ? 'quick' : 'full',
+    kind: values.blocks ? 'blocks' : 'logs',
+    force: values.force,
+    say: (m) => process.stderr.write(`${m}\n`),
+  })
   process.stdout.write(`${JSON.stringify(fixture, null, 2)}\n`)
 }

@@ -25,6 +25,8 @@ export type BackfillRunParameters = {
   expected: { logs: number; transactions: number; attributions: number }
   /** Write a V8 CPU profile of the backfill process into this directory. */
   cpuProfileDir?: string | undefined
+  /** More environment for the backfill process (e.g. `ATTRIBUTION_SCOPE`). */
+  env?: Record<string, string> | undefined
 }
 
 export type BackfillRun = {
@@ -90,6 +92,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         WORKER_CONCURRENCY: String(parameters.concurrency),
         // Each stored chunk logs one info line: its arrival marks the end of the work.
         LOG_LEVEL: 'info',
+        ...parameters.env,
       },
       nodeFlags: parameters.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${parameters.cpuProfileDir}`] : [],
       onStdoutLine: (line, at) => {

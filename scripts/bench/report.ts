@@ -9,6 +9,7 @@ export type BenchResults = {
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
+  blocksScope: { transactions: number | null; txPerSec: number | null; limitTxPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
 }
 
 export const EMPTY_RESULTS: BenchResults = {
@@ -18,6 +19,7 @@ export const EMPTY_RESULTS: BenchResults = {
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
   api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
   webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
+  blocksScope: { transactions: null, txPerSec: null, limitTxPerSec: null, ratioToLimit: null, peakRssMiB: null },
 }
 
 /** The previous results, so a run of some parts keeps the others' figures; only known keys are kept. */
