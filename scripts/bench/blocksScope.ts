@@ -4,14 +4,13 @@
  * fetch limit of the same node, `eth_getBlockByNumber(n, true)` for every block of the range with the
  * plainest client, measured before and after each backfill. The measured backfills cut the range into
  * `BLOCKS_SCOPE_CHUNK_BLOCKS`-block jobs, several per worker as in a long backfill; one more runs it
- * as a single job (the default `CHUNK_BLOCKS` exceeds the fixture), and one, untimed, goes through a
- * counting proxy for the node calls per 1,000 transactions.
+ * as a single job (the default `CHUNK_BLOCKS` exceeds the fixture). Node calls come from the backfill's
+ * own summary line.
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startAnvil } from '../../src/devnet/anvil.js'
-import { startFaultProxy } from '../../test/fixtures/faultProxy.js'
 import { ensureFixture, type Fixture, type FixtureSize } from '../generate-fixture.js'
 import { runBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
 import { cpuSecondsOf } from './processes.js'
@@ -42,7 +41,7 @@ const PROFILED_FUNCTIONS = [
   'knownTransactions',
   'upsertTransactions',
   'upsertAttributions',
-  'fetchGasUsed',
+  'gasUsedOf',
 ]
 
 export type BlockBodyPass = {
@@ -60,8 +59,6 @@ export type BlockBodyPass = {
 
 export type BlockBodyLimit = { passes: BlockBodyPass[]; fastest: BlockBodyPass }
 
-export type NodeCalls = { httpRequests: number; calls: Record<string, number> }
-
 export type BlocksScopePart = {
   fixture: Fixture
   transactions: number
@@ -73,8 +70,6 @@ export type BlocksScopePart = {
   runs: BackfillRun[]
   /** The same backfill as one job. */
   oneJob: BackfillRun
-  /** What the counted, untimed backfill asked the node. */
-  calls: NodeCalls
   profile?: ProfileSummary & { path: string }
 }
 
@@ -144,7 +139,7 @@ export async function measureBlockBodyLimit(parameters: { rpcUrl: string; range:
   return { passes, fastest }
 }
 
-/** The `blocks` part: fixture, anvil, limit and backfill in turn, then the counted backfill. */
+/** The `blocks` part: fixture, anvil, limit and backfill in turn, then the one-job backfill. */
 export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobChunkBlocks, concurrency, rounds, profile, say }: BlocksScopeParameters): Promise<BlocksScopePart> {
   const chunkBlocks = BLOCKS_SCOPE_CHUNK_BLOCKS
   const fixture = await ensureFixture({ size, kind: 'blocks', say })
@@ -154,7 +149,7 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
   say(
     `fixture ${fixture.name}: ${count(transactions)} transactions in blocks ${range[0]}–${range[1]} (${count(fixture.suffixed)} with a suffix), ${count(fixture.logs)} logs`,
   )
-  const anvil = await startAnvil({ loadState: fixture.statePath })
+  const anvil = await startAnvil({ loadState: fixture.statePath, readyTimeoutMs: 300_000 })
   try {
     const nodePid = anvil.process.pid!
     const client = createRawRpc(anvil.url, 1)
@@ -191,15 +186,6 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
     say(`codetrail backfill, ATTRIBUTION_SCOPE=blocks, CHUNK_BLOCKS=${oneJobChunkBlocks}: one job…`)
     const oneJob = await runBackfill({ ...backfillParameters, chunkBlocks: oneJobChunkBlocks })
     limits.push(await limit())
-    say('codetrail backfill through a counting proxy (untimed)…')
-    const proxy = await startFaultProxy({ upstream: anvil.url })
-    let calls: NodeCalls
-    try {
-      await runBackfill({ ...backfillParameters, rpcUrl: proxy.url })
-      calls = { httpRequests: proxy.stats.httpRequests, calls: { ...proxy.stats.calls } }
-    } finally {
-      await proxy.stop()
-    }
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill, ATTRIBUTION_SCOPE=blocks, with a CPU profile…')
@@ -208,7 +194,7 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
       if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)
       summary = { ...summarizeCpuProfile(profiled.cpuProfile, PROFILED_FUNCTIONS, profiled.workWindowUs), path: profiled.cpuProfile }
     }
-    return { fixture, transactions, chunkBlocks, oneJobChunkBlocks, concurrency, limits, runs, oneJob, calls, ...(summary ? { profile: summary } : {}) }
+    return { fixture, transactions, chunkBlocks, oneJobChunkBlocks, concurrency, limits, runs, oneJob, ...(summary ? { profile: summary } : {}) }
   } finally {
     await anvil.stop()
   }
