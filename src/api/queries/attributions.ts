@@ -321,11 +321,13 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
         group by ${r.role}
         having sum(${r.attributions}) <> 0) roles) as roles
     from (
-      -- Every code's buckets of the range are summed, so only what ranks them; the rest only for the top codes.
-      select ${b.builderCode} as builder_code, sum(${b.attributions})::int8 as attributions
+      -- Every code's buckets of the range are summed, so only what ranks them; the rest only for the top
+      -- codes. Grouped in byte order, which sorts much faster than a locale's and groups the same codes;
+      -- ordered in the database's collation as everywhere else.
+      select (${b.builderCode} collate "C") collate "default" as builder_code, sum(${b.attributions})::int8 as attributions
       from ${b}
       where ${b.chainId} = ${chainId} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
-      group by ${b.builderCode}
+      group by ${b.builderCode} collate "C"
       having sum(${b.attributions}) > 0
       order by attributions desc, builder_code
       limit ${limit}
