@@ -3,13 +3,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { Queue } from 'bullmq'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod'
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { Redis } from 'ioredis'
 import { API_DEFAULTS, type Config } from '../config/index.js'
 import type { Logger } from '../logger.js'
@@ -22,6 +16,7 @@ import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
+import { serializerCompiler } from './serializer.js'
 import { attributionRoutes } from './routes/attributions.js'
 import { builderCodeRoutes } from './routes/builderCodes.js'
 import { healthRoutes } from './routes/health.js'

@@ -1,4 +1,4 @@
-export { createStore, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
+export { createStore, queryPrepared, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
 export { runMigrations } from './migrate.js'
 export { joinPrepared, prepareLogs, StaleForkError, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
 export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'

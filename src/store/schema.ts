@@ -273,7 +273,13 @@ export const builderCodeBuckets = pgTable(
     /** Senders whose latest attribution of the code is in the bucket: summed from a time on, the distinct senders since then. */
     latestSenders: bigint('latest_senders', { mode: 'number' }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.chainId, t.builderCode, t.bucket, t.start] }), bucketCheck('builder_code_buckets_bucket_check')],
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.builderCode, t.bucket, t.start] }),
+    // The leaderboard reads every code's buckets of a time range. Time leads so that, statistics or
+    // not, the planner never prefers this index to the key for one code's buckets.
+    index('builder_code_buckets_time').on(t.start, t.chainId, t.bucket),
+    bucketCheck('builder_code_buckets_bucket_check'),
+  ],
 )
 
 /** How many counted attributions each sender has in a bucket; a row exists while that is above zero. */

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../store/index.js'
 import { attributions, builderCodes } from '../../store/schema.js'
 
@@ -58,15 +58,6 @@ export async function countWalletAttributions(
   return { confirmed: row?.confirmed ?? 0, pending: row?.pending ?? 0 }
 }
 
-/** The wallet that registered `builderCode` here, or `null`. */
-export async function findWalletOfCode(db: Database, chainId: number, builderCode: string): Promise<string | null> {
-  const [row] = await db
-    .select({ walletAddress: builderCodes.walletAddress })
-    .from(builderCodes)
-    .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.builderCode, builderCode)))
-  return row?.walletAddress ?? null
-}
-
 /** What the BuilderCodes registry's logs that are not removed say about a code (`public.registry_codes`). */
 export type RegistryCodeRecord = {
   tokenId: string
@@ -76,14 +67,17 @@ export type RegistryCodeRecord = {
   registeredAt: Date
 }
 
-/** The code as the configured BuilderCodes registry knows it, or `null`. */
-export async function findRegistryCode(db: Database, chainId: number, builderCode: string): Promise<RegistryCodeRecord | null> {
-  const result = await db.execute<{ token_id: string; owner: string | null; payout_address: string | null; registered_block: string; registered_at: Date | string }>(sql`
-    select token_id::text, owner, payout_address, registered_block, registered_at
+/** A row of {@link registryCodeQuery}; `registered_at` is a string when it comes through JSON. */
+export type RegistryCodeRow = { token_id: string; owner: string | null; payout_address: string | null; registered_block: string | number; registered_at: Date | string }
+
+/** The code's row of `public.registry_codes` (columns of {@link RegistryCodeRow}), or no row. */
+export function registryCodeQuery(chainId: number, builderCode: string): SQL {
+  return sql`select token_id::text, owner, payout_address, registered_block, registered_at
     from public.registry_codes where chain_id = ${chainId} and builder_code = ${builderCode}
-    order by registered_block limit 1`)
-  const row = result.rows[0]
-  if (!row) return null
+    order by registered_block limit 1`
+}
+
+export function toRegistryCodeRecord(row: RegistryCodeRow): RegistryCodeRecord {
   return {
     tokenId: row.token_id,
     owner: row.owner,
@@ -91,6 +85,13 @@ export async function findRegistryCode(db: Database, chainId: number, builderCod
     registeredBlock: Number(row.registered_block),
     registeredAt: new Date(row.registered_at),
   }
+}
+
+/** The code as the configured BuilderCodes registry knows it, or `null`. */
+export async function findRegistryCode(db: Database, chainId: number, builderCode: string): Promise<RegistryCodeRecord | null> {
+  const result = await db.execute<RegistryCodeRow>(registryCodeQuery(chainId, builderCode))
+  const row = result.rows[0]
+  return row ? toRegistryCodeRecord(row) : null
 }
 
 /** Where a code is known from and what the registry says of it, or `null` when no source knows it. */

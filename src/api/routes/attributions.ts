@@ -6,8 +6,7 @@ import { decodeCursor, encodeCursor } from '../cursor.js'
 import { ApiError } from '../errors.js'
 import {
   attributionKey,
-  builderCodeRoleStats,
-  builderCodeStats,
+  builderCodeStatsReport,
   INTERVAL_MS,
   leaderboard,
   listAttributions,
@@ -15,7 +14,6 @@ import {
   type AttributionRow,
   type StatsInterval,
 } from '../queries/attributions.js'
-import { findRegistryCode, findWalletOfCode } from '../queries/builderCodes.js'
 import {
   blockNumber,
   builderCode,
@@ -256,15 +254,10 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       const code = request.params.code
       const interval = request.query.interval ?? 'day'
       const { since, until } = bucketRange(interval, request.query, DEFAULT_STATS_SPAN_MS[interval])
-      const [stats, roles, owner, registry] = await Promise.all([
-        builderCodeStats(db, { chainId, builderCode: code, interval, since, until }),
-        builderCodeRoleStats(db, { chainId, builderCode: code, interval, since, until }),
-        findWalletOfCode(db, chainId, code),
-        findRegistryCode(db, chainId, code),
-      ])
+      const { stats, roles, walletAddress, registry } = await builderCodeStatsReport(db, { chainId, builderCode: code, interval, since, until })
       return {
         builderCode: code,
-        walletAddress: owner,
+        walletAddress,
         registry: registry && { ...registry, registeredAt: registry.registeredAt.toISOString() },
         interval,
         since: since.toISOString(),

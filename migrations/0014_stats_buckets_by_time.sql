@@ -1,0 +1,1 @@
+CREATE INDEX "builder_code_buckets_time" ON "builder_code_buckets" USING btree ("start","chain_id","bucket");
