@@ -156,4 +156,60 @@ describe('transactions and attributions', () => {
     expect(moved.tx).toEqual([{ ...first.tx[0], block_number: 9, gas_used: 21_000, status: 'confirmed', ts: 1_700_000_009 }])
     expect(moved.attributions).toEqual(codes.map((builderCode) => ({ builder_code: builderCode, block_number: 9, gas_used: 21_000, codes })))
   })
+  it('store every column as written, numeric chain ids of up to 32 bytes and empty code lists included', async () => {
+    const chainId = 31340
+    const row = (n: number, overrides: Partial<TransactionDecodeRow>): TransactionDecodeRow => ({
+      hash: hash(0xbeef00 + n),
+      from: '0x00000000000000000000000000000000000000f1',
+      to: '0x00000000000000000000000000000000000000f3',
+      inputSize: 70_000 + n,
+      hasSuffix: false,
+      schemaId: null,
+      codes: null,
+      registryAddress: null,
+      registryChainId: null,
+      registryVerified: null,
+      cbor: null,
+      malformedReason: null,
+      userOperations: n,
+      ...overrides,
+    })
+    const chainIds = ['0', '1', '10000', '100000000', '123456789012', String(2n ** 256n - 1n)]
+    const rows = [
+      row(0, {}),
+      row(1, { hasSuffix: true, schemaId: 0, codes: [] }),
+      ...chainIds.map((registryChainId, i) => row(2 + i, { hasSuffix: true, schemaId: 1, codes: ['a'], registryAddress: '0x00000000000000000000000000000000000000f2', registryChainId, registryVerified: i % 2 === 0 })),
+    ]
+    const positions = new Map(rows.map((r, i): [string, TransactionPosition] => [r.hash, { hash: r.hash, blockNumber: 2 ** 40 + i, blockHash: hash(i), blockTimestamp: 1_700_000_000 + i, transactionIndex: i, status: 'finalized' }]))
+    await withTransaction(db.store.pool, (client) => upsertTransactions(client, chainId, rows, positions, new Map([[rows[0]!.hash, 2 ** 40]])))
+    const { rows: stored } = await db.store.pool.query(
+      `SELECT hash, block_number, block_hash, extract(epoch FROM block_timestamp)::int AS ts, transaction_index, from_address, to_address, input_size,
+         has_suffix, schema_id, codes, registry_address, registry_chain_id::text, registry_verified, cbor, malformed_reason, user_operations, gas_used, status
+       FROM transactions WHERE chain_id = $1 ORDER BY transaction_index`,
+      [chainId],
+    )
+    expect(stored).toEqual(
+      rows.map((r, i) => ({
+        hash: r.hash,
+        block_number: 2 ** 40 + i,
+        block_hash: hash(i),
+        ts: 1_700_000_000 + i,
+        transaction_index: i,
+        from_address: r.from,
+        to_address: r.to,
+        input_size: r.inputSize,
+        has_suffix: r.hasSuffix,
+        schema_id: r.schemaId,
+        codes: r.codes,
+        registry_address: r.registryAddress,
+        registry_chain_id: r.registryChainId,
+        registry_verified: r.registryVerified,
+        cbor: null,
+        malformed_reason: null,
+        user_operations: r.userOperations,
+        gas_used: i === 0 ? 2 ** 40 : null,
+        status: 'finalized',
+      })),
+    )
+  })
 })

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { copyLine, copyOrMerge } from './copy.js'
+import { BinaryCopyWriter, copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
 import type { CodeRole, Status } from './schema.js'
 
@@ -117,8 +117,9 @@ export async function upsertTransactions(
   const rows = decoded.filter((row) => positions.has(row.hash))
   if (rows.length > 0) {
     // Rows of a fresh range are all new and go in by COPY; one already stored moves to the given position.
-    await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyText(chainId, rows, positions, gasUsed), {
+    await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyData(chainId, rows, positions, gasUsed), {
       rows: rows.length,
+      binary: true,
       onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
          block_timestamp = EXCLUDED.block_timestamp, transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
          gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
@@ -170,37 +171,40 @@ const TRANSACTION_COLUMNS = [
   'status',
 ] as const
 
-function transactionCopyText(
+/** Rows in the binary `COPY` format, in the order of TRANSACTION_COLUMNS. */
+function transactionCopyData(
   chainId: number,
   rows: readonly TransactionDecodeRow[],
   positions: ReadonlyMap<string, TransactionPosition>,
   gasUsed: ReadonlyMap<string, number>,
-): string[] {
-  return rows.map((r) => {
+): Buffer[] {
+  const copy = new BinaryCopyWriter()
+  for (const r of rows) {
     const p = positions.get(r.hash)!
-    return copyLine([
-      chainId,
-      r.hash,
-      p.blockNumber,
-      p.blockHash,
-      isoTimestamp(p.blockTimestamp),
-      p.transactionIndex,
-      r.from,
-      r.to,
-      r.inputSize,
-      r.hasSuffix,
-      r.schemaId,
-      r.codes,
-      r.registryAddress,
-      r.registryChainId,
-      r.registryVerified,
-      r.cbor === null || r.cbor === undefined ? null : JSON.stringify(r.cbor),
-      r.malformedReason,
-      r.userOperations,
-      gasUsed.get(r.hash) ?? null,
-      p.status,
-    ])
-  })
+    copy
+      .row(TRANSACTION_COLUMNS.length)
+      .int32(chainId)
+      .text(r.hash)
+      .int64(p.blockNumber)
+      .text(p.blockHash)
+      .timestamp(p.blockTimestamp)
+      .int32(p.transactionIndex)
+      .text(r.from)
+      .text(r.to)
+      .int32(r.inputSize)
+      .bool(r.hasSuffix)
+      .int16(r.schemaId)
+      .textArray(r.codes)
+      .text(r.registryAddress)
+      .numeric(r.registryChainId)
+      .bool(r.registryVerified)
+      .jsonb(r.cbor === null || r.cbor === undefined ? null : JSON.stringify(r.cbor))
+      .text(r.malformedReason)
+      .int32(r.userOperations)
+      .int64(gasUsed.get(r.hash) ?? null)
+      .text(p.status)
+  }
+  return copy.pieces()
 }
 
 const ATTRIBUTION_COLUMNS = [

@@ -1,3 +1,4 @@
+import { BINARY_HEADER, BINARY_TRAILER, POSTGRES_EPOCH_SECONDS, TWO_32 } from './copy.js'
 import { ZERO_HASH, type Status } from './schema.js'
 
 /** A log as a node serves it (hex strings); `blockTimestamp` is the extension some nodes add. */
@@ -127,13 +128,7 @@ const COPY_PIECE_ROWS = 2_000
  */
 export type CopyData = { rows: number; pieces: Buffer[] }
 
-// Binary COPY: signature, flags and header extension length, then one tuple per row, then -1.
-const BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)])
-const BINARY_TRAILER = Buffer.from([0xff, 0xff])
 const FIELDS = LOG_COPY_COLUMNS.length
-// Seconds from the Unix epoch to PostgreSQL's (2000-01-01), from which binary timestamps count microseconds.
-const POSTGRES_EPOCH_SECONDS = 946_684_800
-const TWO_32 = 2 ** 32
 // Bytes of a row besides its hex strings: field count, a length per field, four int32s, two int64s, status.
 const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 2 * 8 + 9
 
