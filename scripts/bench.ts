@@ -15,21 +15,19 @@
  * REDIS_URL. See bench/README.md.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { startAnvil } from '../src/devnet/anvil.js'
 import { runMigrations } from '../src/store/index.js'
 import { runApiLatency, type ApiRun } from './bench/api.js'
-import { runBackfill, type BackfillRun } from './bench/backfill.js'
+import { runBackfill, runProfiledBackfill, type BackfillRun } from './bench/backfill.js'
 import { BLOCK_BODY_IN_FLIGHT, runBlocksScope, type BlocksScopePart } from './bench/blocksScope.js'
 import { createRawRpc } from './bench/rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './bench/limits.js'
 import { runPendingLatency, type PendingRun } from './bench/pending.js'
 import { runWebhookLatency, type WebhookRun } from './bench/webhooks.js'
-import { summarizeCpuProfile, type ProfileSummary } from './bench/profile.js'
+import type { ProfileSummary } from './bench/profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow } from './bench/report.js'
 import { createBenchDatabase } from './bench/services.js'
 import { benchDecode, type DecodeBenchCase } from './bench-decode.js'
@@ -259,10 +257,7 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill again, with a CPU profile…')
-      const dir = mkdtempSync(join(tmpdir(), 'codetrail-bench-profile-'))
-      const profiled = await runBackfill({ ...backfillParameters, cpuProfileDir: dir })
-      if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)
-      summary = { ...summarizeCpuProfile(profiled.cpuProfile, PROFILED_FUNCTIONS, profiled.workWindowUs), path: profiled.cpuProfile }
+      summary = await runProfiledBackfill(backfillParameters, PROFILED_FUNCTIONS)
     }
     return { fixture, loadMs, tried, rpc, copy, copyIndexed, runs, ...(summary ? { profile: summary } : {}) }
   } finally {

@@ -3,10 +3,12 @@
  * (`dist/scripts/backfill.js`, `npm run build` first) as a child process on a fresh database, timed from its "enqueued" line to its last stored chunk, with its
  * memory and the CPU time of it, the node and the database's backends sampled throughout.
  */
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type pg from 'pg'
 import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
+import { summarizeCpuProfile, type ProfileSummary } from './profile.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
 /** Progress fractions at which the worker's RSS is reported, to show whether it stays flat. */
@@ -152,6 +154,14 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     await db.drop().catch(() => {})
     await redis.cleanup().catch(() => {})
   }
+}
+
+/** One more backfill with a V8 CPU profile of its main thread, summarised over `functions` during its work. */
+export async function runProfiledBackfill(parameters: BackfillRunParameters, functions: readonly string[]): Promise<ProfileSummary & { path: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'codetrail-bench-profile-'))
+  const profiled = await runBackfill({ ...parameters, cpuProfileDir: dir })
+  if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)
+  return { ...summarizeCpuProfile(profiled.cpuProfile, functions, profiled.workWindowUs), path: profiled.cpuProfile }
 }
 
 async function checkStored(pool: pg.Pool, expected: BackfillRunParameters['expected']): Promise<void> {

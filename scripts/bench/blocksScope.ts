@@ -7,14 +7,11 @@
  * as a single job (the default `CHUNK_BLOCKS` exceeds the fixture). Node calls come from the backfill's
  * own summary line.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { startAnvil } from '../../src/devnet/anvil.js'
 import { ensureFixture, type Fixture, type FixtureSize } from '../generate-fixture.js'
-import { runBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
+import { runBackfill, runProfiledBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
 import { cpuSecondsOf } from './processes.js'
-import { summarizeCpuProfile, type ProfileSummary } from './profile.js'
+import type { ProfileSummary } from './profile.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 import { count } from './report.js'
 
@@ -189,10 +186,7 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill, ATTRIBUTION_SCOPE=blocks, with a CPU profile…')
-      const dir = mkdtempSync(join(tmpdir(), 'codetrail-bench-profile-'))
-      const profiled = await runBackfill({ ...backfillParameters, cpuProfileDir: dir })
-      if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)
-      summary = { ...summarizeCpuProfile(profiled.cpuProfile, PROFILED_FUNCTIONS, profiled.workWindowUs), path: profiled.cpuProfile }
+      summary = await runProfiledBackfill(backfillParameters, PROFILED_FUNCTIONS)
     }
     return { fixture, transactions, chunkBlocks, oneJobChunkBlocks, concurrency, limits, runs, oneJob, ...(summary ? { profile: summary } : {}) }
   } finally {
