@@ -8,7 +8,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { readsWholeBlock } from '../../src/attribution/nodeReads.js'
+import { readsWholeBlock, slicesOf } from '../../src/attribution/nodeReads.js'
 import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
 import { cpuSecondsOf } from './processes.js'
 import { blockChunks, createRawRpc, hex } from './rawRpc.js'
@@ -72,23 +72,10 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
     const chunks = blockChunks(range[0], range[1], chunkBlocks)
     const readBodies = (blocks: Map<number, { hashes: Set<string>; leastSize: number }>) => {
       const whole = [...blocks].filter(([, b]) => bodies === 'by-block' || (bodies === 'by-share' && readsWholeBlock(b.hashes.size, b.leastSize)))
-      const wholeNumbers = new Set(whole.map(([n]) => n))
-      const hashes = [...blocks].filter(([n]) => !wholeNumbers.has(n)).flatMap(([, b]) => [...b.hashes])
+      const sizeAt = new Map(whole.map(([n, b]) => [n, b.leastSize]))
+      const hashes = [...blocks].filter(([n]) => !sizeAt.has(n)).flatMap(([, b]) => [...b.hashes])
       // Whole blocks in batches of about 100 transactions, as codetrail batches them.
-      let batch: number[] = []
-      let batchTransactions = 0
-      const batches: number[][] = []
-      for (const [n, b] of whole) {
-        if (batch.length > 0 && batchTransactions + b.leastSize > TRANSACTIONS_PER_BATCH) {
-          batches.push(batch)
-          batch = []
-          batchTransactions = 0
-        }
-        batch.push(n)
-        batchTransactions += b.leastSize
-      }
-      if (batch.length > 0) batches.push(batch)
-      for (const slice of batches) {
+      for (const slice of slicesOf([...sizeAt.keys()], TRANSACTIONS_PER_BATCH, (n) => sizeAt.get(n)!)) {
         bodyBatches.push(async () => {
           const answers = await rpc.batch<{ transactions: { input: string }[] } | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })))
           calls += slice.length
@@ -96,8 +83,7 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
           for (const block of answers) for (const tx of block?.transactions ?? []) bodyBytes += tx.input.length
         })
       }
-      for (let i = 0; i < hashes.length; i += TRANSACTIONS_PER_BATCH) {
-        const slice = hashes.slice(i, i + TRANSACTIONS_PER_BATCH)
+      for (const slice of slicesOf(hashes, TRANSACTIONS_PER_BATCH)) {
         bodyBatches.push(async () => {
           const txs = await rpc.batch<{ input: string } | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
           calls += slice.length

@@ -113,7 +113,8 @@ export function createAttributor(context: AttributorContext) {
   /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
    * ones only move). Gas used is fetched for attributed, non-pending ones that lack it; `blockSizes`
-   * (transactions per block hash, where a block was read whole) decides how their receipts are read.
+   * (transactions per block hash of every non-pending position: exact where the block was read whole,
+   * the fewest it can hold otherwise) decides how their receipts are read.
    */
   async function prepare(
     decoded: readonly TransactionAttribution[],
@@ -131,10 +132,9 @@ export function createAttributor(context: AttributorContext) {
       return stored ? stored.attributed && stored.gasUsed === null : freshAttributed.has(hash)
     }
     // A pending transaction has no receipt yet.
-    const sizes = new Map([...leastBlockSizes(positions), ...blockSizes])
     const needGas = [...positions.values()]
       .filter((p) => p.status !== 'pending' && lacksGas(p.hash))
-      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: sizes.get(p.blockHash)! }))
+      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash)! }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
@@ -206,10 +206,10 @@ export function createAttributor(context: AttributorContext) {
    * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls for what
    * the logs already tell: a block whose missing transactions are a large share of it (of its highest
    * transaction index seen) is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
-   * pending ones). Returns them decoded (null where the node has none) and the size of each block read whole.
+   * pending ones); `leastSizes` holds each block's fewest transactions (`leastBlockSizes`). Returns them
+   * decoded (null where the node has none) and the size of each block read whole.
    */
-  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>) {
-    const leastSizes = leastBlockSizes(positions)
+  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, leastSizes: ReadonlyMap<string, number>) {
     const missingPerBlock = new Map<string, string[]>()
     for (const hash of missing) {
       const position = positions.get(hash)!
@@ -267,7 +267,8 @@ export function createAttributor(context: AttributorContext) {
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
-    const { transactions, blockSizes } = await fetchForLogs(missing, positions)
+    const leastSizes = leastBlockSizes(positions)
+    const { transactions, blockSizes } = await fetchForLogs(missing, positions, leastSizes)
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
@@ -277,7 +278,7 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known, blockSizes)
+    return prepare(decoded, positions, known, new Map([...leastSizes, ...blockSizes]))
   }
 
   /**

@@ -17,17 +17,8 @@ export type AttributionRpc = { request<T>(method: string, params: unknown[]): Pr
 
 type RpcReceipt = { transactionHash: string; blockHash: string; gasUsed: string }
 
-/**
- * Runs `fn` over `items` in slices of at most `size` (each item weighing `weight(item)`, 1 unless
- * given; a heavier item gets a slice of its own), at most `parallel` slices at once, results in order.
- */
-export async function inSlices<T, R>(
-  items: readonly T[],
-  size: number,
-  parallel: number,
-  fn: (slice: T[]) => Promise<R[]>,
-  weight: (item: T) => number = () => 1,
-): Promise<R[]> {
+/** `items` in order, cut into slices of at most `size` (each item weighing `weight(item)`, 1 unless given; a heavier item gets a slice of its own). */
+export function slicesOf<T>(items: readonly T[], size: number, weight: (item: T) => number = () => 1): T[][] {
   const slices: T[][] = []
   let current: T[] = []
   let currentWeight = 0
@@ -42,6 +33,18 @@ export async function inSlices<T, R>(
     currentWeight += w
   }
   if (current.length > 0) slices.push(current)
+  return slices
+}
+
+/** Runs `fn` over `items` in slices (`slicesOf`), at most `parallel` slices at once, results in order. */
+export async function inSlices<T, R>(
+  items: readonly T[],
+  size: number,
+  parallel: number,
+  fn: (slice: T[]) => Promise<R[]>,
+  weight: (item: T) => number = () => 1,
+): Promise<R[]> {
+  const slices = slicesOf(items, size, weight)
   const results: R[][] = new Array(slices.length)
   let next = 0
   await Promise.all(
