@@ -4,7 +4,9 @@
  * evenly by rank from the seeded ones (hot to cold). A session pages through a code's attributions
  * (`GET /v1/attributions?builderCode=…`, then `nextCursor` for up to `--pages` pages in all), then asks
  * for its stats by day and by hour; every fifth also asks for the leaderboard. Latency p50/p99 per route
- * and over all requests, and requests per second, after one warm-up session per client. The API runs in
+ * and over all requests, and requests per second, after `--warmup` sessions: a server's first seconds
+ * (its routes compiled, its heap growing to its working size through scavenges of 15–30 ms) are not
+ * the steady state users meet on one that has been up. The API runs in
  * a child process (this script with `--serve`: its own pool, default statement timeout, no rate limit),
  * as it would apart from its users, so the clients' own parsing never holds up its event loop;
  * DATABASE_URL names the database.
@@ -12,7 +14,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
  *     node --import tsx scripts/seed-attributions.ts --rows 10000000
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
- *     node --import tsx scripts/bench-api.ts [--clients 8] [--codes 100] [--sessions 200] [--pages 5] [--chain-id 8453] [--json]
+ *     node --import tsx scripts/bench-api.ts [--clients 8] [--codes 100] [--warmup 200] [--sessions 1000] [--pages 5] [--chain-id 8453] [--json]
  */
 import { Agent, request } from 'node:http'
 import { cpus } from 'node:os'
@@ -45,6 +47,8 @@ export type ApiBenchOutput = {
   /** Codes seeded, codes used, and the rows of the hottest, median and coldest of those used. */
   codes: { seeded: number; used: number; hottestRows: number; medianRows: number; coldestRows: number }
   clients: number
+  /** Sessions run before measuring. */
+  warmup: number
   sessions: number
   requests: number
   seconds: number
@@ -62,11 +66,13 @@ await main()
 
 /** `--serve`: the API on a free port, its address printed as `listening <url>`, until SIGTERM. */
 async function serve(chainId: number): Promise<void> {
+  const config = loadConfig()
   const api = await createApi({
-    config: { ...loadConfig(), port: 0, adminUi: false },
+    config: { ...config, port: 0, adminUi: false },
     chainId,
     logger: silentLogger,
     rateLimit: UNLIMITED,
+    dbPoolSize: config.apiDbPoolSize,
     host: '127.0.0.1',
   })
   process.once('SIGTERM', () => void api.close().then(() => process.exit(0)))
@@ -103,7 +109,8 @@ async function main(): Promise<void> {
     options: {
       clients: { type: 'string', default: '8' },
       codes: { type: 'string', default: '100' },
-      sessions: { type: 'string', default: '200' },
+      warmup: { type: 'string', default: '200' },
+      sessions: { type: 'string', default: '1000' },
       pages: { type: 'string', default: '5' },
       'chain-id': { type: 'string', default: '8453' },
       json: { type: 'boolean', default: false },
@@ -114,6 +121,7 @@ async function main(): Promise<void> {
   if (values.serve) return serve(positive('chain-id', values['chain-id']))
   const clients = positive('clients', values.clients)
   const codeCount = positive('codes', values.codes)
+  const warmup = positive('warmup', values.warmup)
   const sessions = positive('sessions', values.sessions)
   const pages = positive('pages', values.pages)
   const chainId = positive('chain-id', values['chain-id'])
@@ -167,13 +175,22 @@ async function main(): Promise<void> {
     return body
   }
 
+  /**
+   * A page's `nextCursor`, the answer's last field, read without parsing the page: the clients share
+   * the API's cores, and what they spend parsing 100 items per page the API would not.
+   */
+  const nextCursorOf = (page: string): string | null => {
+    const at = page.lastIndexOf('"nextCursor":')
+    if (!page.startsWith('{"items":[') || at < 0) throw new Error(`not an attribution page: ${page.slice(0, 200)}`)
+    return JSON.parse(page.slice(at + '"nextCursor":'.length, -1)) as string | null
+  }
+
   /** One user's look at a code: its attributions page after page, then its stats. */
   async function session(agent: Agent, index: number): Promise<void> {
     const code = order[index % order.length]!
     const list = `/v1/attributions?builderCode=${code}`
-    let cursor = (JSON.parse(await get(agent, API_ROUTES.firstPage, list)) as { nextCursor: string | null }).nextCursor
-    for (let page = 1; page < pages && cursor; page++)
-      cursor = (JSON.parse(await get(agent, API_ROUTES.nextPage, `${list}&cursor=${cursor}`)) as { nextCursor: string | null }).nextCursor
+    let cursor = nextCursorOf(await get(agent, API_ROUTES.firstPage, list))
+    for (let page = 1; page < pages && cursor; page++) cursor = nextCursorOf(await get(agent, API_ROUTES.nextPage, `${list}&cursor=${cursor}`))
     await get(agent, API_ROUTES.statsByDay, `/v1/builder-codes/${code}/stats`)
     await get(agent, API_ROUTES.statsByHour, `/v1/builder-codes/${code}/stats?interval=hour`)
     if (index % LEADERBOARD_EVERY === LEADERBOARD_EVERY - 1) await get(agent, API_ROUTES.leaderboard, '/v1/leaderboard')
@@ -191,14 +208,14 @@ async function main(): Promise<void> {
 
   let output: ApiBenchOutput
   try {
-    // Warm-up: one session per client, on codes the measured sessions visit again.
-    await run(0, clients)
+    // Warm-up, over the codes the measured sessions visit again.
+    await run(0, warmup)
     const database = new URL(config.databaseUrl).pathname.slice(1)
     const cpu = () => ({ api: cpuSecondsOf(server.pid) ?? 0, postgres: postgresCpuSecondsOf(database) })
     measuring = true
     const cpuBefore = cpu()
     const begun = performance.now()
-    await run(clients, clients + sessions)
+    await run(warmup, warmup + sessions)
     const seconds = (performance.now() - begun) / 1000
     const cpuAfter = cpu()
     measuring = false
@@ -221,6 +238,7 @@ async function main(): Promise<void> {
         coldestRows: Number(used.at(-1)!.n),
       },
       clients,
+      warmup,
       sessions,
       requests: samples.length,
       seconds,

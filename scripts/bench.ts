@@ -51,8 +51,8 @@ const FIXTURE_LOAD_TIMEOUT_MS = 300_000
 const TARGETS = { backfillRatio: 0.8, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500, blocksScopeRatio: 0.8 }
 
 const SIZES = {
-  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiSessions: 400, webhookMs: 30_000, triggerCopyRows: 100_000 },
-  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiSessions: 200, webhookMs: 10_000, triggerCopyRows: 20_000 },
+  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiSessions: 1_000, webhookMs: 30_000, triggerCopyRows: 100_000 },
+  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiSessions: 400, webhookMs: 10_000, triggerCopyRows: 20_000 },
 }
 const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
@@ -443,7 +443,7 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
     },
     {
       figure: '',
-      measured: `${run.requests} requests in ${run.seconds.toFixed(1)} s, ${run.sessions} sessions; codes used ${codes.used} of ${codes.seeded}, rows per code hottest / median / coldest ${count(codes.hottestRows)} / ${count(codes.medianRows)} / ${count(codes.coldestRows)}; seeded in ${(run.seedMs / 1000).toFixed(0)} s`,
+      measured: `${run.requests} requests in ${run.seconds.toFixed(1)} s, ${run.sessions} sessions after ${run.warmup} of warm-up; codes used ${codes.used} of ${codes.seeded}, rows per code hottest / median / coldest ${count(codes.hottestRows)} / ${count(codes.medianRows)} / ${count(codes.coldestRows)}; seeded in ${(run.seedMs / 1000).toFixed(0)} s`,
     },
   ]
 }

@@ -167,6 +167,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         queues: [queue.queue],
         rateLimit: config.apiRateLimit,
         statementTimeoutMs: config.apiStatementTimeoutMs,
+        dbPoolSize: config.apiDbPoolSize,
       })
       const address = await api.listen()
       logger.info({ address }, 'api listening')

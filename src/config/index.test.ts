@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig, secretsOf } from './index.js'
 
@@ -23,6 +24,7 @@ describe('loadConfig', () => {
       metricsPort: undefined,
       logLevel: 'info',
       rpcBatchSize: 100,
+      apiDbPoolSize: Math.min(16, Math.max(2, availableParallelism())),
     })
     expect(Object.isFrozen(config)).toBe(true)
   })
@@ -40,6 +42,7 @@ describe('loadConfig', () => {
       METRICS_PORT: '9464',
       BUILDER_API_URL: 'https://builder.example/',
       RPC_BATCH_SIZE: '250',
+      API_DB_POOL_SIZE: '2',
     })
     expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
     expect(config.indexAddresses).toEqual([
@@ -54,6 +57,7 @@ describe('loadConfig', () => {
     expect(config.adminUi).toBe(true)
     expect(config.builderApiUrl).toBe('https://builder.example')
     expect(config.rpcBatchSize).toBe(250)
+    expect(config.apiDbPoolSize).toBe(2)
   })
 
   it.each([
@@ -69,6 +73,7 @@ describe('loadConfig', () => {
     ['ATTRIBUTION_SCOPE', 'all', 'invalid ATTRIBUTION_SCOPE="all": expected logs, blocks'],
     ['INDEX_ADDRESSES', '0x12', 'invalid INDEX_ADDRESSES="0x12": expected comma-separated 0x-prefixed 20-byte addresses'],
     ['RPC_BATCH_SIZE', '0', 'invalid RPC_BATCH_SIZE="0": expected an integer from 1 to 10000'],
+    ['API_DB_POOL_SIZE', '0', 'invalid API_DB_POOL_SIZE="0": expected an integer from 1 to 1000'],
     ['RPC_BATCH_SIZE', 'many', 'invalid RPC_BATCH_SIZE="many": expected an integer from 1 to 10000'],
     ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
   ])('rejects %s=%s with one line naming it', (name, value, message) => {

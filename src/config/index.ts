@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
@@ -6,8 +7,11 @@ export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
 export type Role = (typeof ROLES)[number]
 
 const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
-/** The API's defaults, also where the API is created without a full configuration (tests, bench). */
-export const API_DEFAULTS = { rateLimit: 600, statementTimeoutMs: 5_000 } as const
+/**
+ * The API's defaults, also where the API is created without a full configuration (tests, bench). Its
+ * pool has as many connections as this machine has cores (2 to 16): sized for a database server like it.
+ */
+export const API_DEFAULTS = { rateLimit: 600, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -73,6 +77,7 @@ const schema = z.object({
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
   API_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.rateLimit),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(API_DEFAULTS.statementTimeoutMs),
+  API_DB_POOL_SIZE: integer(1, 1_000).default(API_DEFAULTS.dbPoolSize),
   BUILDER_CODES_REGISTRY: z
     .string()
     .regex(hexAddress, 'a 0x-prefixed 20-byte address')
@@ -115,6 +120,8 @@ export type Config = Readonly<{
   rpcBatchSize: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
+  /** `API_DB_POOL_SIZE`: database connections the API's queries share. */
+  apiDbPoolSize: number
   /** The BuilderCodes registry (ERC-721) whose events are always indexed, lowercase. */
   builderCodesRegistry: `0x${string}` | undefined
   builderCodesRegistryStartBlock: number
@@ -189,6 +196,7 @@ function toConfig(p: Parsed): Config {
     rpcBatchSize: p.RPC_BATCH_SIZE,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
+    apiDbPoolSize: p.API_DB_POOL_SIZE,
     builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
     builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import { queryPrepared, type Database } from '../../store/index.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
@@ -25,25 +25,28 @@ export type ListAttributionsParameters = {
   limit: number
 }
 
+/** A row of the list, as the database names its columns. */
 export type AttributionRow = {
-  chainId: number
-  txHash: string
-  userOpHash: string
-  blockNumber: number
-  blockHash: string
-  blockTimestamp: Date
-  fromAddress: string
-  toAddress: string | null
+  chain_id: number
+  tx_hash: string
+  /** '' for a plain transaction. */
+  user_op_hash: string
+  block_number: number
+  block_hash: string
+  block_timestamp: Date
+  from_address: string
+  to_address: string | null
   sender: string
-  builderCode: string
+  builder_code: string
   /** '' for a code without a role (schemas 0 and 1). */
   role: string
-  registryAddress: string | null
-  registryChainId: string | null
-  walletAddress: string | null
-  schemaId: number
+  registry_address: string | null
+  registry_chain_id: string | null
+  /** The wallet that registered the code here. */
+  wallet_address: string | null
+  schema_id: number
   codes: string[]
-  gasUsed: number | null
+  gas_used: number | null
   status: Status
   removed: boolean
 }
@@ -73,105 +76,81 @@ const attributionColumns = {
 /**
  * One page of attributions, newest block first, plus whether more follow. The keyset is unique and
  * rows are compared to the last one seen, so rows inserted while a client pages never shift a page:
- * nothing is skipped or repeated.
+ * nothing is skipped or repeated. The query is built once per combination of filters, its values
+ * filled in per request.
  */
-export async function listAttributions(
-  db: Database,
-  { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit }: ListAttributionsParameters,
-): Promise<{ rows: AttributionRow[]; more: boolean }> {
-  const where: SQL[] = [eq(attributions.chainId, chainId)]
-  if (builderCode !== undefined) where.push(eq(attributions.builderCode, builderCode))
+export async function listAttributions(db: Database, parameters: ListAttributionsParameters): Promise<{ rows: AttributionRow[]; more: boolean }> {
+  const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit } = parameters
+  const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
+  const shape = `attributions:${Object.entries(given)
+    .filter(([, value]) => value !== undefined)
+    .map(([name]) => name)
+    .join(',')}:${includeRemoved ? 'all' : 'live'}`
+  const rows = await queryPrepared<AttributionRow>(db, shape, () => listQuery(db, parameters), {
+    chainId,
+    builderCode,
+    walletAddress,
+    fromBlock,
+    toBlock,
+    since: since?.toISOString(),
+    until: until?.toISOString(),
+    statuses,
+    role,
+    after0: after?.[0],
+    after1: after?.[1],
+    after2: after?.[2],
+    after3: after?.[3],
+    after4: after?.[4],
+    limit: limit + 1,
+  })
+  return { rows: rows.slice(0, limit), more: rows.length > limit }
+}
+
+/** The list query for the filters `parameters` has, with a placeholder for each value (see {@link listAttributions}). */
+function listQuery(db: Database, { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after }: ListAttributionsParameters) {
+  const value = (name: string) => sql.placeholder(name)
+  const where: SQL[] = [eq(attributions.chainId, value('chainId'))]
+  if (builderCode !== undefined) where.push(eq(attributions.builderCode, value('builderCode')))
   if (walletAddress !== undefined)
     where.push(
-      sql`${attributions.builderCode} = (select ${builderCodes.builderCode} from ${builderCodes} where ${builderCodes.chainId} = ${chainId} and ${builderCodes.walletAddress} = ${walletAddress})`,
+      sql`${attributions.builderCode} = (select ${builderCodes.builderCode} from ${builderCodes} where ${builderCodes.chainId} = ${value('chainId')} and ${builderCodes.walletAddress} = ${value('walletAddress')})`,
     )
-  if (fromBlock !== undefined) where.push(gte(attributions.blockNumber, fromBlock))
-  if (toBlock !== undefined) where.push(lte(attributions.blockNumber, toBlock))
+  if (fromBlock !== undefined) where.push(gte(attributions.blockNumber, value('fromBlock')))
+  if (toBlock !== undefined) where.push(lte(attributions.blockNumber, value('toBlock')))
   // Block time never decreases with block number, so a time bound is also a block bound the list's
   // index can seek to (the first row at or after `since`, the last before `until`; ties to the lower
   // block at `since`, the higher at `until`); the time condition itself still decides.
   const hinted = alias(attributions, 'hint')
   const boundary = (condition: SQL, order: SQL[]) =>
-    db.select({ blockNumber: hinted.blockNumber }).from(hinted).where(and(eq(hinted.chainId, chainId), condition)).orderBy(...order).limit(1)
+    db.select({ blockNumber: hinted.blockNumber }).from(hinted).where(and(eq(hinted.chainId, value('chainId')), condition)).orderBy(...order).limit(1)
   if (since !== undefined)
     where.push(
-      gte(attributions.blockTimestamp, since),
-      sql`${attributions.blockNumber} >= (${boundary(gte(hinted.blockTimestamp, since), [asc(hinted.blockTimestamp), asc(hinted.blockNumber)])})`,
+      gte(attributions.blockTimestamp, value('since')),
+      sql`${attributions.blockNumber} >= (${boundary(gte(hinted.blockTimestamp, value('since')), [asc(hinted.blockTimestamp), asc(hinted.blockNumber)])})`,
     )
   if (until !== undefined)
     where.push(
-      lt(attributions.blockTimestamp, until),
-      sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, until), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
+      lt(attributions.blockTimestamp, value('until')),
+      sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, value('until')), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
     )
-  if (statuses !== undefined) where.push(inArray(attributions.status, [...statuses]))
-  if (role !== undefined) where.push(eq(attributions.role, role))
-  if (!includeRemoved) where.push(eq(attributions.removed, false))
+  if (statuses !== undefined) where.push(sql`${attributions.status} = any(${value('statuses')}::text[])`)
+  if (role !== undefined) where.push(eq(attributions.role, value('role')))
+  if (!includeRemoved) where.push(sql`not ${attributions.removed}`)
   if (after !== undefined)
     where.push(
-      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]}, ${after[4]})`,
+      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
     )
-
-  const query = db
+  return db
     .select(attributionColumns)
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
     .where(and(...where))
     .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode), desc(attributions.role))
-    .limit(limit + 1)
-  // Prepared, the list's text is parsed and planned once per connection and filter combination; its
-  // rows arrive keyed by column name, as the driver parses each type.
-  const rows = await queryPrepared<AttributionColumnRow>(db, query)
-  return { rows: rows.slice(0, limit).map(toAttributionRow), more: rows.length > limit }
+    .limit(value('limit'))
 }
 
-type AttributionColumnRow = {
-  chain_id: number
-  tx_hash: string
-  user_op_hash: string
-  block_number: number
-  block_hash: string
-  block_timestamp: Date
-  from_address: string
-  to_address: string | null
-  sender: string
-  builder_code: string
-  role: string
-  registry_address: string | null
-  registry_chain_id: string | null
-  wallet_address: string | null
-  schema_id: number
-  codes: string[]
-  gas_used: number | null
-  status: Status
-  removed: boolean
-}
-
-function toAttributionRow(row: AttributionColumnRow): AttributionRow {
-  return {
-    chainId: row.chain_id,
-    txHash: row.tx_hash,
-    userOpHash: row.user_op_hash,
-    blockNumber: row.block_number,
-    blockHash: row.block_hash,
-    blockTimestamp: row.block_timestamp,
-    fromAddress: row.from_address,
-    toAddress: row.to_address,
-    sender: row.sender,
-    builderCode: row.builder_code,
-    role: row.role,
-    registryAddress: row.registry_address,
-    registryChainId: row.registry_chain_id,
-    walletAddress: row.wallet_address,
-    schemaId: row.schema_id,
-    codes: row.codes,
-    gasUsed: row.gas_used,
-    status: row.status,
-    removed: row.removed,
-  }
-}
-
-export function attributionKey(row: Pick<AttributionRow, 'blockNumber' | 'txHash' | 'userOpHash' | 'builderCode' | 'role'>): AttributionKey {
-  return [row.blockNumber, row.txHash, row.userOpHash, row.builderCode, row.role]
+export function attributionKey(row: Pick<AttributionRow, 'block_number' | 'tx_hash' | 'user_op_hash' | 'builder_code' | 'role'>): AttributionKey {
+  return [row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, row.role]
 }
 
 export type StatsInterval = 'hour' | 'day'
@@ -179,6 +158,10 @@ export type StatsInterval = 'hour' | 'day'
 export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
 /** `since`/`until` are bucket boundaries (see {@link roundToBuckets}). */
 export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
+
+/** A query's value, or the placeholder a statement built once is filled with per execution. */
+type Value<T> = T | Placeholder
+type StatsQueryParameters = { [K in keyof BuilderCodeStatsParameters]: Value<BuilderCodeStatsParameters[K]> }
 
 export type StatsBucket = {
   start: Date
@@ -210,7 +193,7 @@ export async function builderCodeStats(db: Database, parameters: BuilderCodeStat
 }
 
 /** Rows of {@link builderCodeStats}: one per bucket with rows, and the total with `start` null. */
-function statsQuery({ chainId, builderCode, interval, since, until }: BuilderCodeStatsParameters): SQL {
+function statsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
   return sql`
     select extract(epoch from ${builderCodeBuckets.start})::int8 * 1000 as start,
       coalesce(sum(${builderCodeBuckets.attributions}), 0)::int8 as attributions,
@@ -258,13 +241,13 @@ export type BuilderCodeStatsReport = {
  * {@link builderCodeRoleStats}, the wallet that registered the code here and the code's registry record.
  */
 export async function builderCodeStatsReport(db: Database, parameters: BuilderCodeStatsParameters): Promise<BuilderCodeStatsReport> {
-  const { chainId, builderCode } = parameters
-  const [row] = await queryPrepared<{ stats: StatsRow[]; roles: RoleRow[]; wallet_address: string | null; registry: RegistryCodeRow | null }>(db, sql`
-    select (select json_agg(s) from (${statsQuery(parameters)}) s) as stats,
-      (select coalesce(json_agg(r order by r.start nulls first, ${roleRank(sql`r.role`)}), '[]') from (${roleStatsQuery(parameters)}) r) as roles,
-      (select ${builderCodes.walletAddress} from ${builderCodes}
-        where ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
-      (select row_to_json(g) from (${registryCodeQuery(chainId, builderCode)}) g) as registry`)
+  const { chainId, builderCode, interval, since, until } = parameters
+  const [row] = await queryPrepared<{ stats: StatsRow[]; roles: RoleRow[]; wallet_address: string | null; registry: RegistryCodeRow | null }>(
+    db,
+    'builder-code-stats',
+    statsReportQuery,
+    { chainId, builderCode, interval, since: since.toISOString(), until: until.toISOString() },
+  )
   return {
     stats: toStats(parameters, row!.stats),
     roles: toRoleStats(row!.roles),
@@ -273,13 +256,31 @@ export async function builderCodeStatsReport(db: Database, parameters: BuilderCo
   }
 }
 
+/** {@link builderCodeStatsReport}'s query, with a placeholder for each of its parameters. */
+function statsReportQuery(): SQL {
+  const parameters = {
+    chainId: sql.placeholder('chainId'),
+    builderCode: sql.placeholder('builderCode'),
+    interval: sql.placeholder('interval'),
+    since: sql.placeholder('since'),
+    until: sql.placeholder('until'),
+  }
+  const { chainId, builderCode } = parameters
+  return sql`
+    select (select json_agg(s) from (${statsQuery(parameters)}) s) as stats,
+      (select coalesce(json_agg(r order by r.start nulls first, ${roleRank(sql`r.role`)}), '[]') from (${roleStatsQuery(parameters)}) r) as roles,
+      (select ${builderCodes.walletAddress} from ${builderCodes}
+        where ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
+      (select row_to_json(g) from (${registryCodeQuery(chainId, builderCode)}) g) as registry`
+}
+
 /**
  * The code's distinct senders in `[since, until)`. When no sender's latest attribution is at or after
  * `until` (the usual case: the range ends now), they are the senders whose latest attribution is at or
  * after `since`: the rollup's `latest_senders` of those buckets, summed. A range that ends earlier
  * counts the attributions themselves.
  */
-function distinctSenders(chainId: number, builderCode: string | SQL, interval: StatsInterval, since: Date, until: Date): SQL {
+function distinctSenders(chainId: Value<number>, builderCode: Value<string> | SQL, interval: Value<StatsInterval>, since: Value<Date>, until: Value<Date>): SQL {
   const b = builderCodeBuckets
   return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
       then coalesce(sum(${b.latestSenders}), 0)
@@ -300,8 +301,6 @@ export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string;
  * code over that range with `interval: 'hour'`, and its roles; one prepared statement.
  */
 export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
-  const b = builderCodeBuckets
-  const r = builderCodeRoleBuckets
   const rows = await queryPrepared<{
     builder_code: string
     wallet_address: string | null
@@ -310,7 +309,25 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
     gas_used: string
     distinct_senders: number
     roles: RoleRow[]
-  }>(db, sql`
+  }>(db, 'leaderboard', leaderboardQuery, { chainId, since: since.toISOString(), until: until.toISOString(), limit })
+  return rows.map((row) => ({
+    builderCode: row.builder_code,
+    walletAddress: row.wallet_address,
+    attributions: row.attributions,
+    confirmed: row.attributions - row.pending,
+    pending: row.pending,
+    distinctSenders: row.distinct_senders,
+    gasUsed: row.gas_used,
+    roles: toRoleStats(row.roles).total,
+  }))
+}
+
+/** {@link leaderboard}'s query, with a placeholder for each of its parameters. */
+function leaderboardQuery(): SQL {
+  const b = builderCodeBuckets
+  const r = builderCodeRoleBuckets
+  const [chainId, since, until, limit] = [sql.placeholder('chainId'), sql.placeholder('since'), sql.placeholder('until'), sql.placeholder('limit')]
+  return sql`
     select top.builder_code, top.attributions, totals.pending, totals.gas_used, ${builderCodes.walletAddress} as wallet_address,
       (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until)})::int8 as distinct_senders,
       (select coalesce(json_agg(roles order by ${roleRank(sql`roles.role`)}), '[]') from (
@@ -338,17 +355,7 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
       where ${b.chainId} = ${chainId} and ${b.builderCode} = top.builder_code and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
     ) totals
     left join ${builderCodes} on ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = top.builder_code
-    order by top.attributions desc, top.builder_code`)
-  return rows.map((row) => ({
-    builderCode: row.builder_code,
-    walletAddress: row.wallet_address,
-    attributions: row.attributions,
-    confirmed: row.attributions - row.pending,
-    pending: row.pending,
-    distinctSenders: row.distinct_senders,
-    gasUsed: row.gas_used,
-    roles: toRoleStats(row.roles).total,
-  }))
+    order by top.attributions desc, top.builder_code`
 }
 
 /** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */
@@ -379,7 +386,7 @@ export async function builderCodeRoleStats(db: Database, parameters: BuilderCode
 }
 
 /** Rows of {@link builderCodeRoleStats}, unordered: one per bucket and role with rows, and per role with `start` null. */
-function roleStatsQuery({ chainId, builderCode, interval, since, until }: BuilderCodeStatsParameters): SQL {
+function roleStatsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
   const b = builderCodeRoleBuckets
   return sql`
     select extract(epoch from ${b.start})::int8 * 1000 as start, ${b.role} as role,

@@ -1,4 +1,4 @@
-import { and, eq, sql, type SQL } from 'drizzle-orm'
+import { and, eq, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import type { Database } from '../../store/index.js'
 import { attributions, builderCodes } from '../../store/schema.js'
 
@@ -71,7 +71,7 @@ export type RegistryCodeRecord = {
 export type RegistryCodeRow = { token_id: string; owner: string | null; payout_address: string | null; registered_block: string | number; registered_at: Date | string }
 
 /** The code's row of `public.registry_codes` (columns of {@link RegistryCodeRow}), or no row. */
-export function registryCodeQuery(chainId: number, builderCode: string): SQL {
+export function registryCodeQuery(chainId: number | Placeholder, builderCode: string | Placeholder): SQL {
   return sql`select token_id::text, owner, payout_address, registered_block, registered_at
     from public.registry_codes where chain_id = ${chainId} and builder_code = ${builderCode}
     order by registered_block limit 1`

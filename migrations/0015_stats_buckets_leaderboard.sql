@@ -1,0 +1,2 @@
+DROP INDEX "builder_code_buckets_time";--> statement-breakpoint
+CREATE INDEX "builder_code_buckets_time_counts" ON "builder_code_buckets" USING btree ("start","chain_id","bucket","builder_code","attributions");
