@@ -391,7 +391,7 @@ async function countedBackfill({ rpcUrl, head, wallets }: { rpcUrl: string; head
       `for ${attributed} attributed transactions over ${head + 1} blocks = ${(proxy.stats.httpRequests / attributed).toFixed(2)} HTTP requests per attributed transaction; ` +
       `calls by method: ${JSON.stringify(proxy.stats.calls)}`,
   )
-  return { db, proxy, attributed }
+  return { db, env, proxy, attributed }
 }
 
 describe('attribution by backfill', () => {
@@ -421,7 +421,7 @@ describe('attribution by backfill', () => {
   })
 
   it('with ATTRIBUTION_SCOPE=blocks also attributes transactions that emit no log, from whole blocks', async () => {
-    const { db, proxy } = await countedBackfill({ rpcUrl: world.anvil.url, head: world.head, wallets: world.early }, 'blocks')
+    const { db, proxy, env } = await countedBackfill({ rpcUrl: world.anvil.url, head: world.head, wallets: world.early }, 'blocks')
     expect(await attributedRows(db)).toEqual(sortRows([...world.rows, ...world.logless]))
     await expectTransactions(db, new Map([...world.transactions, ...world.loglessTransactions]))
     // Every transaction of every block of the range is stored, fetched with the blocks, never by hash.
@@ -432,6 +432,18 @@ describe('attribution by backfill', () => {
     expect(rows[0].n).toBe(total)
     expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
     expect(proxy.stats.calls.eth_getBlockByNumber).toBeGreaterThanOrEqual(world.head + 1)
+
+    // A second filter over the same blocks reads every block again: each transaction is stored
+    // already, those without a suffix go in again as fresh and merge, and nothing doubles or changes.
+    const receiptsBefore = proxy.stats.calls.eth_getTransactionReceipt ?? 0
+    const again = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(world.head), '--topic0', `0x${'ab'.repeat(32)}`], env)
+    expect(again.code, again.output).toBe(0)
+    expect(await attributedRows(db)).toEqual(sortRows([...world.rows, ...world.logless]))
+    await expectTransactions(db, new Map([...world.transactions, ...world.loglessTransactions]))
+    const { rows: afterAgain } = await db.store.pool.query(`SELECT count(*) AS n, count(*) FILTER (WHERE removed) AS removed FROM transactions`)
+    expect(afterAgain[0]).toEqual({ n: total, removed: 0 })
+    // Gas used is stored already: no receipt is asked for again.
+    expect(proxy.stats.calls.eth_getTransactionReceipt ?? 0).toBe(receiptsBefore)
   })
 })
 
