@@ -487,7 +487,16 @@ function blocksRows(part: BlocksScopePart, results: ReturnType<typeof readResult
   const ratio = median(ratios)
   const txPerSec = median(runs.map(txPerSecOf))
   const peakRssMiB = Math.max(...runs.map((run) => run.peakRssMiB))
-  results.blocksScope = { transactions, txPerSec: round(txPerSec), limitTxPerSec: round(limitTxPerSec), ratioToLimit: round(ratio, 3), peakRssMiB: round(peakRssMiB, 1) }
+  const own = part.nodeOwnCore
+  const ownCoreRatio = own && txPerSecOf(own.run) / mean(own.limits.map((l) => l.fastest.txPerSec))
+  results.blocksScope = {
+    transactions,
+    txPerSec: round(txPerSec),
+    limitTxPerSec: round(limitTxPerSec),
+    ratioToLimit: round(ratio, 3),
+    peakRssMiB: round(peakRssMiB, 1),
+    ...(ownCoreRatio !== undefined ? { nodeOwnCoreRatioToLimit: round(ownCoreRatio, 3) } : {}),
+  }
   const perThousand = (n: number) => (n * 1000) / transactions
   const runLines = (run: BackfillRun, limit: number, label: string) => {
     const sorted = [...run.chunkMs].sort((a, b) => a - b)
@@ -533,6 +542,7 @@ function blocksRows(part: BlocksScopePart, results: ReturnType<typeof readResult
     },
     ...runs.flatMap((run, i) => runLines(run, limitAround(i), `run ${i + 1}`)),
     ...runLines(oneJob, limitAround(runs.length), `as one job (CHUNK_BLOCKS=${oneJobChunkBlocks})`),
+    ...(own ? nodeOwnCoreRows(own, txPerSecOf, runLines) : []),
     {
       figure: '',
       // The limit keeps every core busy with the node alone, so on this machine the backfill's CPU bounds its ratio.
@@ -544,6 +554,24 @@ function blocksRows(part: BlocksScopePart, results: ReturnType<typeof readResult
       beside: `limit: ${perThousand(blocks).toFixed(1)} calls in ${perThousand(fastest.httpRequests).toFixed(1)} requests (batches of ${fastest.batchSize})`,
     },
     { figure: '', measured: `by method: ${byMethod} (run 1's summary line)` },
+  ]
+}
+
+/** The blocks part's backfill with the node on a core of its own, against that node's limit. */
+function nodeOwnCoreRows(
+  { limits, run }: NonNullable<BlocksScopePart['nodeOwnCore']>,
+  txPerSecOf: (run: BackfillRun) => number,
+  runLines: (run: BackfillRun, limit: number, label: string) => TableRow[],
+): TableRow[] {
+  const limit = mean(limits.map((l) => l.fastest.txPerSec))
+  return [
+    {
+      figure: '  the node on a core of its own',
+      measured: `${count(txPerSecOf(run))} tx/s`,
+      beside: `its limit ${limits.map((l) => `${count(l.fastest.txPerSec)} (×${l.fastest.batchSize})`).join(' and ')} tx/s; anvil on CPU 0, the rest on the others, PostgreSQL unpinned`,
+      verdict: pct(txPerSecOf(run) / limit),
+    },
+    ...runLines(run, limit, 'run'),
   ]
 }
 

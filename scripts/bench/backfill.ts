@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type pg from 'pg'
-import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
+import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, pinToCpus, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
 import { summarizeCpuProfile, type ProfileSummary } from './profile.js'
 import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
 
@@ -29,6 +29,8 @@ export type BackfillRunParameters = {
   cpuProfileDir?: string | undefined
   /** More environment for the backfill process (e.g. `ATTRIBUTION_SCOPE`). */
   env?: Record<string, string> | undefined
+  /** CPUs the backfill process is pinned to (`taskset` syntax); unpinned when omitted. */
+  cpus?: string | undefined
 }
 
 export type BackfillRun = {
@@ -118,6 +120,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         }
       },
     })
+    if (parameters.cpus !== undefined && !pinToCpus(child.pid, parameters.cpus)) throw new Error(`could not pin the backfill to CPUs ${parameters.cpus} with taskset`)
     const watch = watchProcess(child.pid, { node: () => [parameters.nodePid], postgres: () => postgresBackendsOf(db.name) })
     const code = await child.exited
     const processMs = performance.now() - started

@@ -7,10 +7,11 @@
  * as a single job (the default `CHUNK_BLOCKS` exceeds the fixture). Node calls come from the backfill's
  * own summary line.
  */
+import { availableParallelism } from 'node:os'
 import { startAnvil } from '../../src/devnet/anvil.js'
 import { ensureFixture, type Fixture, type FixtureSize } from '../generate-fixture.js'
 import { runBackfill, runProfiledBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
-import { cpuSecondsOf } from './processes.js'
+import { cpuSecondsOf, pinToCpus } from './processes.js'
 import type { ProfileSummary } from './profile.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 import { count } from './report.js'
@@ -67,6 +68,12 @@ export type BlocksScopePart = {
   runs: BackfillRun[]
   /** The same backfill as one job. */
   oneJob: BackfillRun
+  /**
+   * The node on a core of its own, as a node on another machine would be: the limit, a backfill and
+   * the limit again with anvil pinned to CPU 0 and the backfill (and the limit's client) to the other
+   * CPUs; PostgreSQL is not pinned. Absent on a machine of one CPU or without `taskset`.
+   */
+  nodeOwnCore?: { limits: [BlockBodyLimit, BlockBodyLimit]; run: BackfillRun }
   profile?: ProfileSummary & { path: string }
 }
 
@@ -136,7 +143,34 @@ export async function measureBlockBodyLimit(parameters: { rpcUrl: string; range:
   return { passes, fastest }
 }
 
-/** The `blocks` part: fixture, anvil, limit and backfill in turn, then the one-job backfill. */
+/** The CPUs other than the node's CPU 0. */
+const OTHER_CPUS = `1-${Math.max(1, availableParallelism() - 1)}`
+
+/**
+ * `limit`, `backfill` and `limit` again with the node (`nodePid`) pinned to CPU 0 and this process to
+ * the others, then everything unpinned; undefined where that cannot be done.
+ */
+async function measureWithNodeOnOwnCore(
+  nodePid: number,
+  limit: () => Promise<BlockBodyLimit>,
+  backfill: () => Promise<BackfillRun>,
+  say: (message: string) => void,
+): Promise<BlocksScopePart['nodeOwnCore']> {
+  const everyCpu = `0-${availableParallelism() - 1}`
+  if (availableParallelism() < 2 || !pinToCpus(nodePid, '0')) return undefined
+  try {
+    if (!pinToCpus(process.pid, OTHER_CPUS)) return undefined
+    say(`the node on a core of its own: anvil on CPU 0, the backfill and the limit's client on CPUs ${OTHER_CPUS}…`)
+    const before = await limit()
+    const run = await backfill()
+    return { limits: [before, await limit()], run }
+  } finally {
+    pinToCpus(nodePid, everyCpu)
+    pinToCpus(process.pid, everyCpu)
+  }
+}
+
+/** The `blocks` part: fixture, anvil, limit and backfill in turn, then the one-job backfill and the node on a core of its own. */
 export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobChunkBlocks, concurrency, rounds, profile, say }: BlocksScopeParameters): Promise<BlocksScopePart> {
   const chunkBlocks = BLOCKS_SCOPE_CHUNK_BLOCKS
   const fixture = await ensureFixture({ size, kind: 'blocks', say })
@@ -183,12 +217,24 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
     say(`codetrail backfill, ATTRIBUTION_SCOPE=blocks, CHUNK_BLOCKS=${oneJobChunkBlocks}: one job…`)
     const oneJob = await runBackfill({ ...backfillParameters, chunkBlocks: oneJobChunkBlocks })
     limits.push(await limit())
+    const nodeOwnCore = await measureWithNodeOnOwnCore(nodePid, limit, () => runBackfill({ ...backfillParameters, cpus: OTHER_CPUS }), say)
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill, ATTRIBUTION_SCOPE=blocks, with a CPU profile…')
       summary = await runProfiledBackfill(backfillParameters, PROFILED_FUNCTIONS)
     }
-    return { fixture, transactions, chunkBlocks, oneJobChunkBlocks, concurrency, limits, runs, oneJob, ...(summary ? { profile: summary } : {}) }
+    return {
+      fixture,
+      transactions,
+      chunkBlocks,
+      oneJobChunkBlocks,
+      concurrency,
+      limits,
+      runs,
+      oneJob,
+      ...(nodeOwnCore ? { nodeOwnCore } : {}),
+      ...(summary ? { profile: summary } : {}),
+    }
   } finally {
     await anvil.stop()
   }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -167,5 +167,18 @@ export function watchProcess(pid: number, others: Record<string, () => number[]>
       sample()
       clearInterval(timer)
     },
+  }
+}
+
+/**
+ * Pins every thread of process `pid` (and what it starts later) to the CPUs `cpus` (`taskset` syntax,
+ * e.g. "0" or "0,1"); false where `taskset` is missing or refuses.
+ */
+export function pinToCpus(pid: number, cpus: string): boolean {
+  try {
+    execFileSync('taskset', ['-apc', cpus, String(pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
   }
 }
