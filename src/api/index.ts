@@ -63,7 +63,7 @@ export type CreateApiParameters = {
   /**
    * Connections of the API's own pool (`API_DB_POOL_SIZE`). Beyond the database server's cores, more
    * connections only make its backends contend: at 8 concurrent clients on 2 cores, 10 connections
-   * cost PostgreSQL 2.4 times the CPU per request that 2 did (bench/README.md).
+   * cost PostgreSQL 2–2.5 times the CPU per request that 2 did (bench/README.md).
    */
   dbPoolSize?: number
   /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
