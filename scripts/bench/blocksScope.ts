@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os'
 import { startAnvil } from '../../src/devnet/anvil.js'
 import { ensureFixture, type Fixture, type FixtureSize } from '../generate-fixture.js'
 import { runBackfill, runProfiledBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
-import { cpuSecondsOf, pinToCpus } from './processes.js'
+import { pinToCpus, startCpuCount } from './processes.js'
 import type { ProfileSummary } from './profile.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 import { count } from './report.js'
@@ -98,8 +98,7 @@ export type BlocksScopeParameters = {
 export async function fetchBlockBodies({ rpcUrl, range, batchSize, inFlight, nodePid }: { rpcUrl: string; range: [number, number]; batchSize: number; inFlight: number; nodePid?: number | undefined }): Promise<BlockBodyPass> {
   const rpc = createRawRpc(rpcUrl, inFlight)
   type Block = { transactions: unknown[] } | null
-  const nodeCpuBefore = nodePid === undefined ? null : cpuSecondsOf(nodePid)
-  const clientCpuBefore = process.cpuUsage()
+  const cpuSpent = startCpuCount(nodePid)
   try {
     const batches = blockChunks(range[0], range[1], batchSize)
     let transactions = 0
@@ -118,8 +117,6 @@ export async function fetchBlockBodies({ rpcUrl, range, batchSize, inFlight, nod
       })
     })
     const ms = performance.now() - started
-    const clientCpu = process.cpuUsage(clientCpuBefore)
-    const nodeCpuAfter = nodePid === undefined ? null : cpuSecondsOf(nodePid)
     return {
       batchSize,
       ms,
@@ -127,8 +124,7 @@ export async function fetchBlockBodies({ rpcUrl, range, batchSize, inFlight, nod
       transactions,
       txPerSec: (transactions / ms) * 1000,
       httpRequests: batches.length,
-      nodeCpuSec: nodeCpuBefore !== null && nodeCpuAfter !== null ? nodeCpuAfter - nodeCpuBefore : undefined,
-      clientCpuSec: (clientCpu.user + clientCpu.system) / 1e6,
+      ...cpuSpent(),
     }
   } finally {
     rpc.close()

@@ -10,7 +10,7 @@ import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { readsWholeBlock, slicesOf } from '../../src/attribution/nodeReads.js'
 import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
-import { cpuSecondsOf } from './processes.js'
+import { cpuSecondsOf, startCpuCount } from './processes.js'
 import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 
 /**
@@ -21,7 +21,6 @@ import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 export type BodyRead = 'by-hash' | 'by-block' | 'by-share'
 const TRANSACTIONS_PER_BATCH = 100
 
-const cpuSeconds = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1e6
 
 export type RpcLimitParameters = {
   rpcUrl: string
@@ -60,8 +59,7 @@ type Task = () => Promise<void>
  */
 export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency, bodies, nodePid }: RpcLimitParameters): Promise<RpcLimit> {
   const rpc = createRawRpc(rpcUrl, concurrency)
-  const nodeCpuBefore = nodePid === undefined ? null : cpuSecondsOf(nodePid)
-  const clientCpuBefore = process.cpuUsage()
+  const cpuSpent = startCpuCount(nodePid)
   try {
     let logs = 0
     let transactions = 0
@@ -134,7 +132,6 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
     })
     const ms = performance.now() - started
     if (bodyBytes === 0 && transactions > 0) throw new Error('the node returned no transaction inputs')
-    const nodeCpuAfter = nodePid === undefined ? null : cpuSecondsOf(nodePid)
     return {
       bodies,
       logs,
@@ -143,8 +140,7 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
       requests,
       ms,
       logsPerSec: (logs / ms) * 1000,
-      nodeCpuSec: nodeCpuBefore !== null && nodeCpuAfter !== null ? nodeCpuAfter - nodeCpuBefore : undefined,
-      clientCpuSec: cpuSeconds(process.cpuUsage(clientCpuBefore)),
+      ...cpuSpent(),
     }
   } finally {
     rpc.close()

@@ -96,6 +96,23 @@ export function cpuSecondsOf(pid: number): number | null {
   }
 }
 
+/**
+ * Starts counting the CPU a measurement costs: the returned function gives the seconds the node
+ * (`nodePid`; undefined without one, or once it is gone) and this process (the client) spent since.
+ */
+export function startCpuCount(nodePid: number | undefined): () => { nodeCpuSec: number | undefined; clientCpuSec: number } {
+  const nodeBefore = nodePid === undefined ? null : cpuSecondsOf(nodePid)
+  const clientBefore = process.cpuUsage()
+  return () => {
+    const nodeAfter = nodePid === undefined ? null : cpuSecondsOf(nodePid)
+    const client = process.cpuUsage(clientBefore)
+    return {
+      nodeCpuSec: nodeBefore !== null && nodeAfter !== null ? nodeAfter - nodeBefore : undefined,
+      clientCpuSec: (client.user + client.system) / 1e6,
+    }
+  }
+}
+
 /** PostgreSQL backends connected to `database` (their process title names it). */
 export function postgresBackendsOf(database: string): number[] {
   const pids: number[] = []
