@@ -550,6 +550,16 @@ describe('devnet base profile (Base since Denim)', () => {
     expect(batch.find((a) => a.id === 'c')!.result).toBe(toHex(foundry.id))
   })
 
+  it('stamps a block with the milliseconds asked for, always above its parent', async () => {
+    const parent = await block(devnet, 'latest')
+    const asked = Number(BigInt(parent.timestampMs!)) + 1_234
+    const stamped = await block(devnet, toHex((await devnet.mine({ timestampMs: asked })).number))
+    expect(BigInt(stamped.timestampMs!)).toBe(BigInt(asked))
+    expect(BigInt(stamped.timestamp)).toBe(BigInt(Math.floor(asked / 1000)))
+    const early = await block(devnet, toHex((await devnet.mine({ timestampMs: 0 })).number))
+    expect(BigInt(early.timestampMs!)).toBe(BigInt(asked + 1))
+  })
+
   it('opens every block with the two system deposits, which carry no logs', async () => {
     const user = await sender(devnet, 2)({ to: echo, data: '0xd0' })
     const mined = await devnet.mine()

@@ -34,7 +34,8 @@ export type DenimChainParameters = {
 
 /** The chain behind the `base` profile: mines with Denim timestamps and system deposits, remembers each block's ms. */
 export type DenimChain = {
-  mine: () => Promise<HeadBlock>
+  /** Mines a block; `timestampMs` (kept above the parent's) stamps it instead of the profile's clock. */
+  mine: (timestampMs?: number) => Promise<HeadBlock>
   /** Rolls back `depth` blocks and mines as many in their place, with the replacements at their offsets. */
   reorg: (depth: number, replacements: Replacement[]) => Promise<HeadBlock>
   /** Runs another chain-changing call exclusively, then picks up the head it left. */
@@ -148,13 +149,14 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
     for (const listener of headListeners) listener({ ...header, timestampMs: hex(ms) } as HeadBlock & { timestampMs: Hex })
   }
 
-  const nextMs = () => {
+  const nextMs = (requested?: number) => {
     const previous = msOf(head?.hash) ?? Date.now()
+    if (requested !== undefined) return Math.max(previous + 1, Math.floor(requested))
     return blockTimeMs > 0 ? Math.max(previous + 1, Date.now()) : previous + DENIM_BLOCK_TIME_MS
   }
 
-  const mineOne = async () => {
-    const ms = nextMs()
+  const mineOne = async (requested?: number) => {
+    const ms = nextMs(requested)
     // Whole seconds repeat while ms stays in one second: about five blocks share a timestamp.
     await upstream.call('evm_mine', [Math.floor(ms / 1000)])
     const block = await latest()
@@ -257,7 +259,7 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
   }
 
   return {
-    mine: () => exclusive(mineOne),
+    mine: (timestampMs) => exclusive(() => mineOne(timestampMs)),
     reorg: (depth, replacements) => exclusive(() => reorg(depth, replacements)),
     changeChain: (operation) =>
       exclusive(async () => {
