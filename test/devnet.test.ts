@@ -633,6 +633,18 @@ describe('devnet base profile (Base since Denim)', () => {
     expect((next.transactions as Array<{ hash: Hex }>)[2]!.hash).toBe(waiting)
   })
 
+  it('leaves the deposits out when asked, keeping Denim time', async () => {
+    const plain = await createDevnet({ blockTimeMs: 0, deposits: false })
+    try {
+      const hash = await sender(plain, 0)({ to: '0x000000000000000000000000000000000000dEaD', data: '0x', gas: 21_000n })
+      const mined = await block(plain, toHex((await plain.mine()).number), true)
+      expect((mined.transactions as Array<{ hash: Hex }>).map((tx) => tx.hash)).toEqual([hash])
+      expect(BigInt(mined.timestampMs!) / 1000n).toBe(BigInt(mined.timestamp))
+    } finally {
+      await plain.stop()
+    }
+  })
+
   it('mines a block every 200 ms by default and refuses pre-confirmation options', async () => {
     await expect(createDevnet({ canonicalLag: 2 })).rejects.toThrow('need profile "op"')
     const timed = await createDevnet()
