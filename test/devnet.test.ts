@@ -633,6 +633,19 @@ describe('devnet base profile (Base since Denim)', () => {
     expect((next.transactions as Array<{ hash: Hex }>)[2]!.hash).toBe(waiting)
   })
 
+  it('counts the HTTP requests and the calls by method it answered', async () => {
+    const before = devnet.calls()
+    await post(devnet.url, [
+      { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] },
+      { jsonrpc: '2.0', id: 2, method: 'eth_blockNumber', params: [] },
+    ])
+    await rpc(devnet.url, 'eth_blockNumber')
+    const after = devnet.calls()
+    expect(after.requests - before.requests).toBe(2)
+    expect(after.calls.eth_blockNumber! - (before.calls.eth_blockNumber ?? 0)).toBe(2)
+    expect(after.calls.eth_chainId! - (before.calls.eth_chainId ?? 0)).toBe(1)
+  })
+
   it('leaves the deposits out when asked, keeping Denim time', async () => {
     const plain = await createDevnet({ blockTimeMs: 0, deposits: false })
     try {

@@ -130,8 +130,9 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
 }
 
 /**
- * The pre-confirmed layer's JSON-RPC endpoint (HTTP and WebSocket on one port): pending `eth_getLogs` from the
- * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`, and every other call proxied to anvil verbatim.
+ * The devnet's JSON-RPC endpoint (HTTP and WebSocket on one port). `op`: pending `eth_getLogs` from the
+ * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`. `base`: `pending` read as `latest`, answers
+ * stamped with milliseconds, `newHeads` only. Every other call is proxied to anvil verbatim.
  */
 export async function startDevnetServer(parameters: DevnetServerParameters): Promise<DevnetServer> {
   const { upstream, pending, denim, logger } = parameters
