@@ -104,6 +104,7 @@ export function createRangeProcessor(context: RangeContext) {
     const parts: PreparedLogs[] = []
     const blocks = [...headers]
     const timestamps = new Map(headers.map((block) => [block.number, block.timestamp]))
+    const timestampsMs = new Map(headers.map((block) => [block.number, block.timestampMs]))
     type LogsRequest = { part: Interval; logs: Promise<LogInput[]> }
     const request = (from: number, size: number): LogsRequest => {
       const part: Interval = [from, Math.min(range[1], from + size - 1)]
@@ -124,8 +125,10 @@ export function createRangeProcessor(context: RangeContext) {
       for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
         blocks.push(block)
         timestamps.set(block.number, block.timestamp)
+        timestampsMs.set(block.number, block.timestampMs)
       }
-      parts.push(prepareLogs(toLogRows(logs, (blockNumber) => timestamps.get(blockNumber)), data.chainId, finalizedBlock))
+      const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber), (blockNumber) => timestampsMs.get(blockNumber))
+      parts.push(prepareLogs(rows, data.chainId, finalizedBlock))
     }
     return { prepared: joinPrepared(parts), blocks }
   }
