@@ -77,6 +77,18 @@ describe('block milliseconds on a Base (Denim) node', () => {
       nodeLogs.map((log) => [log.blockHash, Number(log.logIndex), hexToNumber(log.blockTimestampMs)]),
     )
     expect(logs.every((row) => row.block_timestamp_ms !== null)).toBe(true)
+    // The read-only role keeps its grants on the views redefined with the new column.
+    const reader = await pool.connect()
+    try {
+      await reader.query('SET ROLE analytics_reader')
+      const { rows: counted } = await reader.query(
+        `SELECT (SELECT count(block_timestamp_ms)::int FROM analytics.logs) AS logs, (SELECT count(block_timestamp_ms)::int FROM analytics.attributed_transactions) AS attributed`,
+      )
+      expect(counted).toEqual([{ logs: nodeLogs.length, attributed: 2 }])
+    } finally {
+      await reader.query('RESET ROLE')
+      reader.release()
+    }
 
     const blocks = mined.map((m) => m.block)
     const { rows: stored } = await pool.query(`SELECT hash, block_timestamp_ms FROM blocks WHERE number BETWEEN $1 AND $2 ORDER BY number`, range)

@@ -82,7 +82,7 @@ export type RangeContext = {
   logsPerRequest?: number
   /** JSON bytes per `eth_getLogs` request to aim at. @default BYTES_PER_REQUEST */
   bytesPerRequest?: number
-  /** Called with each request's range and what it held (for metrics and tests). */
+  /** Called with each request's range and what its answer held. */
   onLogsRequest?: (range: Interval, density: LogsDensity) => void
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
