@@ -104,6 +104,39 @@ describe('block milliseconds on a Base (Denim) node', () => {
     expect(attributed).toEqual(mined.map((m) => ({ tx_hash: m.attributed, block_timestamp_ms: hexToNumber(m.block.timestampMs) })))
   })
 
+  it('a bridged deposit that emits logs and ends with a suffix: its logs are indexed, it is neither a stored transaction nor attributed', async () => {
+    const client = fixtureClient(devnet.url)
+    const user = await client.sendRawTransaction({
+      serializedTransaction: await rawSignedTx(devnet.url, { from: 1, to: emitter, data: encodeEmitMany(1, 30, '0x01'), suffix: Attribution.toDataSuffix({ codes: ['bc_user'] }), gas: 300_000n }),
+    })
+    const deposit = await rpc<Hash>('eth_sendTransaction', [
+      {
+        from: '0x00000000000000000000000000000000000b71d6',
+        to: emitter,
+        sourceHash: `0x${'5d'.repeat(32)}`,
+        mint: '0x0',
+        value: '0x0',
+        gas: '0x493e0',
+        isSystemTx: false,
+        input: `${encodeEmitMany(2, 31, '0x02')}${Attribution.toDataSuffix({ codes: ['bc_deposit'] }).slice(2)}`,
+      },
+    ])
+    const mined = await devnet.mine()
+    const block = await nodeBlock(Number(mined.number))
+    expect(block.transactions.find((tx) => tx.hash === deposit)?.type).toBe('0x7e')
+    const range: [number, number] = [Number(block.number), Number(block.number)]
+    const { db, env } = await environment()
+    const run = await runTs('scripts/backfill.ts', ['--from', String(range[0]), '--to', String(range[1])], env)
+    expect(run.code, run.output).toBe(0)
+    await expectIndexMatchesNode(db.store.pool, devnet.url, range)
+    const { rows: logs } = await db.store.pool.query(`SELECT DISTINCT transaction_hash FROM logs`)
+    expect(logs.map((row) => row.transaction_hash).sort()).toEqual([user, deposit].sort())
+    const { rows: transactions } = await db.store.pool.query(`SELECT hash FROM transactions`)
+    expect(transactions).toEqual([{ hash: user }])
+    const { rows: attributed } = await db.store.pool.query(`SELECT tx_hash, builder_code FROM attributions`)
+    expect(attributed).toEqual([{ tx_hash: user, builder_code: 'bc_user' }])
+  })
+
   it('the daemon stores the node’s milliseconds at the tip and serves them in the API, webhooks and the stream', async () => {
     const port = await freePort()
     const api = `http://127.0.0.1:${port}`
