@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
 import { silentLogger } from '../src/logger.js'
-import { createRpcClient, getLogs, type LogsDensity } from '../src/rpc/index.js'
+import { blocksForTarget, createRpcClient, getLogs, type LogsDensity } from '../src/rpc/index.js'
 import type { LogInput } from '../src/store/index.js'
 import { toRpcFilter } from '../src/sync/filter.js'
 import { createRangeProcessor, planBackfill } from '../src/sync/historical.js'
 import type { Interval } from '../src/utils/interval.js'
+import type { RangeJobData } from '../src/queue/index.js'
 import { buildChain, fixtureClient } from './fixtures/chain.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
 import { createTestDatabase, type TestDatabase } from './helpers/services.js'
@@ -44,6 +45,7 @@ afterAll(async () => {
 })
 
 const within = ([from, to]: Interval, [a, b]: Interval) => from >= a && to <= b
+const blockCount = (job: RangeJobData) => job.toBlock - job.fromBlock + 1
 
 describe('a backfill across the 2 s → 200 ms boundary', () => {
   it('sizes each request by the density of the answer before it, in either era, and stores what the node serves', async () => {
@@ -91,7 +93,7 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
     ])
   })
 
-  it('sizes the first request of the next range by the last answer of the one before', async () => {
+  it('sizes the first request of each later range by the last answer before it, so no range starts with a blind guess', async () => {
     const other = await createTestDatabase()
     try {
       const rpc = createRpcClient({ url: anvil.url })
@@ -105,15 +107,20 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
         logsPerRequest: LOGS_PER_REQUEST,
         onLogsRequest: (range, density) => requests.push({ range, density }),
       })
-      const plan = await planBackfill(other.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range: newEra, chunkBlocks: 100 })
-      expect(plan.jobs.length).toBeGreaterThan(1)
+      const range: Interval = [0, newEra[1]]
+      const plan = await planBackfill(other.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range, chunkBlocks: 100 })
+      expect(plan.jobs.length).toBeGreaterThan(3)
       for (const job of plan.jobs) await processRange(job)
 
-      await expectIndexMatchesNode(other.store.pool, anvil.url, newEra)
-      const second = requests.findIndex(({ range }) => range[0] === plan.jobs[1]!.fromBlock)
-      expect(second).toBeGreaterThan(0)
-      // Not the blind 100 blocks again: 25 blocks of 4 logs, as the last answer of the first range said.
-      expect(requests[second]!.range[1] - requests[second]!.range[0] + 1).toBe(LOGS_PER_REQUEST / 4)
+      await expectIndexMatchesNode(other.store.pool, anvil.url, range)
+      const firsts = plan.jobs.slice(1).map((job) => requests.findIndex(({ range: part }) => part[0] === job.fromBlock))
+      expect(firsts.every((i) => i > 0)).toBe(true)
+      for (const i of firsts) {
+        const { range: part } = requests[i]!
+        expect(part[1] - part[0] + 1).toBe(Math.min(blocksForTarget(requests[i - 1]!.density, { logs: LOGS_PER_REQUEST, bytes: 4 * 1024 * 1024 }), blockCount(plan.jobs.find((job) => job.fromBlock === part[0])!)))
+      }
+      // A blind 100 blocks of the old era would be 4,000 logs; after the very first request none holds much more than the target.
+      for (const { density } of requests.slice(1)) expect(density.logs).toBeLessThanOrEqual(2 * LOGS_PER_REQUEST)
     } finally {
       await other.drop()
     }
