@@ -181,6 +181,8 @@ describe('GET /v1/attributions', () => {
       blockNumber: row.block_number,
       blockHash: row.block_hash,
       blockTimestamp: row.block_timestamp,
+      // Rows stored from a node that serves no milliseconds.
+      blockTimestampMs: null,
       from: row.from_address,
       to: row.to_address,
       sender: row.sender,
@@ -499,6 +501,7 @@ describe('GET /v1/logs', () => {
       blockNumber: 1,
       blockHash: hex(1, 64, 'b'),
       blockTimestamp: iso(T0 + 2),
+      blockTimestampMs: null,
       transactionHash: txHash(10),
       transactionIndex: 0,
       logIndex: 0,

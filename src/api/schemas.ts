@@ -114,6 +114,12 @@ export const statusSchema = z.enum(STATUSES)
 
 export const isoTime = z.string().meta({ description: 'ISO 8601 date-time, UTC.', example: '2025-01-31T12:00:00.000Z' })
 
+export const timestampMs = z
+  .number()
+  .int()
+  .nullable()
+  .meta({ description: 'Block time in milliseconds since the Unix epoch, as the node served it (timestampMs); null where it serves none.', example: 1_738_324_800_200 })
+
 /** Refuses an inverted range (`from` after `to`); either end may be open. */
 export function checkRange(from: number | undefined, to: number | undefined, fromName: string, toName: string): void {
   if (from !== undefined && to !== undefined && from > to)

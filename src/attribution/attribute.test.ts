@@ -59,6 +59,7 @@ describe('attributeTransaction', () => {
       malformedReason: null,
       userOperations: 0,
       eip7702: null,
+      deposit: false,
       entries: ['bc_a1b2c3d4', 'bc_xyz12345'].map((builderCode, codeIndex) => ({
         userOpHash: '',
         builderCode,
@@ -167,5 +168,33 @@ describe('attributeTransaction', () => {
       }),
       { numRuns: 300 },
     )
+  })
+})
+
+describe('deposit transactions (type 0x7e)', () => {
+  // The L1-attributes deposit that opens every Base block, as a node serves it, with a suffix appended to show it is never read.
+  const l1Attributes = {
+    type: '0x7e',
+    hash: '0x1f3a62a8a4c1b5b0c8d15e5c7a5f4e9a8d4b6c1e2f3a4b5c6d7e8f9a0b1c2d3e',
+    from: '0xDeaDDEaDDeAdDeAdDEAdDEaddeAddEAdDEAd0001',
+    to: '0x4200000000000000000000000000000000000015',
+    sourceHash: '0x5b8a0f5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a',
+    mint: '0x0',
+    value: '0x0',
+    gas: '0xf4240',
+    isSystemTx: false,
+    input: `0x098999be00000558000c5fc500000000000000010000000067d3a3c10000000001433e8e${'00'.repeat(96)}${codes(['bc_deposit'])}`,
+  }
+
+  test('are never decoded or attributed, whatever their input ends with', () => {
+    const decoded = attributeTransaction(l1Attributes, CHAIN_ID)
+    expect(decoded).toMatchObject({ deposit: true, hasSuffix: false, schemaId: null, codes: null, entries: [], userOperations: 0 })
+    expect(decoded.hash).toBe(l1Attributes.hash)
+  })
+
+  test('a user transaction with the same input is attributed', () => {
+    const decoded = attributeTransaction({ ...l1Attributes, type: '0x2' }, CHAIN_ID)
+    expect(decoded.deposit).toBe(false)
+    expect(decoded.entries.map((entry) => entry.builderCode)).toEqual(['bc_deposit'])
   })
 })

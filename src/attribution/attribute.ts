@@ -3,7 +3,14 @@ import { type AttributionRole, type CodeRegistry, codeAttributions, decodeAttrib
 import { extractUserOperations } from './userOps.js'
 
 /** The fields of a node's transaction object that attribution reads. */
-export type TransactionInput = { hash: string; from: string; to: string | null; input: string }
+export type TransactionInput = { hash: string; from: string; to: string | null; input: string; type?: string }
+
+/** OP-stack deposit transactions (the L1-attributes and BaseTime system calls, bridged deposits): not user transactions. */
+const DEPOSIT_TYPE = '0x7e'
+
+export function isDepositTransaction(tx: Pick<TransactionInput, 'type'>): boolean {
+  return tx.type?.toLowerCase() === DEPOSIT_TYPE
+}
 
 /** One (transaction or user operation, code, role) row. `userOpHash` is '' for a plain transaction. */
 export type AttributionEntry = {
@@ -38,6 +45,8 @@ export type TransactionAttribution = {
    * calldata cannot tell: their senders, and the transaction to decode again with the delegates.
    */
   eip7702: { senders: string[]; tx: TransactionInput } | null
+  /** A deposit (type 0x7e): never decoded, attributed or stored as a user transaction. */
+  deposit: boolean
 }
 
 function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHash: string): AttributionEntry[] {
@@ -64,6 +73,10 @@ export function attributeTransaction(tx: TransactionInput, chainId: number, eip7
   const input = tx.input as Hex
   const from = tx.from.toLowerCase()
   const to = tx.to?.toLowerCase() ?? null
+  const inputSize = (input.length - 2) / 2
+  if (isDepositTransaction(tx)) {
+    return { hash: tx.hash.toLowerCase(), from, to, inputSize, hasSuffix: false, schemaId: null, codes: null, registry: null, cbor: null, malformedReason: null, userOperations: 0, entries: [], eip7702: null, deposit: true }
+  }
   const decoded = decodeAttribution(input)
   const operations = to ? extractUserOperations({ to: to as Address, input, chainId, eip7702Delegates }) : []
   const undelegated = [...new Set(operations.filter((op) => op.userOpHash === null).map((op) => op.sender))]
@@ -79,7 +92,7 @@ export function attributeTransaction(tx: TransactionInput, chainId: number, eip7
     hash: tx.hash.toLowerCase(),
     from,
     to,
-    inputSize: (input.length - 2) / 2,
+    inputSize,
     hasSuffix: decoded !== null,
     schemaId: decoded?.schemaId ?? null,
     codes: decoded?.ok ? decoded.codes : null,
@@ -89,5 +102,6 @@ export function attributeTransaction(tx: TransactionInput, chainId: number, eip7
     userOperations: operations.length,
     entries,
     eip7702: undelegated.length > 0 ? { senders: undelegated, tx } : null,
+    deposit: false,
   }
 }

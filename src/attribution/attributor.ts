@@ -37,6 +37,8 @@ export type AttributedBlock = {
   hash: string
   parentHash: string
   timestamp: number
+  timestampMs: number | null
+  /** Every transaction of the block, deposits included (flagged), at their indexes. */
   transactions: TransactionAttribution[]
 }
 
@@ -260,6 +262,7 @@ export function createAttributor(context: AttributorContext) {
           blockNumber: row.blockNumber,
           blockHash: row.blockHash,
           blockTimestamp: row.blockTimestamp,
+          blockTimestampMs: row.blockTimestampMs,
           transactionIndex: row.transactionIndex,
           status: statusOf(row.blockNumber),
         })
@@ -272,7 +275,9 @@ export function createAttributor(context: AttributorContext) {
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
-      if (tx) decoded.push(tx)
+      // A deposit's logs are indexed, but it is no user transaction: neither stored nor attributed.
+      if (tx?.deposit) positions.delete(hash)
+      else if (tx) decoded.push(tx)
       // A canonical log's transaction must exist: a lagging node is asked again (the caller retries), never skipped.
       else if (positions.get(hash)!.status !== 'pending') throw new Error(`node has no transaction ${hash} behind a stored log`)
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
@@ -309,6 +314,7 @@ export function createAttributor(context: AttributorContext) {
       hash: block.hash.toLowerCase(),
       parentHash: block.parentHash.toLowerCase(),
       timestamp: Number(block.timestamp),
+      timestampMs: block.timestampMs == null ? null : Number(block.timestampMs),
       transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
     }))
   }
@@ -318,11 +324,13 @@ export function createAttributor(context: AttributorContext) {
     const positions = new Map<string, TransactionPosition>()
     for (const block of blocks) {
       block.transactions.forEach((tx, transactionIndex) => {
+        if (tx.deposit) return
         positions.set(tx.hash, {
           hash: tx.hash,
           blockNumber: block.number,
           blockHash: block.hash,
           blockTimestamp: block.timestamp,
+          blockTimestampMs: block.timestampMs,
           transactionIndex,
           status: statusOf(block.number),
         })

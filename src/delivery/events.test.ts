@@ -22,7 +22,7 @@ describe('matchesSubscription', () => {
 })
 
 describe('toPayload', () => {
-  it('is the SPEC body: string id, ISO times, null userOpHash for a plain transaction', () => {
+  it('is the SPEC body: string id, ISO times, block milliseconds, null userOpHash for a plain transaction', () => {
     const payload = toPayload({
       id: 42,
       type: 'attribution.pending',
@@ -36,6 +36,7 @@ describe('toPayload', () => {
       sender: '0x02',
       blockNumber: 7,
       blockTimestamp: new Date('2026-01-02T03:04:00Z'),
+      blockTimestampMs: 1_767_323_040_400,
       status: 'pending',
       removed: false,
     })
@@ -53,6 +54,7 @@ describe('toPayload', () => {
         sender: '0x02',
         blockNumber: 7,
         blockTimestamp: '2026-01-02T03:04:00.000Z',
+        blockTimestampMs: 1_767_323_040_400,
         status: 'pending',
         removed: false,
       },

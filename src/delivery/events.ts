@@ -15,6 +15,7 @@ export type EventPayload = {
     sender: string
     blockNumber: number
     blockTimestamp: string
+    blockTimestampMs: number | null
     status: WebhookEvent['status']
     removed: boolean
   }
@@ -35,6 +36,7 @@ export function toPayload(event: WebhookEvent): EventPayload {
       sender: event.sender,
       blockNumber: event.blockNumber,
       blockTimestamp: event.blockTimestamp.toISOString(),
+      blockTimestampMs: event.blockTimestampMs,
       status: event.status,
       removed: event.removed,
     },

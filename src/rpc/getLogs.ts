@@ -25,6 +25,8 @@ export type RpcLog = {
   blockHash: Hex | null
   /** Node extension: hex, a JSON number on some geth builds, or absent. */
   blockTimestamp?: Hex | number
+  /** Base's extension: the block time in milliseconds. */
+  blockTimestampMs?: Hex | number
   transactionHash: Hex | null
   transactionIndex: Hex | null
   logIndex: Hex | null

@@ -2,10 +2,18 @@ import type { RpcClient } from './client.js'
 import { withRetry } from './retry.js'
 
 /** A block header as the indexer keeps it: enough to link blocks and check logs against them. */
-export type BlockHeader = { number: number; hash: string; parentHash: string; timestamp: number; logsBloom?: string }
+export type BlockHeader = {
+  number: number
+  hash: string
+  parentHash: string
+  timestamp: number
+  /** Milliseconds since the epoch where the node serves `timestampMs` (Base since Denim); null where it serves none. */
+  timestampMs?: number | null
+  logsBloom?: string
+}
 
 /** The header fields of a node's block object (a full block carries more; they are ignored here). */
-export type RpcBlockHeader = { number: string; hash: string; parentHash: string; timestamp: string; logsBloom?: string }
+export type RpcBlockHeader = { number: string; hash: string; parentHash: string; timestamp: string; timestampMs?: string | number | null; logsBloom?: string }
 
 export type BlockTag = 'latest' | 'safe' | 'finalized'
 
@@ -18,6 +26,7 @@ export function toBlockHeader(block: RpcBlockHeader): BlockHeader {
     hash: block.hash.toLowerCase(),
     parentHash: block.parentHash.toLowerCase(),
     timestamp: Number(block.timestamp),
+    timestampMs: block.timestampMs == null ? null : Number(block.timestampMs),
     ...(block.logsBloom ? { logsBloom: block.logsBloom.toLowerCase() } : {}),
   }
 }

@@ -34,6 +34,7 @@ export {
   type GetLogsSplitEvent,
   type RpcLog,
 } from './getLogs.js'
+export { blocksForTarget, logsJsonBytes, type LogsDensity } from './ranges.js'
 export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
 export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'
 export { getBlockHeader, getBlockHeaders, toBlockHeader, type BlockHeader, type BlockTag, type RpcBlockHeader } from './headers.js'

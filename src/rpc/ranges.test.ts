@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Interval } from '../utils/interval.js'
-import { blockCount, halveInterval, narrowInterval } from './ranges.js'
+import { blockCount, blocksForTarget, halveInterval, logsJsonBytes, narrowInterval } from './ranges.js'
 
 /** True when `parts` cover `interval` exactly, in order, without overlap. */
 function tiles(parts: readonly Interval[], [from, to]: Interval): boolean {
@@ -83,5 +83,25 @@ describe('narrowInterval', () => {
         return parts !== undefined && parts.length > 1 && tiles(parts, i) && parts.every((p) => blockCount(p) <= maxBlocks)
       }),
     )
+  })
+})
+
+describe('blocksForTarget', () => {
+  const target = { logs: 2_500, bytes: 4 * 1024 * 1024 }
+
+  it('aims at the logs target at the last answer\'s density, at least one block', () => {
+    expect(blocksForTarget({ blocks: 100, logs: 10_000, bytes: 6_000_000 }, target)).toBe(25)
+    expect(blocksForTarget({ blocks: 25, logs: 250, bytes: 150_000 }, target)).toBe(250)
+    expect(blocksForTarget({ blocks: 1, logs: 50_000, bytes: 30_000_000 }, target)).toBe(1)
+    expect(blocksForTarget({ blocks: 10, logs: 0, bytes: 0 }, target)).toBe(25_000)
+  })
+
+  it('aims lower when the logs are large: bytes bind before the count does', () => {
+    const large = Array.from({ length: 500 }, () => ({ data: `0x${'ab'.repeat(4096)}`, topics: ['0x01'] }))
+    const bytes = logsJsonBytes(large)
+    expect(bytes).toBeGreaterThan(500 * 8192)
+    // 500 logs of 4 KB data in 10 blocks: 2,500 logs would be 50 blocks and 20 MB; 4 MiB is 10 blocks.
+    expect(blocksForTarget({ blocks: 10, logs: 500, bytes }, target)).toBe(Math.floor((target.bytes * 10) / bytes))
+    expect(blocksForTarget({ blocks: 10, logs: 500, bytes }, target)).toBeLessThan(50)
   })
 })

@@ -38,3 +38,28 @@ function chunksNarrowerThan(interval: Interval, width: number): Interval[] | und
   if (!Number.isSafeInteger(width) || width < 1 || width >= blockCount(interval)) return undefined
   return alignedChunks([interval], width)
 }
+
+// JSON bytes of a log besides its data and topics (keys, address, hashes, quantities), and per topic.
+const LOG_JSON_BYTES = 360
+const TOPIC_JSON_BYTES = 69
+
+/** About how many bytes of JSON the node sent for these logs. */
+export function logsJsonBytes(logs: readonly { data: string; topics: readonly string[] }[]): number {
+  let bytes = 0
+  for (const log of logs) bytes += LOG_JSON_BYTES + log.data.length + log.topics.length * TOPIC_JSON_BYTES
+  return bytes
+}
+
+/** What one `eth_getLogs` answer held: its width in blocks, its logs and their bytes. */
+export type LogsDensity = { blocks: number; logs: number; bytes: number }
+
+/**
+ * Blocks for the next request so its answer holds about `target.logs` logs and `target.bytes` bytes,
+ * at the density of the last answer: a chain whose blocks shrink (Base's 2 s → 200 ms) or grow dense
+ * is followed answer by answer, never by a block count fixed once. At least one block.
+ */
+export function blocksForTarget(last: LogsDensity, target: { logs: number; bytes: number }): number {
+  const byLogs = (target.logs * last.blocks) / Math.max(last.logs, 1)
+  const byBytes = (target.bytes * last.blocks) / Math.max(last.bytes, 1)
+  return Math.max(1, Math.floor(Math.min(byLogs, byBytes)))
+}

@@ -9,8 +9,8 @@ type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
 
 /** Where known transactions move to, as unnest-able parameters from `$2` on (`$1` is the chain id). */
-const UNNEST_MOVES = `unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[])
-  AS u(hash, block_number, block_hash, ts, tx_index, status, gas_used)`
+const UNNEST_MOVES = `unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[], $9::bigint[])
+  AS u(hash, block_number, block_hash, ts, tx_index, status, ts_ms, gas_used)`
 
 /** Where a transaction is now: its block (zero hash while pending), position and status. */
 export type TransactionPosition = {
@@ -18,6 +18,8 @@ export type TransactionPosition = {
   blockNumber: number
   blockHash: string
   blockTimestamp: number
+  /** The node's milliseconds; null where it served none. */
+  blockTimestampMs?: number | null
   transactionIndex: number
   status: Status
 }
@@ -121,7 +123,8 @@ export async function upsertTransactions(
       rows: rows.length,
       binary: true,
       onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
-         block_timestamp = EXCLUDED.block_timestamp, transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
+         block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
+         transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
          gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
        WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
     })
@@ -133,6 +136,7 @@ export async function upsertTransactions(
     const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null)]
     await client.query(
       `UPDATE transactions t SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
+         block_timestamp_ms = u.ts_ms,
          transaction_index = u.tx_index, status = u.status, gas_used = COALESCE(u.gas_used, t.gas_used), removed = false, updated_at = now()
        FROM ${UNNEST_MOVES}
        WHERE t.chain_id = $1 AND t.hash = u.hash AND NOT (u.status = 'pending' AND t.status <> 'pending' AND NOT t.removed)`,
@@ -140,6 +144,7 @@ export async function upsertTransactions(
     )
     await client.query(
       `UPDATE attributions a SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
+         block_timestamp_ms = u.ts_ms,
          status = u.status, gas_used = COALESCE(u.gas_used, a.gas_used), removed = false, updated_at = now()
        FROM ${UNNEST_MOVES}
        WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND NOT (u.status = 'pending' AND a.status <> 'pending' AND NOT a.removed)`,
@@ -169,6 +174,7 @@ const TRANSACTION_COLUMNS = [
   'user_operations',
   'gas_used',
   'status',
+  'block_timestamp_ms',
 ] as const
 
 /** Rows in the binary `COPY` format, in the order of TRANSACTION_COLUMNS. */
@@ -203,6 +209,7 @@ function transactionCopyData(
       .int32(r.userOperations)
       .int64(gasUsed.get(r.hash) ?? null)
       .text(p.status)
+      .int64(p.blockTimestampMs ?? null)
   }
   return copy.pieces()
 }
@@ -226,6 +233,7 @@ const ATTRIBUTION_COLUMNS = [
   'codes',
   'gas_used',
   'status',
+  'block_timestamp_ms',
 ] as const
 
 function positionArrays(positions: readonly TransactionPosition[]) {
@@ -236,6 +244,7 @@ function positionArrays(positions: readonly TransactionPosition[]) {
     positions.map((p) => p.blockTimestamp),
     positions.map((p) => p.transactionIndex),
     positions.map((p) => p.status),
+    positions.map((p) => p.blockTimestampMs ?? null),
   ]
 }
 
@@ -270,13 +279,15 @@ export async function upsertAttributions(
       r.codes,
       gasUsed.get(r.txHash) ?? null,
       p.status,
+      p.blockTimestampMs ?? null,
     ])
   })
   // As for transactions: COPY while every row is new, the merge when one is there already.
   await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
     rows: lines.length,
     onConflict: `ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code, role) DO UPDATE SET block_number = EXCLUDED.block_number,
-       block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, status = EXCLUDED.status,
+       block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
+       status = EXCLUDED.status,
        gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
   })

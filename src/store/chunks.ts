@@ -31,8 +31,8 @@ export function prepareLogs(rows: readonly LogRow[], chainId: number, finalizedB
   const transactions: TransactionRow[] = []
   for (const row of rows) {
     if (row.txLogOrdinal !== 0) continue
-    const { transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex } = row
-    transactions.push({ transactionHash, blockNumber, blockHash, blockTimestamp, transactionIndex })
+    const { transactionHash, blockNumber, blockHash, blockTimestamp, blockTimestampMs, transactionIndex } = row
+    transactions.push({ transactionHash, blockNumber, blockHash, blockTimestamp, blockTimestampMs, transactionIndex })
   }
   return { copy: toCopyData(rows, chainId, (row) => statusOf(row.blockNumber)), blocks: blocksOfLogs(rows), transactions }
 }

@@ -10,6 +10,8 @@ export type LogInput = {
   /** Null (some nodes, for pending logs) is stored as the zero hash, as Base serves pending logs. */
   blockHash: string | null
   blockTimestamp?: string | number | null | undefined
+  /** Base's block time in milliseconds (hex, or a JSON number); absent on most nodes. */
+  blockTimestampMs?: string | number | null | undefined
   transactionHash: string | null
   /** Null only for pending logs on some nodes: the log's position in the answer stands in. */
   transactionIndex: string | number | null
@@ -21,6 +23,8 @@ export type LogRow = {
   blockNumber: number
   blockHash: string
   blockTimestamp: number
+  /** Milliseconds since the epoch as the node served them (the log's or its header's); null where it served none. */
+  blockTimestampMs?: number | null
   transactionHash: string
   transactionIndex: number
   logIndex: number
@@ -31,7 +35,7 @@ export type LogRow = {
 }
 
 /** Where a log's transaction stands: what attribution needs of a range's rows. */
-export type TransactionRow = Pick<LogRow, 'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'transactionIndex'>
+export type TransactionRow = Pick<LogRow, 'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'blockTimestampMs' | 'transactionIndex'>
 
 export class LogShapeError extends Error {
   override name = 'LogShapeError'
@@ -51,9 +55,14 @@ function hash(value: string | null, field: string): string {
 
 /**
  * Turns node logs into rows sorted by (block, transaction index, log index), with each log's ordinal
- * within its transaction. Timestamps missing from a log come from `timestampOf(blockNumber)`.
+ * within its transaction. Timestamps missing from a log come from `timestampOf(blockNumber)`, and
+ * milliseconds from `timestampMsOf(blockNumber)` (the header's, where it was read).
  */
-export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber: number) => number | undefined): LogRow[] {
+export function toLogRows(
+  logs: readonly LogInput[],
+  timestampOf?: (blockNumber: number) => number | undefined,
+  timestampMsOf?: (blockNumber: number) => number | null | undefined,
+): LogRow[] {
   const rows: LogRow[] = logs.map((log, position) => {
     if (log.topics.length > 4) throw new LogShapeError(`log has ${log.topics.length} topics`)
     const blockNumber = quantity(log.blockNumber, 'blockNumber')
@@ -62,10 +71,15 @@ export function toLogRows(logs: readonly LogInput[], timestampOf?: (blockNumber:
         ? timestampOf?.(blockNumber)
         : quantity(log.blockTimestamp, 'blockTimestamp')
     if (timestamp === undefined) throw new LogShapeError(`no timestamp for block ${blockNumber}`)
+    const timestampMs =
+      log.blockTimestampMs === undefined || log.blockTimestampMs === null
+        ? (timestampMsOf?.(blockNumber) ?? null)
+        : quantity(log.blockTimestampMs, 'blockTimestampMs')
     return {
       blockNumber,
       blockHash: log.blockHash?.toLowerCase() ?? ZERO_HASH,
       blockTimestamp: timestamp,
+      blockTimestampMs: timestampMs,
       transactionHash: hash(log.transactionHash, 'transactionHash'),
       transactionIndex: log.transactionIndex === null ? 0 : quantity(log.transactionIndex, 'transactionIndex'),
       logIndex: log.logIndex === null ? position : quantity(log.logIndex, 'logIndex'),
@@ -117,6 +131,7 @@ export const LOG_COPY_COLUMNS = [
   'topic3',
   'data',
   'status',
+  'block_timestamp_ms',
 ] as const
 
 // Rows per COPY piece: keeps memory flat for 50 MB chunks without a write per row.
@@ -129,8 +144,8 @@ const COPY_PIECE_ROWS = 2_000
 export type CopyData = { rows: number; pieces: Buffer[] }
 
 const FIELDS = LOG_COPY_COLUMNS.length
-// Bytes of a row besides its hex strings: field count, a length per field, four int32s, two int64s, status.
-const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 2 * 8 + 9
+// Bytes of a row besides its hex strings: field count, a length per field, four int32s, three int64s, status.
+const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 3 * 8 + 9
 
 /**
  * Rows in PostgreSQL's binary `COPY` format, written into buffers of at most 2,000 rows. The server
@@ -192,6 +207,10 @@ export function toCopyData(rows: readonly LogRow[], chainId: number, statusOf: (
       text(topics[3])
       text(row.data)
       text(statusOf(row))
+      if (row.blockTimestampMs == null) {
+        view.setInt32(at, -1)
+        at += 4
+      } else int64(row.blockTimestampMs)
     }
     pieces.push(piece.subarray(0, at))
   }

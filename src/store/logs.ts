@@ -25,6 +25,8 @@ export type BlockRow = {
   hash: string
   parentHash?: string | null
   timestamp: number
+  /** The node's `timestampMs`; null or absent where it serves none. */
+  timestampMs?: number | null
 }
 
 /**
@@ -35,11 +37,13 @@ export async function insertBlocks(client: pg.PoolClient, chainId: number, rows:
   if (rows.length === 0) return
   const sorted = [...rows].sort((a, b) => a.number - b.number)
   await client.query(
-    `INSERT INTO blocks (chain_id, number, hash, parent_hash, timestamp, status)
-     SELECT $1, n, h, p, to_timestamp(t), s FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(n, h, p, t, s)
+    `INSERT INTO blocks (chain_id, number, hash, parent_hash, timestamp, status, block_timestamp_ms)
+     SELECT $1, n, h, p, to_timestamp(t), s, ms
+     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[]) AS u(n, h, p, t, s, ms)
      ON CONFLICT (chain_id, hash) DO UPDATE SET parent_hash = COALESCE(blocks.parent_hash, EXCLUDED.parent_hash), removed = false,
-       updated_at = now()
-     WHERE (blocks.parent_hash IS NULL AND EXCLUDED.parent_hash IS NOT NULL) OR blocks.removed`,
+       block_timestamp_ms = COALESCE(blocks.block_timestamp_ms, EXCLUDED.block_timestamp_ms), updated_at = now()
+     WHERE (blocks.parent_hash IS NULL AND EXCLUDED.parent_hash IS NOT NULL) OR blocks.removed
+       OR (blocks.block_timestamp_ms IS NULL AND EXCLUDED.block_timestamp_ms IS NOT NULL)`,
     [
       chainId,
       sorted.map((b) => b.number),
@@ -47,6 +51,7 @@ export async function insertBlocks(client: pg.PoolClient, chainId: number, rows:
       sorted.map((b) => b.parentHash?.toLowerCase() ?? null),
       sorted.map((b) => b.timestamp),
       sorted.map((b) => statusOf(b.number)),
+      sorted.map((b) => b.timestampMs ?? null),
     ],
   )
 }
@@ -61,7 +66,7 @@ export function blocksOfLogs(rows: readonly LogRow[]): BlockRow[] {
     if (row.blockHash === previous || seen.has(row.blockHash)) continue
     previous = row.blockHash
     seen.add(row.blockHash)
-    blocks.push({ number: row.blockNumber, hash: row.blockHash, timestamp: row.blockTimestamp })
+    blocks.push({ number: row.blockNumber, hash: row.blockHash, timestamp: row.blockTimestamp, timestampMs: row.blockTimestampMs })
   }
   return blocks
 }

@@ -19,12 +19,12 @@ export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: re
     return client.query(
       `INSERT INTO logs (${LOG_COLUMNS})
        SELECT $1, block_number, block_hash, to_timestamp(ts), transaction_hash, transaction_index, log_index, tx_log_ordinal,
-              address, topic0, topic1, topic2, topic3, data, status
+              address, topic0, topic1, topic2, topic3, data, status, ts_ms
        FROM ${UNNEST_LOGS}
        WHERE block_number > COALESCE((SELECT live_block FROM chain_state WHERE chain_id = $1), -1)
          AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.chain_id = $1 AND t.hash = u.transaction_hash AND t.status <> 'pending' AND NOT t.removed)
        ON CONFLICT (chain_id, transaction_hash, tx_log_ordinal) WHERE status = 'pending'
-       DO UPDATE SET block_number = EXCLUDED.block_number, block_timestamp = EXCLUDED.block_timestamp,
+       DO UPDATE SET block_number = EXCLUDED.block_number, block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
          transaction_index = EXCLUDED.transaction_index, log_index = EXCLUDED.log_index, address = EXCLUDED.address,
          topic0 = EXCLUDED.topic0, topic1 = EXCLUDED.topic1, topic2 = EXCLUDED.topic2, topic3 = EXCLUDED.topic3,
          data = EXCLUDED.data, removed = false, updated_at = now()

@@ -45,6 +45,8 @@ export const logs = pgTable(
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),
     blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    /** Block time in ms since the epoch where the node serves it (`timestampMs`, `blockTimestampMs`); null where it serves none. */
+    blockTimestampMs: bigint('block_timestamp_ms', { mode: 'number' }),
     transactionHash: text('transaction_hash').notNull(),
     transactionIndex: integer('transaction_index').notNull(),
     logIndex: integer('log_index').notNull(),
@@ -82,6 +84,8 @@ export const blocks = pgTable(
     hash: text('hash').notNull(),
     parentHash: text('parent_hash'),
     timestamp: timestamp('timestamp', { withTimezone: true }).notNull(),
+    /** Block time in ms since the epoch where the node serves it (`timestampMs`, `blockTimestampMs`); null where it serves none. */
+    blockTimestampMs: bigint('block_timestamp_ms', { mode: 'number' }),
     status: text('status', { enum: STATUSES }).notNull(),
     removed: boolean('removed').notNull().default(false),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
@@ -106,6 +110,8 @@ export const transactions = pgTable(
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),
     blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    /** Block time in ms since the epoch where the node serves it (`timestampMs`, `blockTimestampMs`); null where it serves none. */
+    blockTimestampMs: bigint('block_timestamp_ms', { mode: 'number' }),
     transactionIndex: integer('transaction_index').notNull(),
     fromAddress: text('from_address').notNull(),
     toAddress: text('to_address'),
@@ -191,6 +197,8 @@ export const attributions = pgTable(
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),
     blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+    /** Block time in ms since the epoch where the node serves it (`timestampMs`, `blockTimestampMs`); null where it serves none. */
+    blockTimestampMs: bigint('block_timestamp_ms', { mode: 'number' }),
     fromAddress: text('from_address').notNull(),
     sender: text('sender').notNull(),
     toAddress: text('to_address'),
@@ -410,6 +418,7 @@ const attributionEventColumns = () => ({
   sender: text('sender').notNull(),
   blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
   blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
+  blockTimestampMs: bigint('block_timestamp_ms', { mode: 'number' }),
   status: text('status', { enum: STATUSES }).notNull(),
   removed: boolean('removed').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),

@@ -53,7 +53,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     // `o` is the same row as `l` (the pending key is unique), read as it was before the update.
     const claimed = await client.query<{ diverged: boolean }>(
       `UPDATE logs l SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
-         transaction_index = u.transaction_index, log_index = u.log_index, address = u.address, topic0 = u.topic0,
+         block_timestamp_ms = u.ts_ms, transaction_index = u.transaction_index, log_index = u.log_index, address = u.address, topic0 = u.topic0,
          topic1 = u.topic1, topic2 = u.topic2, topic3 = u.topic3, data = u.data, status = u.status, removed = false, updated_at = now()
        FROM ${UNNEST_LOGS}
          JOIN logs o ON o.chain_id = $1 AND o.status = 'pending' AND o.transaction_hash = u.transaction_hash AND o.tx_log_ordinal = u.tx_log_ordinal
@@ -69,7 +69,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     await client.query(
       `INSERT INTO logs (${LOG_COLUMNS})
        SELECT $1, block_number, block_hash, to_timestamp(ts), transaction_hash, transaction_index, log_index, tx_log_ordinal,
-              address, topic0, topic1, topic2, topic3, data, status
+              address, topic0, topic1, topic2, topic3, data, status, ts_ms
        FROM ${UNNEST_LOGS}
        ON CONFLICT (chain_id, block_number, block_hash, log_index) WHERE status <> 'pending'
        DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,

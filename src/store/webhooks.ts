@@ -26,13 +26,15 @@ export type WebhookEvent = {
   sender: string
   blockNumber: number
   blockTimestamp: Date
+  /** The node's milliseconds for the block; null where it served none. */
+  blockTimestampMs: number | null
   status: Status
   removed: boolean
 }
 
 const EVENT_COLUMNS = `id, type, created_at AS "createdAt", chain_id AS "chainId", tx_hash AS "txHash", user_op_hash AS "userOpHash",
   builder_code AS "builderCode", role, wallet_address AS "walletAddress", sender, block_number AS "blockNumber",
-  block_timestamp AS "blockTimestamp", status, removed`
+  block_timestamp AS "blockTimestamp", block_timestamp_ms AS "blockTimestampMs", status, removed`
 
 /**
  * Moves up to `limit` committed outbox changes into `webhook_events`, oldest first, giving them their
@@ -48,9 +50,9 @@ export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ pu
        moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*),
        published AS (
          INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
-           block_timestamp, status, removed, created_at)
+           block_timestamp, block_timestamp_ms, status, removed, created_at)
          SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
-           m.block_timestamp, m.status, m.removed, m.created_at
+           m.block_timestamp, m.block_timestamp_ms, m.status, m.removed, m.created_at
          FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
          WHERE m.type <> 'attribution.removed'
            OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)

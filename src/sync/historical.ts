@@ -18,7 +18,7 @@ import {
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, isEveryLog, normalizeFilter, type LogFilter } from './filter.js'
 import type { Header } from '../chain/index.js'
-import { verifyLogs } from '../rpc/index.js'
+import { blocksForTarget, logsJsonBytes, verifyLogs, type LogsDensity } from '../rpc/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 
 /**
@@ -27,7 +27,9 @@ import { crashPoint } from '../utils/crashPoint.js'
  * collections and cost the old generation's (bench/README.md).
  */
 const LOGS_PER_REQUEST = 2_500
-/** The first request of a range: the density of the range is not known yet. */
+/** JSON bytes per request aimed at: 2,500 logs of 4 KB data each would be 20 MB. */
+const BYTES_PER_REQUEST = 4 * 1024 * 1024
+/** The first request of the first range: no density is known yet. */
 const FIRST_REQUEST_BLOCKS = 100
 
 export type BackfillPlan = {
@@ -78,6 +80,10 @@ export type RangeContext = {
   finalizedBlock: () => Promise<number | null>
   /** Logs per `eth_getLogs` request to aim at. @default LOGS_PER_REQUEST */
   logsPerRequest?: number
+  /** JSON bytes per `eth_getLogs` request to aim at. @default BYTES_PER_REQUEST */
+  bytesPerRequest?: number
+  /** Called with each request's range and what its answer held. */
+  onLogsRequest?: (range: Interval, density: LogsDensity) => void
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
@@ -91,7 +97,9 @@ function headersWithin(headerAt: ReadonlyMap<number, Header>, [from, to]: Interv
 
 /** Runs one range job: fetch, decode, and store in one database transaction. */
 export function createRangeProcessor(context: RangeContext) {
-  const { logsPerRequest = LOGS_PER_REQUEST } = context
+  const target = { logs: context.logsPerRequest ?? LOGS_PER_REQUEST, bytes: context.bytesPerRequest ?? BYTES_PER_REQUEST }
+  // The density of the last answer, carried into the next range's first request.
+  let last: LogsDensity | undefined
   /**
    * The range's logs in requests of about `logsPerRequest` logs, each prepared for storing as
    * soon as it arrives, while the next request is in flight: its parsed logs die young, and while the
@@ -104,6 +112,7 @@ export function createRangeProcessor(context: RangeContext) {
     const parts: PreparedLogs[] = []
     const blocks = [...headers]
     const timestamps = new Map(headers.map((block) => [block.number, block.timestamp]))
+    const timestampsMs = new Map(headers.map((block) => [block.number, block.timestampMs]))
     type LogsRequest = { part: Interval; logs: Promise<LogInput[]> }
     const request = (from: number, size: number): LogsRequest => {
       const part: Interval = [from, Math.min(range[1], from + size - 1)]
@@ -112,20 +121,23 @@ export function createRangeProcessor(context: RangeContext) {
       logs.catch(() => {})
       return { part, logs }
     }
-    let next: LogsRequest | undefined = request(range[0], FIRST_REQUEST_BLOCKS)
+    let next: LogsRequest | undefined = request(range[0], last ? blocksForTarget(last, target) : FIRST_REQUEST_BLOCKS)
     while (next) {
       const part: Interval = next.part
-      const logs = await next.logs
-      // The next request is sized by how dense this one was, and sent before this one is processed.
-      const size = Math.max(1, Math.floor((logsPerRequest * (part[1] - part[0] + 1)) / Math.max(logs.length, 1)))
-      next = part[1] < range[1] ? request(part[1] + 1, size) : undefined
+      const logs: LogInput[] = await next.logs
+      // The next request is sized by how dense this one was (logs and bytes), and sent before this one is processed.
+      last = { blocks: part[1] - part[0] + 1, logs: logs.length, bytes: logsJsonBytes(logs) }
+      context.onLogsRequest?.(part, last)
+      next = part[1] < range[1] ? request(part[1] + 1, blocksForTarget(last, target)) : undefined
       verifyLogs(logs, { headers: headersWithin(headerAt, part), everyLog })
       const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !timestamps.has(n))
       for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
         blocks.push(block)
         timestamps.set(block.number, block.timestamp)
+        timestampsMs.set(block.number, block.timestampMs)
       }
-      parts.push(prepareLogs(toLogRows(logs, (blockNumber) => timestamps.get(blockNumber)), data.chainId, finalizedBlock))
+      const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber), (blockNumber) => timestampsMs.get(blockNumber))
+      parts.push(prepareLogs(rows, data.chainId, finalizedBlock))
     }
     return { prepared: joinPrepared(parts), blocks }
   }

@@ -147,7 +147,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
     }
-    const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp)
+    const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
     const finalized = await context.finalizedBlock()
     const extraWrites = await context.attribute?.(rows, statusBelow(finalized), [liveBlock + 1, to])
     const stored = await storeTipBlocks(pool, {

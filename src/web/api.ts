@@ -39,6 +39,8 @@ export type Attribution = {
   userOpHash: string | null
   blockNumber: number
   blockTimestamp: string
+  /** The node's milliseconds; null where it serves none. */
+  blockTimestampMs?: number | null
   from: string
   sender: string
   builderCode: string

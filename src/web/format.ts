@@ -4,6 +4,16 @@ const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 })
 const decimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 })
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 })
 const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' })
+// Five blocks share a second on Base: where the node serves milliseconds, they tell the blocks apart.
+const localTimeMs = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+  second: '2-digit',
+  fractionalSecondDigits: 3,
+})
 
 export const formatInteger = (value: number | bigint) => integer.format(value)
 export const formatDecimal = (value: number) => decimal.format(value)
@@ -14,8 +24,9 @@ export function formatGas(value: string): string {
   return gas >= 10_000_000n ? compact.format(gas) : integer.format(gas)
 }
 
-export const formatLocalTime = (iso: string) => localTime.format(new Date(iso))
-export const formatUtcTime = (iso: string) => `${new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '')} UTC`
+export const formatLocalTime = (iso: string, withMs = false) => (withMs ? localTimeMs : localTime).format(new Date(iso))
+export const formatUtcTime = (iso: string, withMs = false) =>
+  `${new Date(iso).toISOString().replace('T', ' ').replace(withMs ? /Z$/ : /\.\d+Z$/, '')} UTC`
 
 export function formatDuration(seconds: number): string {
   if (seconds < 120) return `${formatInteger(Math.round(seconds))} s`

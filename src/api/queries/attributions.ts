@@ -34,6 +34,7 @@ export type AttributionRow = {
   block_number: number
   block_hash: string
   block_timestamp: Date
+  block_timestamp_ms: number | null
   from_address: string
   to_address: string | null
   sender: string
@@ -58,6 +59,7 @@ const attributionColumns = {
   blockNumber: attributions.blockNumber,
   blockHash: attributions.blockHash,
   blockTimestamp: attributions.blockTimestamp,
+  blockTimestampMs: attributions.blockTimestampMs,
   fromAddress: attributions.fromAddress,
   toAddress: attributions.toAddress,
   sender: attributions.sender,

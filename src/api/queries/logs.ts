@@ -27,6 +27,7 @@ export type LogRow = {
   blockNumber: number
   blockHash: string
   blockTimestamp: Date
+  blockTimestampMs: number | null
   transactionHash: string
   transactionIndex: number
   logIndex: number
@@ -68,6 +69,7 @@ export async function listLogs(
       blockNumber: logs.blockNumber,
       blockHash: logs.blockHash,
       blockTimestamp: logs.blockTimestamp,
+      blockTimestampMs: logs.blockTimestampMs,
       transactionHash: logs.transactionHash,
       transactionIndex: logs.transactionIndex,
       logIndex: logs.logIndex,

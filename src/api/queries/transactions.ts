@@ -10,6 +10,7 @@ export async function getTransactionAttribution(db: Database, chainId: number, h
       blockNumber: transactions.blockNumber,
       blockHash: transactions.blockHash,
       blockTimestamp: transactions.blockTimestamp,
+      blockTimestampMs: transactions.blockTimestampMs,
       transactionIndex: transactions.transactionIndex,
       fromAddress: transactions.fromAddress,
       toAddress: transactions.toAddress,

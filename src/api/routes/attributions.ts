@@ -32,6 +32,7 @@ import {
   statuses,
   statusSchema,
   timestamp,
+  timestampMs,
   walletAddress,
 } from '../schemas.js'
 
@@ -75,6 +76,7 @@ const attributionItem = z
     blockNumber: z.number().int(),
     blockHash: z.string(),
     blockTimestamp: isoTime,
+    blockTimestampMs: timestampMs,
     from: z.string().meta({ description: 'Transaction sender (the bundler for a user operation).' }),
     to: z.string().nullable(),
     sender: z.string().meta({ description: "The user operation's sender, else the transaction sender." }),
@@ -174,6 +176,7 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
     blockNumber: row.block_number,
     blockHash: row.block_hash,
     blockTimestamp: row.block_timestamp.toISOString(),
+    blockTimestampMs: row.block_timestamp_ms,
     from: row.from_address,
     to: row.to_address,
     sender: row.sender,

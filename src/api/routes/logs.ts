@@ -18,6 +18,7 @@ import {
   list,
   statuses,
   statusSchema,
+  timestampMs,
 } from '../schemas.js'
 
 const CURSOR_VERSION = 'l2'
@@ -49,6 +50,7 @@ const logItem = z
     blockNumber: z.number().int(),
     blockHash: z.string().meta({ description: '32 zero bytes while the log is pending.' }),
     blockTimestamp: isoTime,
+    blockTimestampMs: timestampMs,
     transactionHash: z.string(),
     transactionIndex: z.number().int(),
     logIndex: z.number().int(),
@@ -75,6 +77,7 @@ function toItem(row: LogRow): z.output<typeof logItem> {
     blockNumber: row.blockNumber,
     blockHash: row.blockHash,
     blockTimestamp: row.blockTimestamp.toISOString(),
+    blockTimestampMs: row.blockTimestampMs,
     transactionHash: row.transactionHash,
     transactionIndex: row.transactionIndex,
     logIndex: row.logIndex,

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { getTransactionAttribution } from '../queries/transactions.js'
-import { errorResponses, hash, isoTime, statusSchema } from '../schemas.js'
+import { errorResponses, hash, isoTime, statusSchema, timestampMs } from '../schemas.js'
 
 const suffix = z
   .object({
@@ -40,6 +40,7 @@ const transactionAttribution = z
     blockNumber: z.number().int(),
     blockHash: z.string(),
     blockTimestamp: isoTime,
+    blockTimestampMs: timestampMs,
     transactionIndex: z.number().int(),
     from: z.string(),
     to: z.string().nullable(),
@@ -77,6 +78,7 @@ export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         blockNumber: tx.blockNumber,
         blockHash: tx.blockHash,
         blockTimestamp: tx.blockTimestamp.toISOString(),
+        blockTimestampMs: tx.blockTimestampMs,
         transactionIndex: tx.transactionIndex,
         from: tx.fromAddress,
         to: tx.toAddress,

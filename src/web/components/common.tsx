@@ -3,11 +3,13 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiRequestError } from '../api.js'
 import { formatLocalTime, formatUtcTime, shortHex } from '../format.js'
 
-/** A time in the browser's zone; its UTC form on hover. */
-export function Time({ iso }: { iso: string }) {
+/** A time in the browser's zone; its UTC form on hover. With the node's milliseconds (`ms`), to the millisecond. */
+export function Time({ iso, ms }: { iso: string; ms?: number | null | undefined }) {
+  const withMs = ms !== null && ms !== undefined
+  const at = withMs ? new Date(ms).toISOString() : iso
   return (
-    <time dateTime={iso} title={formatUtcTime(iso)}>
-      {formatLocalTime(iso)}
+    <time dateTime={at} title={formatUtcTime(at, withMs)}>
+      {formatLocalTime(at, withMs)}
     </time>
   )
 }

@@ -105,7 +105,7 @@ export function CodePage({ code }: { code: string }) {
                   </td>
                   <td class="number">{formatInteger(item.blockNumber)}</td>
                   <td>
-                    <Time iso={item.blockTimestamp} />
+                    <Time iso={item.blockTimestamp} ms={item.blockTimestampMs} />
                   </td>
                   <td>
                     {item.removed ? <span class="badge removed">removed: {removalReason(item)}</span> : <span class={`badge ${item.status}`}>{item.status}</span>}

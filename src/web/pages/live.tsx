@@ -16,6 +16,7 @@ export type StreamAttribution = {
   sender: string
   blockNumber: number
   blockTimestamp: string
+  blockTimestampMs?: number | null
   status: Status
   removed: boolean
   /** Why a removed attribution went, where the stream says. */
@@ -105,7 +106,7 @@ export function LiveFeed() {
                 </td>
                 <td class="number">{formatInteger(row.blockNumber)}</td>
                 <td>
-                  <Time iso={row.blockTimestamp} />
+                  <Time iso={row.blockTimestamp} ms={row.blockTimestampMs} />
                 </td>
               </tr>
             ))}
