@@ -17,10 +17,13 @@ import {
   type LeaderboardRow,
   type StatsInterval,
 } from '../queries/attributions.js'
+import { openRepairsIn } from '../queries/status.js'
 import {
   blockNumber,
   builderCode,
   checkRange,
+  coverage,
+  coverageOf,
   DEFAULT_LIMIT,
   errorResponses,
   includeRemoved,
@@ -97,6 +100,7 @@ const attributionPage = z
   .object({
     items: z.array(attributionItem),
     nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' }),
+    coverage,
   })
   .meta({ id: 'AttributionPage' })
 
@@ -242,8 +246,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         after: q.cursor,
         limit: pageSize,
       })
+      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null }
+      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null, coverage: coverageOf(repairs) }
     },
   )
 

@@ -3,10 +3,13 @@ import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { listLogs, logKey, type LogRow } from '../queries/logs.js'
+import { openRepairsIn } from '../queries/status.js'
 import {
   address,
   blockNumber,
   checkRange,
+  coverage,
+  coverageOf,
   DEFAULT_LIMIT,
   errorResponses,
   hash,
@@ -61,6 +64,7 @@ const logPage = z
   .object({
     items: z.array(logItem),
     nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' }),
+    coverage,
   })
   .meta({ id: 'LogPage' })
 
@@ -123,8 +127,9 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         after: q.cursor,
         limit: pageSize,
       })
+      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null }
+      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null, coverage: coverageOf(repairs) }
     },
   )
 }
