@@ -565,6 +565,40 @@ describe('node calls per attributed transaction', () => {
   })
 })
 
+describe('whole blocks sized by their real transaction count', () => {
+  it('reads by hash two indexed transactions at indexes 0-1 of a 10-transaction block (finding 23.7: sized by a lower bound)', async () => {
+    const anvil = await startAnvil()
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const [indexed, other] = await Promise.all([deployContract(anvil.url, artifacts.Emitter), deployContract(anvil.url, artifacts.Emitter, [], 1)])
+    const from = Number(await client.getBlockNumber()) + 1
+    const sender = anvilAccount(2)
+    let nonce = await client.getTransactionCount({ address: sender.address })
+    await client.setAutomine(false)
+    // One sender, so the nonces fix the order: the indexed contract's calls open each block.
+    for (let block = 0; block < 5; block++) {
+      for (let i = 0; i < 10; i++) {
+        const raw = await rawSignedTx(anvil.url, { from: 2, to: i < 2 ? indexed : other, data: encodeEmitMany(1, i, '0x'), nonce: nonce++, gas: 200_000n })
+        await client.sendRawTransaction({ serializedTransaction: raw })
+      }
+      await client.request({ method: 'evm_mine' as never, params: [] as never })
+    }
+    await client.setAutomine(true)
+    const head = Number(await client.getBlockNumber())
+    expect((await client.getBlock({ blockNumber: BigInt(head) })).transactions).toHaveLength(10)
+
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: {} })
+    cleanups.push(() => proxy.stop())
+    const { db, env } = await environment(proxy.url, 'logs')
+    const result = await runTs('scripts/backfill.ts', ['--from', String(from), '--to', String(head), '--address', indexed], env)
+    expect(result.code, result.output).toBe(0)
+    const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM transactions`)
+    expect(rows[0].n).toBe(10)
+    // Two of ten is under the whole-block share: each asked by hash, no block read with its transactions.
+    expect(proxy.stats.calls.eth_getTransactionByHash).toBe(10)
+  })
+})
+
 describe('attribution of a transaction first seen pending', () => {
   it('stores it pending without gas used, then confirms it with the gas used of its receipt', async () => {
     const anvil = await startAnvil()

@@ -27,7 +27,7 @@ const REGISTRY_RECHECK_AFTER_MS = 60_000
 /** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
-type RpcBlock = RpcBlockHeader & { transactions: TransactionInput[] }
+type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
 
 export type Writes = (client: pg.PoolClient) => Promise<void>
 
@@ -59,13 +59,6 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   const stray = rows.find((row) => hashAt.get(row.blockNumber) !== row.blockHash)
   if (stray) throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
   return blocks
-}
-
-/** Per block hash, the fewest transactions the block can hold: one more than the highest index at `positions` (pending ones aside). */
-function leastBlockSizes(positions: ReadonlyMap<string, TransactionPosition>): Map<string, number> {
-  const sizes = new Map<string, number>()
-  for (const p of positions.values()) if (p.status !== 'pending') sizes.set(p.blockHash, Math.max(sizes.get(p.blockHash) ?? 0, p.transactionIndex + 1))
-  return sizes
 }
 
 /**
@@ -113,8 +106,8 @@ export function createAttributor(context: AttributorContext) {
   /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
    * ones only move). Gas used is fetched for attributed, non-pending ones that lack it; `blockSizes`
-   * (transactions per block hash of every non-pending position: exact where the block was read whole,
-   * the fewest it can hold otherwise) decides how their receipts are read.
+   * (transactions per block hash, where known exactly: a block read whole, a header that listed them)
+   * decides how their receipts are read.
    */
   async function prepare(
     decoded: readonly TransactionAttribution[],
@@ -134,7 +127,7 @@ export function createAttributor(context: AttributorContext) {
     // A pending transaction has no receipt yet.
     const needGas = [...positions.values()]
       .filter((p) => p.status !== 'pending' && lacksGas(p.hash))
-      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash)! }))
+      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
@@ -203,13 +196,13 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
-   * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls for what
-   * the logs already tell: a block whose missing transactions are a large share of it (of its highest
-   * transaction index seen) is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
-   * pending ones); `leastSizes` holds each block's fewest transactions (`leastBlockSizes`). Returns them
-   * decoded (null where the node has none) and the size of each block read whole.
+   * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls: a block
+   * whose size is known (`sizes`, transactions per block hash) and whose missing transactions are a
+   * large share of it is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
+   * pending ones). A block's highest log position is only a lower bound of its size, never enough to
+   * read it whole. Returns them decoded (null where the node has none) and the size of each block read whole.
    */
-  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, leastSizes: ReadonlyMap<string, number>) {
+  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, sizes: ReadonlyMap<string, number>) {
     const missingPerBlock = new Map<string, string[]>()
     for (const hash of missing) {
       const position = positions.get(hash)!
@@ -218,12 +211,12 @@ export function createAttributor(context: AttributorContext) {
       if (list) list.push(hash)
       else missingPerBlock.set(position.blockHash, [hash])
     }
-    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, leastSizes.get(blockHash)!))
+    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, sizes.get(blockHash)))
     const inWhole = new Set(whole.flatMap(([, hashes]) => hashes))
     const byHash = missing.filter((hash) => !inWhole.has(hash))
     const wanted = (hash: string) => inWhole.has(hash)
     const wholeNumbers = whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber)
-    const leastSizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, leastSizes.get(blockHash)]))
+    const sizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, sizes.get(blockHash)]))
     const [blocks, transactions] = await Promise.all([
       readBlocks(
         wholeNumbers,
@@ -232,7 +225,7 @@ export function createAttributor(context: AttributorContext) {
           size: block.transactions.length,
           transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)),
         }),
-        (n) => leastSizeAt.get(n),
+        (n) => sizeAt.get(n),
       ),
       fetchTransactions(byHash, (hash) => positions.get(hash)!.status !== 'pending'),
     ])
@@ -249,9 +242,10 @@ export function createAttributor(context: AttributorContext) {
   /**
    * Prepares the attribution of the transactions behind `rows` (fetching and decoding happen now,
    * outside any database transaction); the returned writes store them with the logs. Inputs not
-   * decoded yet are fetched whole block or by hash (`fetchForLogs`).
+   * decoded yet are fetched whole block or by hash (`fetchForLogs`); `blockSizes` holds the exact
+   * transaction count of the blocks whose headers were read (by block hash).
    */
-  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, blockSizes: ReadonlyMap<string, number> = new Map()): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const row of rows) {
       if (!positions.has(row.transactionHash)) {
@@ -267,8 +261,7 @@ export function createAttributor(context: AttributorContext) {
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
-    const leastSizes = leastBlockSizes(positions)
-    const { transactions, blockSizes } = await fetchForLogs(missing, positions, leastSizes)
+    const { transactions, blockSizes: readSizes } = await fetchForLogs(missing, positions, blockSizes)
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
@@ -278,7 +271,7 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known, new Map([...leastSizes, ...blockSizes]))
+    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]))
   }
 
   /**
@@ -353,10 +346,11 @@ export function createAttributor(context: AttributorContext) {
 
   /**
    * The attribution of a stored range: in `logs` scope the transactions behind `rows`, in `blocks`
-   * scope every transaction of every block of `range`.
+   * scope every transaction of every block of `range`. `blockSizes`: transactions per block hash where
+   * known exactly (headers read with the range).
    */
-  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval): Promise<Writes> {
-    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf)
+  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval, blockSizes?: ReadonlyMap<string, number>): Promise<Writes> {
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf, blockSizes)
   }
 
   return { attribute, forLogs, forRange }

@@ -1,11 +1,14 @@
 import type { RpcClient } from './client.js'
 import { withRetry } from './retry.js'
 
-/** A block header as the indexer keeps it: enough to link blocks and check logs against them. */
-export type BlockHeader = { number: number; hash: string; parentHash: string; timestamp: number; logsBloom?: string }
+/**
+ * A block header as the indexer keeps it: enough to link blocks and check logs against them, and how
+ * many transactions the block holds where the node's answer listed them.
+ */
+export type BlockHeader = { number: number; hash: string; parentHash: string; timestamp: number; logsBloom?: string; transactionCount?: number }
 
 /** The header fields of a node's block object (a full block carries more; they are ignored here). */
-export type RpcBlockHeader = { number: string; hash: string; parentHash: string; timestamp: string; logsBloom?: string }
+export type RpcBlockHeader = { number: string; hash: string; parentHash: string; timestamp: string; logsBloom?: string; transactions?: readonly unknown[] }
 
 export type BlockTag = 'latest' | 'safe' | 'finalized'
 
@@ -19,6 +22,7 @@ export function toBlockHeader(block: RpcBlockHeader): BlockHeader {
     parentHash: block.parentHash.toLowerCase(),
     timestamp: Number(block.timestamp),
     ...(block.logsBloom ? { logsBloom: block.logsBloom.toLowerCase() } : {}),
+    ...(Array.isArray(block.transactions) ? { transactionCount: block.transactions.length } : {}),
   }
 }
 
