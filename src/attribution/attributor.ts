@@ -24,7 +24,7 @@ import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.j
 const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
 const REGISTRY_RECHECK_AFTER_MS = 60_000
 
-/** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
+/** Asks for a confirmed log's transaction (or an EIP-7702 sender's delegation) the node does not show this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
 type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
@@ -87,10 +87,21 @@ export function createAttributor(context: AttributorContext) {
       for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
     }
     if (reads.size === 0) return [...attributions]
-    const codes = await inSlices([...reads.values()], BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<string | null>(slice.map((params) => ({ method: 'eth_getCode', params }))),
-    )
-    const delegateAt = new Map([...reads.keys()].map((key, i) => [key, eip7702Delegate(codes[i])]))
+    // A node behind the others may not show the delegation yet: a miss is asked again, the wait doubling.
+    const delegateAt = new Map<string, Address>()
+    let ask = [...reads.keys()]
+    for (let attempt = 0; ask.length > 0; attempt++) {
+      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+        rpc.batch<string | null>(slice.map((key) => ({ method: 'eth_getCode', params: reads.get(key)! }))),
+      )
+      ask.forEach((key, i) => {
+        const delegate = eip7702Delegate(codes[i])
+        if (delegate) delegateAt.set(key, delegate)
+      })
+      ask = ask.filter((key) => !delegateAt.has(key))
+      if (ask.length === 0 || attempt >= MISSING_TRANSACTION_RETRIES) break
+      await sleep(MISSING_TRANSACTION_DELAY_MS * 2 ** attempt)
+    }
     return attributions.map((a) => {
       if (!a.eip7702) return a
       const delegates = new Map<Address, Address>()
