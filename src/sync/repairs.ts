@@ -8,9 +8,9 @@ import { crashPoint } from '../utils/crashPoint.js'
 import { briefly } from '../utils/errors.js'
 
 /** Failed attempts after which a repair is quarantined: left open and visible, no longer retried. */
-export const REPAIR_MAX_FAILURES = 6
+const REPAIR_MAX_FAILURES = 6
 /** Wait after a repair's first failure; doubled after each further one. */
-export const REPAIR_RETRY_BASE_MS = 10_000
+const REPAIR_RETRY_BASE_MS = 10_000
 const REPAIR_RETRY_MAX_MS = 10 * 60_000
 
 export type RepairRunnerContext = {
