@@ -210,7 +210,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         operationId: 'listAttributions',
         summary: 'Attributed transactions and user operations, newest block first',
         description:
-          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. walletAddress selects the code that wallet registered here.',
+          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.',
         querystring: z.strictObject({
           builderCode: builderCode.optional(),
           walletAddress: walletAddress.optional(),

@@ -96,6 +96,8 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         tags: ['logs'],
         operationId: 'listLogs',
         summary: 'Indexed logs filtered like eth_getLogs, oldest first',
+        description:
+          'Keyset-paginated: follow nextCursor. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.',
         querystring: z.strictObject({
           address: list(address, 'address').optional().meta({ description: 'Comma-separated contract addresses.' }),
           topic0: topicFilter(0),
