@@ -541,6 +541,8 @@ describe('node calls per attributed transaction', () => {
       // The blocks scope also holds the Emitter's deployment, a transaction without logs.
       expect(rows[0]).toEqual({ n: scope === 'blocks' ? 201 : 200, gas: 100 })
       expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+      // The range's headers, read for the finality check, gave the counts: none asked apart.
+      expect(proxy.stats.calls.eth_getBlockTransactionCountByHash ?? 0).toBe(0)
       expect(proxy.stats.calls.eth_getBlockReceipts).toBe(20)
       expect(proxy.stats.calls.eth_getTransactionReceipt ?? 0).toBe(0)
       // Batches of 10 blocks: a handful of requests for the whole range.
@@ -566,7 +568,7 @@ describe('node calls per attributed transaction', () => {
 })
 
 describe('whole blocks sized by their real transaction count', () => {
-  it('reads by hash two indexed transactions at indexes 0-1 of a 10-transaction block (finding 23.7: sized by a lower bound)', async () => {
+  it('reads a block whole only once its real count is known: two of ten by hash, ten of ten whole (finding 23.7: sized by a lower bound)', async () => {
     const anvil = await startAnvil()
     cleanups.push(() => anvil.stop())
     const client = fixtureClient(anvil.url)
@@ -586,6 +588,8 @@ describe('whole blocks sized by their real transaction count', () => {
     await client.setAutomine(true)
     const head = Number(await client.getBlockNumber())
     expect((await client.getBlock({ blockNumber: BigInt(head) })).transactions).toHaveLength(10)
+    // Buried below the finalized block: the range job reads no headers, so no count comes with them.
+    await client.request({ method: 'anvil_mine' as never, params: ['0x80'] as never })
 
     const proxy = await startFaultProxy({ upstream: anvil.url, faults: {} })
     cleanups.push(() => proxy.stop())
@@ -594,8 +598,20 @@ describe('whole blocks sized by their real transaction count', () => {
     expect(result.code, result.output).toBe(0)
     const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM transactions`)
     expect(rows[0].n).toBe(10)
-    // Two of ten is under the whole-block share: each asked by hash, no block read with its transactions.
+    // Indexes 0-1 would make a whole block of two: the real count (10) is asked, and two of ten go by hash.
+    expect(proxy.stats.calls.eth_getBlockTransactionCountByHash).toBe(5)
     expect(proxy.stats.calls.eth_getTransactionByHash).toBe(10)
+    console.log(`[attribution] two of ten indexed per block, 5 finalized blocks: calls by method ${JSON.stringify(proxy.stats.calls)}`)
+
+    // Every log indexed: the count says the ten are the whole block, read in one call each.
+    proxy.resetStats()
+    const all = await environment(proxy.url, 'logs')
+    const again = await runTs('scripts/backfill.ts', ['--from', String(from), '--to', String(head)], all.env)
+    expect(again.code, again.output).toBe(0)
+    expect((await all.db.store.pool.query(`SELECT count(*)::int AS n FROM transactions`)).rows[0].n).toBe(50)
+    expect(proxy.stats.calls.eth_getBlockTransactionCountByHash).toBe(5)
+    expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+    console.log(`[attribution] ten of ten indexed per block, 5 finalized blocks: calls by method ${JSON.stringify(proxy.stats.calls)}`)
   })
 })
 

@@ -61,6 +61,11 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   return blocks
 }
 
+/** The fewest transactions the block of `hashes` can hold: one more than the highest index among them. */
+function leastSize(hashes: readonly string[], positions: ReadonlyMap<string, TransactionPosition>): number {
+  return Math.max(...hashes.map((hash) => positions.get(hash)!.transactionIndex + 1))
+}
+
 /**
  * Attribution of indexed transactions: takes their inputs (by hash in JSON-RPC batches, or from whole
  * blocks), decodes their ERC-8021 suffixes and user operations, checks schema-1 codes against a
@@ -207,11 +212,25 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
+   * The transaction counts of these blocks (by hash, so the count is of the very block the logs name),
+   * in batches; a block the node does not know under that hash is left out (its transactions are then asked by hash).
+   */
+  async function countTransactions(blockHashes: readonly string[]): Promise<Map<string, number>> {
+    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<string | null>(slice.map((blockHash) => ({ method: 'eth_getBlockTransactionCountByHash', params: [blockHash] }))),
+    )
+    const sizes = new Map<string, number>()
+    counts.forEach((count, i) => count != null && sizes.set(blockHashes[i]!, Number(count)))
+    return sizes
+  }
+
+  /**
    * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls: a block
    * whose size is known (`sizes`, transactions per block hash) and whose missing transactions are a
    * large share of it is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
-   * pending ones). A block's highest log position is only a lower bound of its size, never enough to
-   * read it whole. Returns them decoded (null where the node has none) and the size of each block read whole.
+   * pending ones). A block's highest log position is only a lower bound of its size: where that bound
+   * allows a whole read, the real count is asked first (`countTransactions`). Returns them decoded
+   * (null where the node has none) and the sizes learnt (blocks counted or read whole).
    */
   async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, sizes: ReadonlyMap<string, number>) {
     const missingPerBlock = new Map<string, string[]>()
@@ -222,12 +241,18 @@ export function createAttributor(context: AttributorContext) {
       if (list) list.push(hash)
       else missingPerBlock.set(position.blockHash, [hash])
     }
-    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, sizes.get(blockHash)))
+    const counted = await countTransactions(
+      [...missingPerBlock]
+        .filter(([blockHash, hashes]) => !sizes.has(blockHash) && readsWholeBlock(hashes.length, leastSize(hashes, positions)))
+        .map(([blockHash]) => blockHash),
+    )
+    const sizeOf = (blockHash: string) => sizes.get(blockHash) ?? counted.get(blockHash)
+    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, sizeOf(blockHash)))
     const inWhole = new Set(whole.flatMap(([, hashes]) => hashes))
     const byHash = missing.filter((hash) => !inWhole.has(hash))
     const wanted = (hash: string) => inWhole.has(hash)
     const wholeNumbers = whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber)
-    const sizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, sizes.get(blockHash)]))
+    const sizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, sizeOf(blockHash)]))
     const [blocks, transactions] = await Promise.all([
       readBlocks(
         wholeNumbers,
@@ -247,7 +272,7 @@ export function createAttributor(context: AttributorContext) {
       for (const tx of block.transactions) found.set(tx.hash, tx)
     })
     transactions.forEach((tx, i) => tx && found.set(byHash[i]!, tx))
-    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map(blocks.map((block) => [block.hash, block.size])) }
+    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map([...counted, ...blocks.map((block) => [block.hash, block.size] as const)]) }
   }
 
   /**
