@@ -5,7 +5,7 @@ import { createIndexer } from './wiring.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, webhookJobId } from './queue/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId, webhookJobId } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -18,6 +18,8 @@ import { createStore } from './store/index.js'
 
 /** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
 const COVERAGE_REFRESH_MS = 15_000
+/** How often the leader plans what is missing of the BuilderCodes registry's range (planning is idempotent). */
+const REGISTRY_BACKFILL_CHECK_MS = 60_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per event). */
 const WEBHOOK_POOL_SIZE = 8
 
@@ -86,20 +88,10 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
       const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
-      if (indexer.registry) {
-        // The registry's history up to now, for the workers; the head follower reads it from here on.
-        const { filter, startBlock } = indexer.registry
-        const head = await indexer.blockNumberAt('latest')
-        if (head >= startBlock) {
-          const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range: [startBlock, head], chunkBlocks: config.chunkBlocks })
-          await repairQueue.enqueue(plan.jobs)
-          logger.info({ chain_id: indexer.chainId, from_block: startBlock, to_block: head, jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
-        }
-      }
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
       const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue })
-      const repairs = createRepairRunner({
+      const repairRunner = createRepairRunner({
         pool: indexer.store.pool,
         logger,
         chainId: indexer.chainId,
@@ -107,7 +99,30 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         chunkBlocks: config.chunkBlocks,
         processRange: indexer.processRange,
         enqueue: repairQueue.enqueue,
+        failedJobs: async (jobs) => (await repairQueue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
       })
+      const repairs = {
+        run: async () => {
+          const result = await repairRunner.run()
+          metrics.repairsOpen.set(chain, result.open)
+          metrics.repairsQuarantined.set(chain, result.quarantined)
+          return result
+        },
+      }
+      // The registry's history up to the head, for the workers (the head follower reads it from there on):
+      // planned again by each leader and every minute, so jobs lost with Redis or failed for good come back.
+      const registry = indexer.registry
+      const registryBackfill = registry
+        ? async () => {
+            const head = await indexer.blockNumberAt('latest')
+            if (head < registry.startBlock) return
+            const range = [registry.startBlock, head] as const
+            const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: registry.filter, range, chunkBlocks: config.chunkBlocks })
+            if (plan.jobs.length === 0) return
+            await repairQueue.enqueue(plan.jobs)
+            logger.info({ chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
+          }
+        : undefined
       const scheduler = startScheduler({
         redis,
         keyPrefix: config.redisPrefix,
@@ -131,6 +146,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         pendingPollMs: config.pendingPollMs,
         whileLeader: async (signal: AbortSignal) => {
           const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(), { signal, logger, name: 'wallet-coverage' })
+          const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
           const subscription =
             config.rpcWsUrl && config.pendingPollMs > 0
               ? followPendingLogs({
@@ -145,7 +161,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
                   },
                 })
               : undefined
-          await Promise.all([coverage, subscription, dispatcher.run(signal)])
+          await Promise.all([coverage, registryCheck, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)

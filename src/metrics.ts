@@ -109,6 +109,18 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     labelNames: ['queue'] as const,
     registers,
   })
+  const repairsOpen = new Gauge({
+    name: `${PREFIX}repairs_open`,
+    help: 'Open repairs (blocks a filter must read again after a reorg or orphan mark) as the scheduler last saw them.',
+    labelNames: ['chain_id'] as const,
+    registers,
+  })
+  const repairsQuarantined = new Gauge({
+    name: `${PREFIX}repairs_quarantined`,
+    help: 'Open repairs no longer retried after repeated failures: their blocks stay missing until they are marked again.',
+    labelNames: ['chain_id'] as const,
+    registers,
+  })
   const httpRequestDuration = new Histogram({
     name: `${PREFIX}http_request_duration_seconds`,
     help: 'HTTP API request duration, by method, route pattern and status code.',
@@ -140,6 +152,8 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     reorgDepth,
     queueDepth,
     failedJobs,
+    repairsOpen,
+    repairsQuarantined,
     httpRequestDuration,
     observeRpcRequest,
   }

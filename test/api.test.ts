@@ -563,6 +563,37 @@ describe('GET /v1/logs', () => {
   })
 })
 
+describe('coverage of /v1/logs and /v1/attributions', () => {
+  it('says an answer may be partial while a repair is open over the asked blocks (finding 23.10: silently partial answers)', async () => {
+    const complete = { complete: true, openRepairs: [] }
+    expect((await get('/v1/logs?fromBlock=10&toBlock=20')).body.coverage).toEqual(complete)
+    expect((await get('/v1/attributions?limit=1')).body.coverage).toEqual(complete)
+
+    // Two filters reading blocks 12-14 again, one of them given up on; another chain's repair is not ours.
+    await db.store.pool.query(
+      `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason, quarantined_at)
+       VALUES ($1, 'f1', 12, 14, 'reorg', NULL), ($1, 'f2', 12, 14, 'reorg', now()), ($1, 'f1', 1050, 1052, 'orphaned', NULL), ($2, 'f1', 0, 2000, 'reorg', NULL)`,
+      [CHAIN_ID, OTHER_CHAIN_ID],
+    )
+    try {
+      const partial = { complete: false, openRepairs: [{ fromBlock: 12, toBlock: 14, reason: 'reorg', quarantined: true }] }
+      expect((await get('/v1/logs?fromBlock=10&toBlock=20')).body.coverage).toEqual(partial)
+      expect((await get('/v1/logs?fromBlock=14')).body.coverage).toEqual({
+        complete: false,
+        openRepairs: [partial.openRepairs[0], { fromBlock: 1050, toBlock: 1052, reason: 'orphaned', quarantined: false }],
+      })
+      expect((await get('/v1/logs?fromBlock=15&toBlock=1049')).body.coverage).toEqual(complete)
+      expect((await get('/v1/attributions?fromBlock=1040&toBlock=1050')).body.coverage).toEqual({
+        complete: false,
+        openRepairs: [{ fromBlock: 1050, toBlock: 1052, reason: 'orphaned', quarantined: false }],
+      })
+      expect((await get('/v1/attributions?fromBlock=1053')).body.coverage).toEqual(complete)
+    } finally {
+      await db.store.pool.query('DELETE FROM sync_repairs')
+    }
+  })
+})
+
 describe('GET /v1/transactions/{hash}/attribution', () => {
   const base = {
     chain_id: CHAIN_ID,

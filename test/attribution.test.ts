@@ -541,6 +541,8 @@ describe('node calls per attributed transaction', () => {
       // The blocks scope also holds the Emitter's deployment, a transaction without logs.
       expect(rows[0]).toEqual({ n: scope === 'blocks' ? 201 : 200, gas: 100 })
       expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+      // The range's headers, read for the finality check, gave the counts: none asked apart.
+      expect(proxy.stats.calls.eth_getBlockTransactionCountByHash ?? 0).toBe(0)
       expect(proxy.stats.calls.eth_getBlockReceipts).toBe(20)
       expect(proxy.stats.calls.eth_getTransactionReceipt ?? 0).toBe(0)
       // Batches of 10 blocks: a handful of requests for the whole range.
@@ -562,6 +564,54 @@ describe('node calls per attributed transaction', () => {
     expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
     expect(proxy.stats.calls.eth_getBlockReceipts ?? 0).toBe(0)
     expect(proxy.stats.calls.eth_getTransactionReceipt).toBe(40)
+  })
+})
+
+describe('whole blocks sized by their real transaction count', () => {
+  it('reads a block whole only once its real count is known: two of ten by hash, ten of ten whole (finding 23.7: sized by a lower bound)', async () => {
+    const anvil = await startAnvil()
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const [indexed, other] = await Promise.all([deployContract(anvil.url, artifacts.Emitter), deployContract(anvil.url, artifacts.Emitter, [], 1)])
+    const from = Number(await client.getBlockNumber()) + 1
+    const sender = anvilAccount(2)
+    let nonce = await client.getTransactionCount({ address: sender.address })
+    await client.setAutomine(false)
+    // One sender, so the nonces fix the order: the indexed contract's calls open each block.
+    for (let block = 0; block < 5; block++) {
+      for (let i = 0; i < 10; i++) {
+        const raw = await rawSignedTx(anvil.url, { from: 2, to: i < 2 ? indexed : other, data: encodeEmitMany(1, i, '0x'), nonce: nonce++, gas: 200_000n })
+        await client.sendRawTransaction({ serializedTransaction: raw })
+      }
+      await client.request({ method: 'evm_mine' as never, params: [] as never })
+    }
+    await client.setAutomine(true)
+    const head = Number(await client.getBlockNumber())
+    expect((await client.getBlock({ blockNumber: BigInt(head) })).transactions).toHaveLength(10)
+    // Buried below the finalized block: the range job reads no headers, so no count comes with them.
+    await client.request({ method: 'anvil_mine' as never, params: ['0x80'] as never })
+
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: {} })
+    cleanups.push(() => proxy.stop())
+    const { db, env } = await environment(proxy.url, 'logs')
+    const result = await runTs('scripts/backfill.ts', ['--from', String(from), '--to', String(head), '--address', indexed], env)
+    expect(result.code, result.output).toBe(0)
+    const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM transactions`)
+    expect(rows[0].n).toBe(10)
+    // Indexes 0-1 would make a whole block of two: the real count (10) is asked, and two of ten go by hash.
+    expect(proxy.stats.calls.eth_getBlockTransactionCountByHash).toBe(5)
+    expect(proxy.stats.calls.eth_getTransactionByHash).toBe(10)
+    console.log(`[attribution] two of ten indexed per block, 5 finalized blocks: calls by method ${JSON.stringify(proxy.stats.calls)}`)
+
+    // Every log indexed: the count says the ten are the whole block, read in one call each.
+    proxy.resetStats()
+    const all = await environment(proxy.url, 'logs')
+    const again = await runTs('scripts/backfill.ts', ['--from', String(from), '--to', String(head)], all.env)
+    expect(again.code, again.output).toBe(0)
+    expect((await all.db.store.pool.query(`SELECT count(*)::int AS n FROM transactions`)).rows[0].n).toBe(50)
+    expect(proxy.stats.calls.eth_getBlockTransactionCountByHash).toBe(5)
+    expect(proxy.stats.calls.eth_getTransactionByHash ?? 0).toBe(0)
+    console.log(`[attribution] ten of ten indexed per block, 5 finalized blocks: calls by method ${JSON.stringify(proxy.stats.calls)}`)
   })
 })
 
@@ -709,5 +759,31 @@ describe('EIP-7702 user operations', () => {
     expect(rows).toEqual([{ tx_hash: bundle.hash, user_op_hash: event!.args.userOpHash, sender, builder_code: code, removed: false }])
     const { rows: transactions } = await db.store.pool.query(`SELECT user_operations FROM transactions WHERE hash = $1`, [bundle.hash])
     expect(transactions).toEqual([{ user_operations: 1 }])
+  })
+
+  it('asks again for a delegation a lagging node does not show yet (finding 23.10: one miss lost the operation for good)', async () => {
+    const anvil = await startAnvil({ extraArgs: ['--hardfork', 'prague'] })
+    cleanups.push(() => anvil.stop())
+    const client = fixtureClient(anvil.url)
+    const emitter = await deployContract(anvil.url, artifacts.Emitter)
+    await deployEntryPoints(anvil.url)
+    const account = await createEip7702Account(anvil.url, { owner: 3 })
+    const sender = lower(account.address)
+    const code = codeOf(sender)
+    const callData = concat([encodeExecute({ to: emitter, data: encodeEmitMany(1, 0, '0x') }), Attribution.toDataSuffix({ codes: [code] })])
+    const bundle = await mined(client, await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }))
+
+    // The first two answers come from a node that has not seen the delegation.
+    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_getCode: { stale: { times: 2, result: '0x' } } } })
+    cleanups.push(() => proxy.stop())
+    const { db, env } = await environment(proxy.url, 'logs')
+    const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', String(bundle.block)], env)
+    expect(result.code, result.output).toBe(0)
+    expect(proxy.faultCount('stale')).toBe(2)
+    expect(proxy.stats.calls.eth_getCode).toBe(3)
+    const { rows } = await db.store.pool.query(`SELECT user_op_hash, sender FROM attributions WHERE chain_id = $1 AND tx_hash = $2`, [CHAIN_ID, bundle.hash])
+    expect(rows).toHaveLength(1)
+    expect(rows[0].sender).toBe(sender)
+    expect(rows[0].user_op_hash).toMatch(/^0x[0-9a-f]{64}$/)
   })
 })

@@ -54,6 +54,32 @@ describe('pending identity', () => {
     expect(await pendingRows(1)).toHaveLength(3)
   })
 
+  it('retries a failed pending attribution with backoff, then gives up on it (finding 23.10: failures dropped at once)', async () => {
+    const calls: string[][] = []
+    let failuresLeft = 2
+    const poller = createPendingPoller({
+      pool: db.store.pool,
+      logger: createLogger('silent'),
+      chainId: CHAIN_ID,
+      fetchPendingLogs: async () => ({ logs: [], head: 0 }),
+      attributePending: async (rows) => {
+        calls.push(rows.map((row) => row.transactionHash))
+        if (failuresLeft-- > 0) throw new Error('connection refused')
+      },
+    })
+    await poller.store([pendingLog(21, 0), pendingLog(22, 0)])
+    await poller.settled()
+    // Two failures, then the same transactions attributed.
+    expect(calls.map((hashes) => [...hashes].sort())).toEqual([0, 1, 2].map(() => [hash(21), hash(22)]))
+
+    // A batch that keeps failing is dropped after its attempts, and the poller goes on.
+    failuresLeft = Number.POSITIVE_INFINITY
+    calls.length = 0
+    await poller.store([pendingLog(23, 0)])
+    await poller.settled()
+    expect(calls).toEqual([[hash(23)], [hash(23)], [hash(23)], [hash(23)]])
+  })
+
   it('bounds what the subscription holds, forgetting the oldest transactions first', () => {
     const buffer = createPendingLogBuffer(2)
     for (let tx = 1; tx <= 5; tx++) buffer.add(pendingLog(tx, 0))

@@ -125,3 +125,23 @@ export function checkRange(from: number | undefined, to: number | undefined, fro
   if (from !== undefined && to !== undefined && from > to)
     throw new ApiError(400, 'invalid_range', `${fromName} must not be after ${toName}.`)
 }
+
+/** Whether an answer over some blocks may be partial: the open repairs touching them. */
+export const coverage = z
+  .object({
+    complete: z.boolean().meta({ description: 'False while a repair is open over the asked blocks: some of their rows may be missing until it closes.' }),
+    openRepairs: z
+      .array(
+        z.object({
+          fromBlock: z.number().int(),
+          toBlock: z.number().int(),
+          reason: z.enum(['reorg', 'orphaned']).meta({ description: 'A reorg at the tip, or blocks found orphaned below it.' }),
+          quarantined: z.boolean().meta({ description: 'Its reads kept failing: no longer retried until the blocks are marked again (see codetrail_repairs_quarantined).' }),
+        }),
+      )
+      .meta({ description: 'Block ranges being read again after a reorg or orphan mark (at most 100), oldest block first.' }),
+  })
+  .meta({ id: 'Coverage', description: 'Whether the index holds every block of the asked range (fromBlock..toBlock, the whole chain when open).' })
+
+/** The `coverage` field of an answer over these repairs. */
+export const coverageOf = (openRepairs: z.output<typeof coverage>['openRepairs']): z.output<typeof coverage> => ({ complete: openRepairs.length === 0, openRepairs })

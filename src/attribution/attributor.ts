@@ -24,10 +24,10 @@ import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.j
 const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
 const REGISTRY_RECHECK_AFTER_MS = 60_000
 
-/** Asks for a confirmed log's transaction the node does not know this many more times, doubling the wait. */
+/** Asks for a confirmed log's transaction (or an EIP-7702 sender's delegation) the node does not show this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
-type RpcBlock = RpcBlockHeader & { transactions: TransactionInput[] }
+type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
 
 export type Writes = (client: pg.PoolClient) => Promise<void>
 
@@ -63,11 +63,9 @@ function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]
   return blocks
 }
 
-/** Per block hash, the fewest transactions the block can hold: one more than the highest index at `positions` (pending ones aside). */
-function leastBlockSizes(positions: ReadonlyMap<string, TransactionPosition>): Map<string, number> {
-  const sizes = new Map<string, number>()
-  for (const p of positions.values()) if (p.status !== 'pending') sizes.set(p.blockHash, Math.max(sizes.get(p.blockHash) ?? 0, p.transactionIndex + 1))
-  return sizes
+/** The fewest transactions the block of `hashes` can hold: one more than the highest index among them. */
+function leastSize(hashes: readonly string[], positions: ReadonlyMap<string, TransactionPosition>): number {
+  return Math.max(...hashes.map((hash) => positions.get(hash)!.transactionIndex + 1))
 }
 
 /**
@@ -96,10 +94,21 @@ export function createAttributor(context: AttributorContext) {
       for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
     }
     if (reads.size === 0) return [...attributions]
-    const codes = await inSlices([...reads.values()], BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<string | null>(slice.map((params) => ({ method: 'eth_getCode', params }))),
-    )
-    const delegateAt = new Map([...reads.keys()].map((key, i) => [key, eip7702Delegate(codes[i])]))
+    // A node behind the others may not show the delegation yet: a miss is asked again, the wait doubling.
+    const delegateAt = new Map<string, Address>()
+    let ask = [...reads.keys()]
+    for (let attempt = 0; ask.length > 0; attempt++) {
+      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+        rpc.batch<string | null>(slice.map((key) => ({ method: 'eth_getCode', params: reads.get(key)! }))),
+      )
+      ask.forEach((key, i) => {
+        const delegate = eip7702Delegate(codes[i])
+        if (delegate) delegateAt.set(key, delegate)
+      })
+      ask = ask.filter((key) => !delegateAt.has(key))
+      if (ask.length === 0 || attempt >= MISSING_TRANSACTION_RETRIES) break
+      await sleep(MISSING_TRANSACTION_DELAY_MS * 2 ** attempt)
+    }
     return attributions.map((a) => {
       if (!a.eip7702) return a
       const delegates = new Map<Address, Address>()
@@ -115,8 +124,8 @@ export function createAttributor(context: AttributorContext) {
   /**
    * The writes for transactions at `positions`: `decoded` holds at least those not stored yet (`known`
    * ones only move). Gas used is fetched for attributed, non-pending ones that lack it; `blockSizes`
-   * (transactions per block hash of every non-pending position: exact where the block was read whole,
-   * the fewest it can hold otherwise) decides how their receipts are read.
+   * (transactions per block hash, where known exactly: a block read whole, a header that listed them)
+   * decides how their receipts are read.
    */
   async function prepare(
     decoded: readonly TransactionAttribution[],
@@ -136,7 +145,7 @@ export function createAttributor(context: AttributorContext) {
     // A pending transaction has no receipt yet.
     const needGas = [...positions.values()]
       .filter((p) => p.status !== 'pending' && lacksGas(p.hash))
-      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash)! }))
+      .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
     const checks = new Map<string, RegistryCheck>()
@@ -205,13 +214,27 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /**
-   * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls for what
-   * the logs already tell: a block whose missing transactions are a large share of it (of its highest
-   * transaction index seen) is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
-   * pending ones); `leastSizes` holds each block's fewest transactions (`leastBlockSizes`). Returns them
-   * decoded (null where the node has none) and the size of each block read whole.
+   * The transaction counts of these blocks (by hash, so the count is of the very block the logs name),
+   * in batches; a block the node does not know under that hash is left out (its transactions are then asked by hash).
    */
-  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, leastSizes: ReadonlyMap<string, number>) {
+  async function countTransactions(blockHashes: readonly string[]): Promise<Map<string, number>> {
+    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      rpc.batch<string | null>(slice.map((blockHash) => ({ method: 'eth_getBlockTransactionCountByHash', params: [blockHash] }))),
+    )
+    const sizes = new Map<string, number>()
+    counts.forEach((count, i) => count != null && sizes.set(blockHashes[i]!, Number(count)))
+    return sizes
+  }
+
+  /**
+   * The transactions `missing` (hashes at `positions`), read the way that takes fewest calls: a block
+   * whose size is known (`sizes`, transactions per block hash) and whose missing transactions are a
+   * large share of it is read whole with `eth_getBlockByNumber(n, true)`, the rest by hash (so are
+   * pending ones). A block's highest log position is only a lower bound of its size: where that bound
+   * allows a whole read, the real count is asked first (`countTransactions`). Returns them decoded
+   * (null where the node has none) and the sizes learnt (blocks counted or read whole).
+   */
+  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, sizes: ReadonlyMap<string, number>) {
     const missingPerBlock = new Map<string, string[]>()
     for (const hash of missing) {
       const position = positions.get(hash)!
@@ -220,12 +243,18 @@ export function createAttributor(context: AttributorContext) {
       if (list) list.push(hash)
       else missingPerBlock.set(position.blockHash, [hash])
     }
-    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, leastSizes.get(blockHash)!))
+    const counted = await countTransactions(
+      [...missingPerBlock]
+        .filter(([blockHash, hashes]) => !sizes.has(blockHash) && readsWholeBlock(hashes.length, leastSize(hashes, positions)))
+        .map(([blockHash]) => blockHash),
+    )
+    const sizeOf = (blockHash: string) => sizes.get(blockHash) ?? counted.get(blockHash)
+    const whole = [...missingPerBlock].filter(([blockHash, hashes]) => readsWholeBlock(hashes.length, sizeOf(blockHash)))
     const inWhole = new Set(whole.flatMap(([, hashes]) => hashes))
     const byHash = missing.filter((hash) => !inWhole.has(hash))
     const wanted = (hash: string) => inWhole.has(hash)
     const wholeNumbers = whole.map(([, hashes]) => positions.get(hashes[0]!)!.blockNumber)
-    const leastSizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, leastSizes.get(blockHash)]))
+    const sizeAt = new Map(whole.map(([blockHash], i) => [wholeNumbers[i]!, sizeOf(blockHash)]))
     const [blocks, transactions] = await Promise.all([
       readBlocks(
         wholeNumbers,
@@ -234,7 +263,7 @@ export function createAttributor(context: AttributorContext) {
           size: block.transactions.length,
           transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)),
         }),
-        (n) => leastSizeAt.get(n),
+        (n) => sizeAt.get(n),
       ),
       fetchTransactions(byHash, (hash) => positions.get(hash)!.status !== 'pending'),
     ])
@@ -245,15 +274,16 @@ export function createAttributor(context: AttributorContext) {
       for (const tx of block.transactions) found.set(tx.hash, tx)
     })
     transactions.forEach((tx, i) => tx && found.set(byHash[i]!, tx))
-    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map(blocks.map((block) => [block.hash, block.size])) }
+    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map([...counted, ...blocks.map((block) => [block.hash, block.size] as const)]) }
   }
 
   /**
    * Prepares the attribution of the transactions behind `rows` (fetching and decoding happen now,
    * outside any database transaction); the returned writes store them with the logs. Inputs not
-   * decoded yet are fetched whole block or by hash (`fetchForLogs`).
+   * decoded yet are fetched whole block or by hash (`fetchForLogs`); `blockSizes` holds the exact
+   * transaction count of the blocks whose headers were read (by block hash).
    */
-  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, blockSizes: ReadonlyMap<string, number> = new Map()): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const row of rows) {
       if (!positions.has(row.transactionHash)) {
@@ -270,8 +300,7 @@ export function createAttributor(context: AttributorContext) {
     }
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
-    const leastSizes = leastBlockSizes(positions)
-    const { transactions, blockSizes } = await fetchForLogs(missing, positions, leastSizes)
+    const { transactions, blockSizes: readSizes } = await fetchForLogs(missing, positions, blockSizes)
     const decoded: TransactionAttribution[] = []
     transactions.forEach((tx, i) => {
       const hash = missing[i]!
@@ -283,7 +312,7 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known, new Map([...leastSizes, ...blockSizes]))
+    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]))
   }
 
   /**
@@ -361,10 +390,11 @@ export function createAttributor(context: AttributorContext) {
 
   /**
    * The attribution of a stored range: in `logs` scope the transactions behind `rows`, in `blocks`
-   * scope every transaction of every block of `range`.
+   * scope every transaction of every block of `range`. `blockSizes`: transactions per block hash where
+   * known exactly (headers read with the range).
    */
-  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval): Promise<Writes> {
-    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf)
+  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval, blockSizes?: ReadonlyMap<string, number>): Promise<Writes> {
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf, blockSizes)
   }
 
   return { attribute, forLogs, forRange }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { blockWeight, inSlices, readsWholeBlock } from './nodeReads.js'
+import { blockWeight, createReceiptReader, inSlices, readsWholeBlock } from './nodeReads.js'
 
 describe('inSlices', () => {
   it('cuts slices by weight, a heavier item alone, results in order whatever finishes first', async () => {
@@ -28,9 +28,37 @@ describe('readsWholeBlock', () => {
     expect(readsWholeBlock(100, 200)).toBe(true)
   })
 
+  it('never reads a block whole without its real size (finding 23.7: two transactions at indexes 0-1 counted as a whole block)', () => {
+    expect(readsWholeBlock(2, undefined)).toBe(false)
+    expect(readsWholeBlock(300, undefined)).toBe(false)
+  })
+
   it('weighs a block of unknown size as a tenth of a batch', () => {
     expect(blockWeight(undefined)).toBe(10)
     expect(blockWeight(0)).toBe(1)
     expect(blockWeight(37)).toBe(37)
+  })
+})
+
+describe('createReceiptReader', () => {
+  it('reads a block\'s receipts whole only where the block\'s size is known', async () => {
+    const methods: string[] = []
+    const receipt = (hash: string, blockHash: string) => ({ transactionHash: hash, blockHash, gasUsed: '0x5208' })
+    const gasUsedOf = createReceiptReader({
+      batch: async <T,>(calls: { method: string; params: unknown[] }[]) => {
+        methods.push(...calls.map((call) => call.method))
+        return calls.map((call) =>
+          call.method === 'eth_getBlockReceipts' ? [receipt('0xa1', '0xaa'), receipt('0xa2', '0xaa')] : receipt(String(call.params[0]), '0xbb'),
+        ) as T[]
+      },
+    })
+    const gas = await gasUsedOf([
+      { hash: '0xa1', blockHash: '0xaa', blockTransactions: 2 },
+      { hash: '0xa2', blockHash: '0xaa', blockTransactions: 2 },
+      { hash: '0xb1', blockHash: '0xbb', blockTransactions: undefined },
+      { hash: '0xb2', blockHash: '0xbb', blockTransactions: undefined },
+    ])
+    expect(methods.sort()).toEqual(['eth_getBlockReceipts', 'eth_getTransactionReceipt', 'eth_getTransactionReceipt'])
+    expect([...gas.keys()].sort()).toEqual(['0xa1', '0xa2', '0xb1', '0xb2'])
   })
 })

@@ -66,13 +66,17 @@ export function blockWeight(transactions: number | undefined): number {
   return Math.max(1, transactions ?? BATCH_SIZE / BLOCKS_PER_BATCH)
 }
 
-/** Whether `needed` of a block's `size` transactions are enough to read the block's whole list in one call. */
-export function readsWholeBlock(needed: number, size: number): boolean {
-  return needed >= 2 && needed >= size * WHOLE_BLOCK_SHARE
+/**
+ * Whether `needed` of a block's `size` transactions are enough to read the block's whole list in one
+ * call. `size` must be the block's real count (undefined when unknown): sized by a lower bound, two
+ * transactions at indexes 0–1 of a 300-transaction block would read all 300.
+ */
+export function readsWholeBlock(needed: number, size: number | undefined): boolean {
+  return size !== undefined && needed >= 2 && needed >= size * WHOLE_BLOCK_SHARE
 }
 
-/** A transaction whose gas used is wanted, with its block and how many transactions that block holds (or at least holds). */
-export type ReceiptRead = { hash: string; blockHash: string; blockTransactions: number }
+/** A transaction whose gas used is wanted, with its block and how many transactions that block holds, where known. */
+export type ReceiptRead = { hash: string; blockHash: string; blockTransactions: number | undefined }
 
 /**
  * Gas used of transactions from their receipts: `eth_getBlockReceipts` for blocks where the wanted
@@ -131,8 +135,8 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
     const wholeBlocks = new Map<string, { size: number; hashes: string[] }>()
     const single: string[] = []
     for (const [blockHash, wanted] of perBlock) {
-      const size = Math.max(...wanted.map((r) => r.blockTransactions))
-      if (blockReceipts && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
+      const size = wanted.find((r) => r.blockTransactions !== undefined)?.blockTransactions
+      if (blockReceipts && size !== undefined && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
       else single.push(...wanted.map((r) => r.hash))
     }
     const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])

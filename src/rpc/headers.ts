@@ -1,7 +1,10 @@
 import type { RpcClient } from './client.js'
 import { withRetry } from './retry.js'
 
-/** A block header as the indexer keeps it: enough to link blocks and check logs against them. */
+/**
+ * A block header as the indexer keeps it: enough to link blocks and check logs against them, and how
+ * many transactions the block holds where the node's answer listed them.
+ */
 export type BlockHeader = {
   number: number
   hash: string
@@ -10,10 +13,19 @@ export type BlockHeader = {
   /** Milliseconds since the epoch where the node serves `timestampMs` (Base since Denim); null where it serves none. */
   timestampMs?: number | null
   logsBloom?: string
+  transactionCount?: number
 }
 
 /** The header fields of a node's block object (a full block carries more; they are ignored here). */
-export type RpcBlockHeader = { number: string; hash: string; parentHash: string; timestamp: string; timestampMs?: string | number | null; logsBloom?: string }
+export type RpcBlockHeader = {
+  number: string
+  hash: string
+  parentHash: string
+  timestamp: string
+  timestampMs?: string | number | null
+  logsBloom?: string
+  transactions?: readonly unknown[]
+}
 
 export type BlockTag = 'latest' | 'safe' | 'finalized'
 
@@ -28,6 +40,7 @@ export function toBlockHeader(block: RpcBlockHeader): BlockHeader {
     timestamp: Number(block.timestamp),
     timestampMs: block.timestampMs == null ? null : Number(block.timestampMs),
     ...(block.logsBloom ? { logsBloom: block.logsBloom.toLowerCase() } : {}),
+    ...(Array.isArray(block.transactions) ? { transactionCount: block.transactions.length } : {}),
   }
 }
 

@@ -1,6 +1,8 @@
 import type pg from 'pg'
 import { intervalDifference, intervalIntersection, type Interval } from '../utils/interval.js'
-import { lockFilterIntervals } from './sync.js'
+import { lockForkMarks } from './chainLock.js'
+import { withTransaction } from './client.js'
+import { getIntervals, lockFilterIntervals } from './sync.js'
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
@@ -113,13 +115,32 @@ export async function takeOutOfIntervals(client: pg.PoolClient, chainId: number,
   return taken
 }
 
-export type Repair = { chainId: number; filterId: string; fromBlock: number; toBlock: number; reason: 'reorg' | 'orphaned' }
+export type Repair = {
+  chainId: number
+  filterId: string
+  fromBlock: number
+  toBlock: number
+  reason: 'reorg' | 'orphaned'
+  /** When a mark last (re)opened the blocks, in ms since the epoch. */
+  markedAtMs: number
+  failures: number
+  lastError: string | null
+  /** A failure was recorded and its retry is not due yet. */
+  waiting: boolean
+  /** A failure was recorded (its retry may be due). */
+  failed: boolean
+  quarantined: boolean
+}
 
-/** Records blocks a filter must read again, in the caller's transaction (see `sync_repairs`). */
+/**
+ * Records blocks a filter must read again, in the caller's transaction (see `sync_repairs`). A repair
+ * already open for the same blocks starts over: new blocks there deserve fresh attempts.
+ */
 export async function recordRepairs(client: pg.PoolClient, chainId: number, filterId: string, ranges: readonly Interval[], reason: Repair['reason']) {
   for (const [from, to] of ranges) {
     await client.query(
-      `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+      `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (chain_id, filter_id, from_block, to_block) DO UPDATE SET marked_at = now(), failures = 0, last_error = NULL, retry_at = NULL, quarantined_at = NULL`,
       [chainId, filterId, from, to, reason],
     )
   }
@@ -128,16 +149,69 @@ export async function recordRepairs(client: pg.PoolClient, chainId: number, filt
 /** Every open repair of a chain, oldest first. */
 export async function listRepairs(db: Queryable, chainId: number): Promise<Repair[]> {
   const { rows } = await db.query(
-    `SELECT chain_id AS "chainId", filter_id AS "filterId", from_block AS "fromBlock", to_block AS "toBlock", reason
+    `SELECT chain_id AS "chainId", filter_id AS "filterId", from_block AS "fromBlock", to_block AS "toBlock", reason,
+       extract(epoch FROM marked_at)::float8 * 1000 AS "markedAtMs", failures, last_error AS "lastError", retry_at > now() AS "waiting", retry_at IS NOT NULL AS "failed",
+       quarantined_at IS NOT NULL AS "quarantined"
      FROM sync_repairs WHERE chain_id = $1 ORDER BY created_at, from_block`,
     [chainId],
   )
-  return rows as Repair[]
+  return rows.map((row) => ({ ...row, waiting: row.waiting === true })) as Repair[]
 }
 
-/** Closes a repair whose blocks are stored again. */
-export async function deleteRepair(db: Queryable, { chainId, filterId, fromBlock, toBlock }: Repair): Promise<void> {
-  await db.query(`DELETE FROM sync_repairs WHERE chain_id = $1 AND filter_id = $2 AND from_block = $3 AND to_block = $4`, [chainId, filterId, fromBlock, toBlock])
+const repairKey = `chain_id = $1 AND filter_id = $2 AND from_block = $3 AND to_block = $4`
+const repairKeyOf = ({ chainId, filterId, fromBlock, toBlock }: Pick<Repair, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>) => [chainId, filterId, fromBlock, toBlock]
+
+/** Closes a repair unconditionally (its filter is gone). */
+export async function deleteRepair(db: Queryable, repair: Repair): Promise<void> {
+  await db.query(`DELETE FROM sync_repairs WHERE ${repairKey}`, repairKeyOf(repair))
+}
+
+/**
+ * Closes a repair if its blocks are stored again for its filter. The check and the delete run under the
+ * fork-mark lock: a mark that takes the blocks out again (and finds this row open) cannot commit between
+ * them. Returns whether it closed.
+ */
+export async function closeRepairIfStored(pool: pg.Pool, repair: Repair): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    await lockForkMarks(client, repair.chainId, 'store')
+    const range = [repair.fromBlock, repair.toBlock] as const
+    const stored = await getIntervals(client, repair.chainId, repair.filterId, range)
+    if (intervalDifference(range, stored).length > 0) return false
+    await client.query(`DELETE FROM sync_repairs WHERE ${repairKey}`, repairKeyOf(repair))
+    return true
+  })
+}
+
+/**
+ * Counts a failed attempt: the next waits `retryInMs`, and at `maxFailures` the repair is quarantined
+ * (no longer retried). Returns the repair's failures and whether it is now quarantined.
+ */
+export async function recordRepairFailure(
+  db: Queryable,
+  repair: Repair,
+  { error, retryInMs, maxFailures }: { error: string; retryInMs: number; maxFailures: number },
+): Promise<{ failures: number; quarantined: boolean }> {
+  const { rows } = await db.query<{ failures: number; quarantined: boolean }>(
+    `UPDATE sync_repairs SET failures = failures + 1, last_error = $5, retry_at = now() + make_interval(secs => $6::float8 / 1000),
+       quarantined_at = CASE WHEN failures + 1 >= $7 THEN now() END
+     WHERE ${repairKey} RETURNING failures, quarantined_at IS NOT NULL AS quarantined`,
+    [...repairKeyOf(repair), error, retryInMs, maxFailures],
+  )
+  return rows[0] ?? { failures: repair.failures, quarantined: false }
+}
+
+/** A recorded failure's retry is under way: the repair is no longer waiting for it. */
+export async function clearRepairRetry(db: Queryable, repair: Repair): Promise<void> {
+  await db.query(`UPDATE sync_repairs SET retry_at = NULL WHERE ${repairKey}`, repairKeyOf(repair))
+}
+
+/** Open repairs of a chain: all of them, and those quarantined. */
+export async function countRepairs(db: Queryable, chainId: number): Promise<{ open: number; quarantined: number }> {
+  const { rows } = await db.query<{ open: number; quarantined: number }>(
+    `SELECT count(*)::int AS open, count(*) FILTER (WHERE quarantined_at IS NOT NULL)::int AS quarantined FROM sync_repairs WHERE chain_id = $1`,
+    [chainId],
+  )
+  return rows[0] ?? { open: 0, quarantined: 0 }
 }
 
 /** Appends a handled reorg to the audit table. */

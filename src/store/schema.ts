@@ -370,6 +370,15 @@ export const syncRepairs = pgTable(
     toBlock: bigint('to_block', { mode: 'number' }).notNull(),
     reason: text('reason', { enum: ['reorg', 'orphaned'] }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** When a mark last (re)opened these blocks: job failures from before it are not this repair's. */
+    markedAt: timestamp('marked_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Failed attempts to read the blocks again; at the runner's limit the repair is quarantined. */
+    failures: integer('failures').notNull().default(0),
+    lastError: text('last_error'),
+    /** Set after a failure: the next attempt waits until then. */
+    retryAt: timestamp('retry_at', { withTimezone: true }),
+    /** Set when the repair stopped being retried; a new mark of the same blocks clears it. */
+    quarantinedAt: timestamp('quarantined_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock, t.toBlock] }),

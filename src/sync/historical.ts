@@ -85,7 +85,12 @@ export type RangeContext = {
   /** Called with each request's range and what its answer held. */
   onLogsRequest?: (range: Interval, density: LogsDensity) => void
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
-  attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    range: Interval,
+    blockSizes?: ReadonlyMap<string, number>,
+  ) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
 /** The headers of the blocks of `[from, to]` among those fetched. */
@@ -152,7 +157,9 @@ export function createRangeProcessor(context: RangeContext) {
     const headers = unfinalized.length > 0 ? await context.fetchBlocks(unfinalized) : []
     const { prepared, blocks } = await fetchPrepared(data, range, headers, finalizedBlock)
 
-    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range)
+    // The headers read say how many transactions their blocks hold: only those may be read whole.
+    const blockSizes = new Map(blocks.flatMap((block) => (block.transactionCount === undefined ? [] : [[block.hash, block.transactionCount] as const])))
+    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range, blockSizes)
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

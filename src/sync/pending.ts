@@ -2,6 +2,13 @@ import type pg from 'pg'
 import type { Logger } from '../logger.js'
 import { toLogRows, upsertPendingLogs, type LogInput, type LogRow } from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
+import { briefly } from '../utils/errors.js'
+import { sleep } from '../utils/loop.js'
+
+/** Attempts at a batch of pending attribution before it is left to the tip, which attributes confirmed blocks. */
+const PENDING_ATTRIBUTION_ATTEMPTS = 4
+/** Wait after the first failed attempt; doubled after each further one. */
+const PENDING_ATTRIBUTION_RETRY_MS = 100
 
 export type PendingPollerContext = {
   pool: pg.Pool
@@ -27,12 +34,27 @@ export function createPendingPoller(context: PendingPollerContext) {
   let attributing: Promise<void> | undefined
 
   async function drain(attribute: (rows: readonly LogRow[]) => Promise<void>) {
+    let failures = 0
     while (queued.size > 0) {
       const rows = [...queued.values()]
       queued = new Map()
-      await attribute(rows).catch((error: Error) =>
-        context.logger.warn({ chain_id: context.chainId, reason: error.message }, 'pending attribution failed'),
-      )
+      try {
+        await attribute(rows)
+        failures = 0
+      } catch (error) {
+        failures++
+        const fields = { chain_id: context.chainId, transactions: rows.length, failures, reason: briefly(error) }
+        if (failures >= PENDING_ATTRIBUTION_ATTEMPTS) {
+          failures = 0
+          context.logger.warn(fields, 'pending attribution failed: left to the blocks that confirm them')
+          continue
+        }
+        // Asked again with what came meanwhile; a newer version of a row wins.
+        queued = new Map([...rows.map((row) => [row.transactionHash, row] as const), ...queued])
+        const retryInMs = PENDING_ATTRIBUTION_RETRY_MS * 2 ** (failures - 1)
+        context.logger.warn({ ...fields, retry_in_ms: retryInMs }, 'pending attribution failed: retrying')
+        await sleep(retryInMs)
+      }
     }
   }
 

@@ -48,3 +48,21 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     reorgsLastHour: row?.reorgs ?? 0,
   }
 }
+
+export type OpenRepair = { fromBlock: number; toBlock: number; reason: 'reorg' | 'orphaned'; quarantined: boolean }
+
+/** Most open repairs one answer lists: past that, `complete: false` alone says enough. */
+const OPEN_REPAIRS_LISTED = 100
+
+/**
+ * Open repairs (blocks some filter must read again after a reorg or orphan mark) touching
+ * `[fromBlock, toBlock]` (either end open), merged across filters: rows of those blocks may be missing.
+ */
+export async function openRepairsIn(db: Database, chainId: number, fromBlock?: number, toBlock?: number): Promise<OpenRepair[]> {
+  const result = await db.execute<{ from_block: number; to_block: number; reason: OpenRepair['reason']; quarantined: boolean }>(sql`
+    select from_block::int8 as from_block, to_block::int8 as to_block, min(reason) as reason, bool_or(quarantined_at is not null) as quarantined
+    from sync_repairs
+    where chain_id = ${chainId} and to_block >= ${fromBlock ?? 0} and from_block <= ${toBlock ?? Number.MAX_SAFE_INTEGER}
+    group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}`)
+  return result.rows.map((row) => ({ fromBlock: Number(row.from_block), toBlock: Number(row.to_block), reason: row.reason, quarantined: row.quarantined }))
+}

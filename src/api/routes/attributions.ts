@@ -17,10 +17,13 @@ import {
   type LeaderboardRow,
   type StatsInterval,
 } from '../queries/attributions.js'
+import { openRepairsIn } from '../queries/status.js'
 import {
   blockNumber,
   builderCode,
   checkRange,
+  coverage,
+  coverageOf,
   DEFAULT_LIMIT,
   errorResponses,
   includeRemoved,
@@ -99,6 +102,7 @@ const attributionPage = z
   .object({
     items: z.array(attributionItem),
     nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' }),
+    coverage,
   })
   .meta({ id: 'AttributionPage' })
 
@@ -209,7 +213,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         operationId: 'listAttributions',
         summary: 'Attributed transactions and user operations, newest block first',
         description:
-          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. walletAddress selects the code that wallet registered here.',
+          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.',
         querystring: z.strictObject({
           builderCode: builderCode.optional(),
           walletAddress: walletAddress.optional(),
@@ -245,8 +249,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         after: q.cursor,
         limit: pageSize,
       })
+      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null }
+      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null, coverage: coverageOf(repairs) }
     },
   )
 

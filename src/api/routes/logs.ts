@@ -3,10 +3,13 @@ import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { listLogs, logKey, type LogRow } from '../queries/logs.js'
+import { openRepairsIn } from '../queries/status.js'
 import {
   address,
   blockNumber,
   checkRange,
+  coverage,
+  coverageOf,
   DEFAULT_LIMIT,
   errorResponses,
   hash,
@@ -63,6 +66,7 @@ const logPage = z
   .object({
     items: z.array(logItem),
     nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' }),
+    coverage,
   })
   .meta({ id: 'LogPage' })
 
@@ -95,6 +99,8 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         tags: ['logs'],
         operationId: 'listLogs',
         summary: 'Indexed logs filtered like eth_getLogs, oldest first',
+        description:
+          'Keyset-paginated: follow nextCursor. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.',
         querystring: z.strictObject({
           address: list(address, 'address').optional().meta({ description: 'Comma-separated contract addresses.' }),
           topic0: topicFilter(0),
@@ -126,8 +132,9 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         after: q.cursor,
         limit: pageSize,
       })
+      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null }
+      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null, coverage: coverageOf(repairs) }
     },
   )
 }
