@@ -168,6 +168,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         rateLimit: config.apiRateLimit,
         statementTimeoutMs: config.apiStatementTimeoutMs,
         dbPoolSize: config.apiDbPoolSize,
+        trustProxy: config.trustProxy,
+        corsOrigins: config.corsOrigins,
+        registrationRateLimit: config.registrationRateLimit,
       })
       const address = await api.listen()
       logger.info({ address }, 'api listening')

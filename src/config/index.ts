@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os'
+import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
 import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
@@ -11,7 +12,7 @@ const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
  * The API's defaults, also where the API is created without a full configuration (tests, bench). Its
  * pool has as many connections as this machine has cores (2 to 16): sized for a database server like it.
  */
-export const API_DEFAULTS = { rateLimit: 600, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
+export const API_DEFAULTS = { rateLimit: 600, registrationRateLimit: 30, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -42,6 +43,34 @@ const list = (pattern: RegExp, what: string) =>
     .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
     .refine((items) => items.every((item) => pattern.test(item)), `comma-separated ${what}`)
     .transform((items) => [...new Set(items.map((item) => item.toLowerCase() as `0x${string}`))].sort())
+
+/** A hop count, or addresses and CIDR ranges of the proxies in front (Fastify's `trustProxy`). */
+const trustProxy = z
+  .string()
+  .transform((value) => (/^\d+$/.test(value) ? Number(value) : value.split(',').map((item) => item.trim()).filter(Boolean)))
+  .refine(
+    (value) =>
+      typeof value === 'number' ? value >= 1 && value <= 32 : value.length > 0 && value.every((item) => ipaddr.isValid(item) || ipaddr.isValidCIDR(item)),
+    'a hop count from 1 to 32, or comma-separated IP addresses and CIDR ranges',
+  )
+
+/** Browser origins: scheme, host and port only, as a browser sends them in `Origin`. */
+const origins = z
+  .string()
+  .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
+  .refine(
+    (items) =>
+      items.every((item) => {
+        try {
+          const url = new URL(item)
+          return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === item.replace(/\/$/, '')
+        } catch {
+          return false
+        }
+      }),
+    'comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)',
+  )
+  .transform((items) => [...new Set(items.map((item) => new URL(item).origin))])
 
 /** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
@@ -78,6 +107,9 @@ const schema = z.object({
   API_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.rateLimit),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(API_DEFAULTS.statementTimeoutMs),
   API_DB_POOL_SIZE: integer(1, 1_000).default(API_DEFAULTS.dbPoolSize),
+  TRUST_PROXY: trustProxy.optional(),
+  CORS_ORIGINS: origins.default([]),
+  REGISTRATION_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.registrationRateLimit),
   BUILDER_CODES_REGISTRY: z
     .string()
     .regex(hexAddress, 'a 0x-prefixed 20-byte address')
@@ -122,6 +154,12 @@ export type Config = Readonly<{
   apiStatementTimeoutMs: number
   /** `API_DB_POOL_SIZE`: database connections the API's queries share. */
   apiDbPoolSize: number
+  /** `TRUST_PROXY`: hops or proxy addresses whose `X-Forwarded-For` names the client; unset: the socket's peer is the client. */
+  trustProxy: number | readonly string[] | undefined
+  /** `CORS_ORIGINS`: browser origins allowed to call the API and the stream; empty: none. */
+  corsOrigins: readonly string[]
+  /** `REGISTRATION_RATE_LIMIT`: registrations per minute per client. */
+  registrationRateLimit: number
   /** The BuilderCodes registry (ERC-721) whose events are always indexed, lowercase. */
   builderCodesRegistry: `0x${string}` | undefined
   builderCodesRegistryStartBlock: number
@@ -197,6 +235,9 @@ function toConfig(p: Parsed): Config {
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
     apiDbPoolSize: p.API_DB_POOL_SIZE,
+    trustProxy: Array.isArray(p.TRUST_PROXY) ? Object.freeze(p.TRUST_PROXY) : p.TRUST_PROXY,
+    corsOrigins: Object.freeze(p.CORS_ORIGINS),
+    registrationRateLimit: p.REGISTRATION_RATE_LIMIT,
     builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
     builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
