@@ -4,12 +4,15 @@
  * a proxy (TRUST_PROXY), per IPv6 /64, and for registration (REGISTRATION_RATE_LIMIT).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createApiRedis, type CreateApiParameters } from '../src/api/index.js'
 import { loadConfig } from '../src/config/index.js'
+import { freePort } from '../src/devnet/anvil.js'
+import { createRpcClient } from '../src/rpc/index.js'
 import { silentLogger } from '../src/logger.js'
 import { waitFor } from './helpers/compare.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
@@ -245,6 +248,73 @@ describe('rate limits per client', () => {
     expect((await register('203.0.113.10', 4)).status).toBe(200)
     // Reading stays open to the client that may not register any more.
     expect(await statuses(url, [{ 'x-forwarded-for': '203.0.113.9' }])).toEqual([200])
+  })
+})
+
+/** A node over HTTP answering eth_getBlockByNumber, counting the calls it gets. */
+async function countingNode() {
+  const calls: string[] = []
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+    request.on('end', () => {
+      const parsed = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[]
+      const answers = [parsed].flat().map((call) => {
+        calls.push(call.method)
+        return { jsonrpc: '2.0', id: call.id, result: { number: '0x64', timestamp: '0x6553f100', hash: `0x${'11'.repeat(32)}` } }
+      })
+      response.setHeader('content-type', 'application/json')
+      response.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)))
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, calls }
+}
+
+describe('readiness and status from a snapshot', () => {
+  it('makes at most a few node calls under 200 requests a second to /readyz and /v1/status', async () => {
+    const node = await countingNode()
+    const { url } = await startApi({ rpc: createRpcClient({ url: node.url }), rateLimit: 1_000_000 })
+    const seconds = 4
+    const statuses = new Map<number, number>()
+    for (let tick = 0; tick < seconds * 10; tick++) {
+      const started = performance.now()
+      // 20 requests every 100 ms: 200 a second, half of them /readyz, half /v1/status.
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fetch(`${url}${i % 2 === 0 ? '/readyz' : '/v1/status'}`).then((response) => response.status)),
+      )
+      for (const status of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 100 - (performance.now() - started))))
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: seconds * 200 })
+    // One refresh per 3 s snapshot: 2 or 3 in 4 s (and a slow run only means fewer).
+    expect(node.calls.every((method) => method === 'eth_getBlockByNumber')).toBe(true)
+    expect(node.calls.length).toBeGreaterThanOrEqual(1)
+    expect(node.calls.length).toBeLessThanOrEqual(3)
+  })
+
+  it('answers 503 not_ready only when the database is down', async () => {
+    const api = await createApi({
+      config: {
+        port: 0,
+        builderApiUrl: undefined,
+        adminUi: false,
+        databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/postgres`,
+        redisUrl: REDIS_URL,
+        redisPrefix: 'unused',
+      },
+      chainId: CHAIN_ID,
+      logger: silentLogger,
+    })
+    cleanups.push(() => api.close())
+    const response = await api.app.inject({ url: '/readyz' })
+    expect(response.statusCode).toBe(503)
+    expect(response.json()).toMatchObject({
+      ready: false,
+      error: { code: 'not_ready', message: 'Not ready: database is not reachable.' },
+      checks: { database: { status: 'down' }, node: { status: 'not_configured' } },
+    })
   })
 })
 
