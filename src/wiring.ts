@@ -148,8 +148,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     fetchHeader,
     blockNumberAt,
     close: () => store.close(),
-    /** Reads registered wallets' nonces for `analytics.wallet_coverage`. */
-    refreshWalletNonces: () => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }),
+    /** Reads recently active registered wallets' nonces, at most `maxWallets`, for `analytics.wallet_coverage`. */
+    refreshWalletNonces: (maxWallets: number) => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }, maxWallets),
   }
 }
 
