@@ -76,6 +76,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           timeoutMs: config.webhookTimeoutMs,
           maxFailures: config.webhookMaxFailures,
           backoffMs: config.webhookBackoffMs,
+          allowPrivate: config.webhookAllowPrivate,
           promote: webhookQueue.promote,
           jobIdOf: webhookJobId,
         }),

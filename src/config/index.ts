@@ -119,6 +119,7 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
   DASHBOARD_DIR: z.string().optional(),
 })
 
@@ -167,6 +168,8 @@ export type Config = Readonly<{
   webhookMaxFailures: number
   /** First step of a failing webhook's exponential backoff. */
   webhookBackoffMs: number
+  /** `WEBHOOK_ALLOW_PRIVATE=1`: webhooks may go to loopback and private addresses (never link-local or metadata). */
+  webhookAllowPrivate: boolean
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
 }>
@@ -243,6 +246,7 @@ function toConfig(p: Parsed): Config {
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
+    webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
     dashboardDir: p.DASHBOARD_DIR,
   }
 }
