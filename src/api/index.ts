@@ -38,6 +38,8 @@ const RATE_LIMIT_WINDOW_MS = 60_000
 /** The largest body any route takes is a wallet address; anything much bigger is refused. */
 const BODY_LIMIT_BYTES = 16 * 1024
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
+/** Twice the statement timeout: a connection is free by then unless the database is stuck. */
+const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
   Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate'>>
@@ -69,6 +71,8 @@ export type CreateApiParameters = {
    * cost PostgreSQL 2–2.5 times the CPU per request that 2 did (bench/README.md).
    */
   dbPoolSize?: number
+  /** Longest a request waits for a connection of the API's own pool before a 503, so a stall cannot queue requests for ever. */
+  dbAcquireTimeoutMs?: number
   /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
   webhookQueue?: Pick<WebhookQueue, 'enqueue'>
   /** Listen address. @default '0.0.0.0' */
@@ -136,6 +140,7 @@ export async function createApi({
   rateLimit: maxPerMinute = API_DEFAULTS.rateLimit,
   statementTimeoutMs = API_DEFAULTS.statementTimeoutMs,
   dbPoolSize = API_DEFAULTS.dbPoolSize,
+  dbAcquireTimeoutMs = DB_ACQUIRE_TIMEOUT_MS,
   webhookQueue: givenWebhookQueue,
   host = '0.0.0.0',
   trustProxy = false,
@@ -149,7 +154,7 @@ export async function createApi({
   const owned: (() => Promise<void>)[] = []
   const store =
     givenStore ??
-    createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs })
+    createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs, acquireTimeoutMs: dbAcquireTimeoutMs })
   if (!givenStore) owned.push(() => store.close())
 
   const closeOwned = async () => {
