@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
-import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -104,6 +104,8 @@ const schema = z.object({
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
   RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
+  // V8 cannot hold a string much above 512 MiB.
+  RPC_MAX_RESPONSE_BYTES: integer(65_536, 512 * 1024 * 1024).default(DEFAULT_MAX_RESPONSE_BYTES),
   API_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.rateLimit),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(API_DEFAULTS.statementTimeoutMs),
   API_DB_POOL_SIZE: integer(1, 1_000).default(API_DEFAULTS.dbPoolSize),
@@ -151,6 +153,8 @@ export type Config = Readonly<{
   jobLockMs: number
   rpcTimeoutMs: number
   rpcBatchSize: number
+  /** `RPC_MAX_RESPONSE_BYTES`: a larger node answer is a retryable "too large" (a log range then splits). */
+  rpcMaxResponseBytes: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
   /** `API_DB_POOL_SIZE`: database connections the API's queries share. */
@@ -235,6 +239,7 @@ function toConfig(p: Parsed): Config {
     jobLockMs: p.JOB_LOCK_MS,
     rpcTimeoutMs: p.RPC_TIMEOUT_MS,
     rpcBatchSize: p.RPC_BATCH_SIZE,
+    rpcMaxResponseBytes: p.RPC_MAX_RESPONSE_BYTES,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
     apiDbPoolSize: p.API_DB_POOL_SIZE,

@@ -35,5 +35,5 @@ export {
   type RpcLog,
 } from './getLogs.js'
 export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
-export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'
+export { InconsistentAnswerError, verifyLogs, verifyLogsRequested, type RequestedLogs, type VerifyLogsParameters } from './verify.js'
 export { getBlockHeader, getBlockHeaders, toBlockHeader, type BlockHeader, type BlockTag, type RpcBlockHeader } from './headers.js'
