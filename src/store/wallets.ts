@@ -4,15 +4,6 @@ type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 export type WalletNonces = { walletAddress: string; latestNonce: number; pendingNonce: number }
 
-/** The wallets registered on this chain, in a stable order. */
-export async function registeredWallets(db: Queryable, chainId: number): Promise<string[]> {
-  const { rows } = await db.query<{ wallet_address: string }>(
-    `SELECT wallet_address FROM builder_codes WHERE chain_id = $1 ORDER BY wallet_address`,
-    [chainId],
-  )
-  return rows.map((row) => row.wallet_address)
-}
-
 /**
  * Registered wallets active recently (registered, or a sender of attributions with their own code,
  * within `activeWithinMs`), least recently checked first, at most `limit`: a public registration costs
