@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, ROLES, type Config, type Role } from './config/index.js'
 import { createIndexer } from './wiring.js'
+import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
@@ -77,6 +78,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           timeoutMs: config.webhookTimeoutMs,
           maxFailures: config.webhookMaxFailures,
           backoffMs: config.webhookBackoffMs,
+          allowPrivate: config.webhookAllowPrivate,
           promote: webhookQueue.promote,
           jobIdOf: webhookJobId,
         }),
@@ -145,7 +147,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         headPollMs: config.headPollMs,
         pendingPollMs: config.pendingPollMs,
         whileLeader: async (signal: AbortSignal) => {
-          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(), { signal, logger, name: 'wallet-coverage' })
+          const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
+          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
           const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
           const subscription =
             config.rpcWsUrl && config.pendingPollMs > 0
@@ -184,6 +187,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         rateLimit: config.apiRateLimit,
         statementTimeoutMs: config.apiStatementTimeoutMs,
         dbPoolSize: config.apiDbPoolSize,
+        trustProxy: config.trustProxy,
+        corsOrigins: config.corsOrigins,
+        registrationRateLimit: config.registrationRateLimit,
       })
       const address = await api.listen()
       logger.info({ address }, 'api listening')

@@ -4,7 +4,7 @@ import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
-import { createRpcClient, getBlockHeader, getBlockHeaders, getLogs, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
+import { createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
 import { createStore, runMigrations, saveBuilderCodeRegistry, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
@@ -35,6 +35,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     url: config.rpcUrl,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
+    maxResponseBytes: config.rpcMaxResponseBytes,
     logger,
     ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
   })
@@ -128,6 +129,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
         { method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }] },
         { method: 'eth_blockNumber', params: [] },
       ])
+      // Logs the filter did not ask for are a bad answer: the poll fails and the next one asks again.
+      verifyLogsRequested(logs as LogInput[], { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) })
       return { logs: logs as LogInput[], head: Number(head as string) }
     },
   })
@@ -148,8 +151,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     fetchHeader,
     blockNumberAt,
     close: () => store.close(),
-    /** Reads registered wallets' nonces for `analytics.wallet_coverage`. */
-    refreshWalletNonces: () => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }),
+    /** Reads recently active registered wallets' nonces, at most `maxWallets`, for `analytics.wallet_coverage`. */
+    refreshWalletNonces: (maxWallets: number) => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }, maxWallets),
   }
 }
 

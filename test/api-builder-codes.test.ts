@@ -37,6 +37,7 @@ beforeAll(async () => {
     rpc: createRpcClient({ url: anvil.url }),
     logger: silentLogger,
     rateLimit: 1_000_000,
+    registrationRateLimit: 1_000_000,
   })
 })
 

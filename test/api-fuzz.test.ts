@@ -33,6 +33,7 @@ beforeAll(async () => {
     store: db.store,
     logger: silentLogger,
     rateLimit: 1_000_000,
+    registrationRateLimit: 1_000_000,
     host: '127.0.0.1',
   })
   port = Number(new URL(await api.listen()).port)

@@ -52,6 +52,8 @@ beforeAll(async () => {
       timeoutMs: 1_000,
       maxFailures: MAX_FAILURES,
       backoffMs: 20,
+      // The receiver listens on 127.0.0.1.
+      allowPrivate: true,
       promote: queue.promote,
       jobIdOf: webhookJobId,
     }),
@@ -64,7 +66,7 @@ beforeAll(async () => {
     await dispatched
   })
   const api: Api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN },
+    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN, webhookAllowPrivate: true },
     chainId: 1,
     store: db.store,
     logger: silentLogger,

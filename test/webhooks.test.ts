@@ -119,6 +119,8 @@ beforeAll(async () => {
     ADMIN_TOKEN,
     WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
     WEBHOOK_BACKOFF_MS: '200',
+    // The receivers listen on 127.0.0.1.
+    WEBHOOK_ALLOW_PRIVATE: '1',
   }
   daemon = spawnTs('src/main.ts', [], env)
   worker = spawnTs('src/main.ts', ['--role', 'worker'], { ...env, PORT: '0' })

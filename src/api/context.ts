@@ -12,4 +12,6 @@ export type ApiContext = {
   /** The node, for wallet nonces and readiness; without it those fields are null. */
   rpc?: RpcClient
   registrar: BuilderCodeRegistrar
+  /** The registration route's own limit per client (`REGISTRATION_RATE_LIMIT`), below the global one. */
+  registrationRateLimit?: { max: number; timeWindow: number }
 }

@@ -52,6 +52,8 @@ const FASTIFY_CODES: Record<string, Answer> = {
 /** PostgreSQL SQLSTATE classes meaning the database is down or refusing connections. */
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0)/
 const QUERY_CANCELED = '57014'
+/** lock_timeout: the query waited too long for a table another session holds. */
+const LOCK_NOT_AVAILABLE = '55P03'
 const MAX_CAUSE_DEPTH = 5
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE'])
 
@@ -80,7 +82,7 @@ export function toErrorAnswer(error: unknown): Answer {
 function backingServiceAnswer(error: unknown): Answer | null {
   for (let current = error, depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code
-    if (code === QUERY_CANCELED)
+    if (code === QUERY_CANCELED || code === LOCK_NOT_AVAILABLE)
       return { status: 503, code: 'query_timeout', message: 'The query took too long and was cancelled; narrow the filters or the time range.' }
     if (isPostgresError(current) && typeof code === 'string' && UNAVAILABLE_SQLSTATE.test(code))
       return { status: 503, code: 'database_unavailable', message: 'The database is not available right now; retry later.' }

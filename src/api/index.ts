@@ -1,3 +1,5 @@
+import cors from '@fastify/cors'
+import helmet from '@fastify/helmet'
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -13,6 +15,7 @@ import { createStore, type Store } from '../store/index.js'
 import { ADMIN_SECURITY_SCHEME, adminRoutes, withAdminDocs } from './admin.js'
 import type { ApiContext } from './context.js'
 import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
+import { EDGE_DEFAULTS, fallbackStore, type EdgeLimits } from './edges.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
@@ -35,9 +38,11 @@ const RATE_LIMIT_WINDOW_MS = 60_000
 /** The largest body any route takes is a wallet address; anything much bigger is refused. */
 const BODY_LIMIT_BYTES = 16 * 1024
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
+/** Twice the statement timeout: a connection is free by then unless the database is stuck. */
+const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -66,12 +71,20 @@ export type CreateApiParameters = {
    * cost PostgreSQL 2–2.5 times the CPU per request that 2 did (bench/README.md).
    */
   dbPoolSize?: number
+  /** Longest a request waits for a connection of the API's own pool before a 503, so a stall cannot queue requests for ever. */
+  dbAcquireTimeoutMs?: number
   /** Where webhook redeliveries are queued (with `config.adminToken`); omitted: the webhook queue on `config.redisUrl`. */
   webhookQueue?: Pick<WebhookQueue, 'enqueue'>
   /** Listen address. @default '0.0.0.0' */
   host?: string
-  /** Trust `X-Forwarded-For` from a proxy in front (Fastify `trustProxy`), so limits apply per real client. */
-  trustProxy?: FastifyServerOptions['trustProxy']
+  /** Trust `X-Forwarded-For` from a proxy in front (`TRUST_PROXY`: hops or proxy addresses), so limits apply per real client. */
+  trustProxy?: boolean | number | string | readonly string[]
+  /** Browser origins allowed to call the API and the stream (`CORS_ORIGINS`); empty: no CORS headers at all. */
+  corsOrigins?: readonly string[]
+  /** Registrations per minute per client (`REGISTRATION_RATE_LIMIT`). */
+  registrationRateLimit?: number
+  /** Timeouts and the connection cap of the HTTP server; see {@link EDGE_DEFAULTS}. */
+  edges?: Partial<EdgeLimits>
 }
 
 export type Api = {
@@ -127,16 +140,21 @@ export async function createApi({
   rateLimit: maxPerMinute = API_DEFAULTS.rateLimit,
   statementTimeoutMs = API_DEFAULTS.statementTimeoutMs,
   dbPoolSize = API_DEFAULTS.dbPoolSize,
+  dbAcquireTimeoutMs = DB_ACQUIRE_TIMEOUT_MS,
   webhookQueue: givenWebhookQueue,
   host = '0.0.0.0',
   trustProxy = false,
+  corsOrigins = [],
+  registrationRateLimit = API_DEFAULTS.registrationRateLimit,
+  edges: givenEdges,
 }: CreateApiParameters): Promise<Api> {
+  const edges = { ...EDGE_DEFAULTS, ...givenEdges }
   // Commands fail fast while Redis is down (no offline queue), so give a new connection its chance first.
   if (redis && redis.status !== 'ready') await waitUntilReady(redis, REDIS_CONNECT_TIMEOUT_MS)
   const owned: (() => Promise<void>)[] = []
   const store =
     givenStore ??
-    createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs })
+    createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs, acquireTimeoutMs: dbAcquireTimeoutMs })
   if (!givenStore) owned.push(() => store.close())
 
   const closeOwned = async () => {
@@ -168,11 +186,16 @@ export async function createApi({
       // Per-request lines would drown the indexer's logs; the duration histogram covers requests.
       logController: new LogController({ disableRequestLogging: true }),
       bodyLimit: BODY_LIMIT_BYTES,
-      trustProxy,
+      trustProxy: toTrustProxy(trustProxy),
+      requestTimeout: edges.requestTimeoutMs,
+      keepAliveTimeout: edges.keepAliveTimeoutMs,
+      http: { headersTimeout: edges.headersTimeoutMs, connectionsCheckingInterval: edges.checkIntervalMs },
       // Malformed URLs and over-long path parameters are answered before routing; give them the envelope too.
       frameworkErrors: (error, request, reply) => handleError(error, request, reply),
       clientErrorHandler: handleClientError,
     }).withTypeProvider<ZodTypeProvider>()
+    // Beyond this, Node closes new sockets at once instead of letting them pile up.
+    app.server.maxConnections = edges.maxConnections
     app.setValidatorCompiler(validatorCompiler)
     app.setSerializerCompiler(serializerCompiler)
     app.setErrorHandler(handleError)
@@ -186,12 +209,30 @@ export async function createApi({
       )
     })
 
+    await app.register(helmet, {
+      // JSON answers load nothing; the dashboard and /docs set their own policy.
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"] } },
+      crossOriginResourcePolicy: { policy: corsOrigins.length > 0 ? 'cross-origin' : 'same-origin' },
+      frameguard: { action: 'deny' },
+    })
+    if (corsOrigins.length > 0)
+      await app.register(cors, {
+        origin: [...corsOrigins],
+        methods: ['GET', 'HEAD', 'POST'],
+        allowedHeaders: ['content-type', 'last-event-id'],
+        exposedHeaders: ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+        maxAge: 600,
+      })
+
     await app.register(rateLimit, {
       global: true,
       max: maxPerMinute,
       timeWindow: RATE_LIMIT_WINDOW_MS,
-      ...(redis ? { redis, nameSpace: `${config.redisPrefix}:rate-limit:` } : {}),
-      // Redis being away must not take the API down with it.
+      // One subscriber usually holds a whole IPv6 /64.
+      ipv6Subnet: 64,
+      // Counted in Redis, shared by every API process; in memory while Redis is away.
+      ...(redis ? { store: fallbackStore(redis, `${config.redisPrefix}:rate-limit:`) } : {}),
+      // Only if both stores fail: then the API serves rather than refuses.
       skipOnError: true,
       errorResponseBuilder: (_request, context) =>
         new ApiError(429, 'rate_limited', `Too many requests: at most ${context.max} per minute per client; retry in ${context.after}.`),
@@ -228,7 +269,12 @@ export async function createApi({
       transform: withAdminDocs(jsonSchemaTransform),
       transformObject: (document) => withoutUnusedSchemas(jsonSchemaTransformObject(document)),
     })
-    await app.register(swaggerUi, { routePrefix: '/docs' })
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      // Its own policy with hashes for its inline code; never framed.
+      staticCSP: true,
+      transformStaticCSP: (policy) => policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
+    })
     app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
 
     const context: ApiContext = {
@@ -237,6 +283,7 @@ export async function createApi({
       logger,
       rpc,
       registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
+      registrationRateLimit: { max: registrationRateLimit, timeWindow: RATE_LIMIT_WINDOW_MS },
     }
     const queues = [...(givenQueues ?? [])]
     if (dashboard && queues.length === 0) {
@@ -263,7 +310,7 @@ export async function createApi({
         owned.push(() => queue.close())
         webhookQueue = queue
       }
-      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue })
+      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue, allowPrivate: config.webhookAllowPrivate })
     }
 
     if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })
@@ -275,6 +322,15 @@ export async function createApi({
     await app.ready()
     return app
   }
+}
+
+/**
+ * Fastify's `trustProxy` for `TRUST_PROXY`. Fastify now treats a bare hop count as trusting nothing;
+ * an operator who gives one says every request comes through that many proxies, so trust them.
+ */
+function toTrustProxy(trustProxy: NonNullable<CreateApiParameters['trustProxy']>): FastifyServerOptions['trustProxy'] {
+  if (typeof trustProxy === 'number') return (_address: string, hop: number) => hop < trustProxy
+  return typeof trustProxy === 'object' ? [...trustProxy] : trustProxy
 }
 
 /**

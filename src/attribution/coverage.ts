@@ -1,9 +1,13 @@
 import type pg from 'pg'
 import type { RpcCall } from '../rpc/index.js'
-import { registeredWallets, saveWalletNonces } from '../store/wallets.js'
+import { saveWalletNonces, walletsToRefresh } from '../store/wallets.js'
 
 /** Wallets per JSON-RPC batch (two calls each). */
 const WALLETS_PER_BATCH = 50
+/** Most wallets whose nonces are read per minute: 240 node calls, on the indexing quota. */
+export const NONCE_WALLETS_PER_MINUTE = 120
+/** A wallet's nonces are read while it was registered or sent a transaction with its code within this. */
+export const NONCE_ACTIVE_WITHIN_MS = 24 * 3_600_000
 
 export type CoverageContext = {
   pool: pg.Pool
@@ -13,11 +17,12 @@ export type CoverageContext = {
 }
 
 /**
- * Reads every registered wallet's nonce at `latest` and `pending` from the node and stores them, so
- * `analytics.wallet_coverage` can set them beside the wallet's attributed transactions.
+ * Reads the nonces at `latest` and `pending` of at most `maxWallets` recently active registered wallets,
+ * least recently checked first, and stores them, so `analytics.wallet_coverage` can set them beside the
+ * wallet's attributed transactions.
  */
-export async function refreshWalletNonces({ pool, chainId, batch }: CoverageContext): Promise<number> {
-  const wallets = await registeredWallets(pool, chainId)
+export async function refreshWalletNonces({ pool, chainId, batch }: CoverageContext, maxWallets: number): Promise<number> {
+  const wallets = await walletsToRefresh(pool, chainId, { activeWithinMs: NONCE_ACTIVE_WITHIN_MS, limit: maxWallets })
   for (let i = 0; i < wallets.length; i += WALLETS_PER_BATCH) {
     const slice = wallets.slice(i, i + WALLETS_PER_BATCH)
     const answers = await batch<string>(

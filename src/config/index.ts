@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
+import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
-import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -11,7 +12,7 @@ const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
  * The API's defaults, also where the API is created without a full configuration (tests, bench). Its
  * pool has as many connections as this machine has cores (2 to 16): sized for a database server like it.
  */
-export const API_DEFAULTS = { rateLimit: 600, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
+export const API_DEFAULTS = { rateLimit: 600, registrationRateLimit: 30, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -42,6 +43,34 @@ const list = (pattern: RegExp, what: string) =>
     .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
     .refine((items) => items.every((item) => pattern.test(item)), `comma-separated ${what}`)
     .transform((items) => [...new Set(items.map((item) => item.toLowerCase() as `0x${string}`))].sort())
+
+/** A hop count, or addresses and CIDR ranges of the proxies in front (Fastify's `trustProxy`). */
+const trustProxy = z
+  .string()
+  .transform((value) => (/^\d+$/.test(value) ? Number(value) : value.split(',').map((item) => item.trim()).filter(Boolean)))
+  .refine(
+    (value) =>
+      typeof value === 'number' ? value >= 1 && value <= 32 : value.length > 0 && value.every((item) => ipaddr.isValid(item) || ipaddr.isValidCIDR(item)),
+    'a hop count from 1 to 32, or comma-separated IP addresses and CIDR ranges',
+  )
+
+/** Browser origins: scheme, host and port only, as a browser sends them in `Origin`. */
+const origins = z
+  .string()
+  .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
+  .refine(
+    (items) =>
+      items.every((item) => {
+        try {
+          const url = new URL(item)
+          return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === item.replace(/\/$/, '')
+        } catch {
+          return false
+        }
+      }),
+    'comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)',
+  )
+  .transform((items) => [...new Set(items.map((item) => new URL(item).origin))])
 
 /** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
@@ -75,9 +104,14 @@ const schema = z.object({
   JOB_LOCK_MS: integer(1_000, 600_000).default(30_000),
   RPC_TIMEOUT_MS: integer(100, 600_000).default(30_000),
   RPC_BATCH_SIZE: integer(1, 10_000).default(100),
+  // V8 cannot hold a string much above 512 MiB.
+  RPC_MAX_RESPONSE_BYTES: integer(65_536, 512 * 1024 * 1024).default(DEFAULT_MAX_RESPONSE_BYTES),
   API_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.rateLimit),
   API_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(API_DEFAULTS.statementTimeoutMs),
   API_DB_POOL_SIZE: integer(1, 1_000).default(API_DEFAULTS.dbPoolSize),
+  TRUST_PROXY: trustProxy.optional(),
+  CORS_ORIGINS: origins.default([]),
+  REGISTRATION_RATE_LIMIT: integer(1, 1_000_000).default(API_DEFAULTS.registrationRateLimit),
   BUILDER_CODES_REGISTRY: z
     .string()
     .regex(hexAddress, 'a 0x-prefixed 20-byte address')
@@ -87,6 +121,7 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
   DASHBOARD_DIR: z.string().optional(),
 })
 
@@ -118,10 +153,18 @@ export type Config = Readonly<{
   jobLockMs: number
   rpcTimeoutMs: number
   rpcBatchSize: number
+  /** `RPC_MAX_RESPONSE_BYTES`: a larger node answer is a retryable "too large" (a log range then splits). */
+  rpcMaxResponseBytes: number
   apiRateLimit: number
   apiStatementTimeoutMs: number
   /** `API_DB_POOL_SIZE`: database connections the API's queries share. */
   apiDbPoolSize: number
+  /** `TRUST_PROXY`: hops or proxy addresses whose `X-Forwarded-For` names the client; unset: the socket's peer is the client. */
+  trustProxy: number | readonly string[] | undefined
+  /** `CORS_ORIGINS`: browser origins allowed to call the API and the stream; empty: none. */
+  corsOrigins: readonly string[]
+  /** `REGISTRATION_RATE_LIMIT`: registrations per minute per client. */
+  registrationRateLimit: number
   /** The BuilderCodes registry (ERC-721) whose events are always indexed, lowercase. */
   builderCodesRegistry: `0x${string}` | undefined
   builderCodesRegistryStartBlock: number
@@ -129,6 +172,8 @@ export type Config = Readonly<{
   webhookMaxFailures: number
   /** First step of a failing webhook's exponential backoff. */
   webhookBackoffMs: number
+  /** `WEBHOOK_ALLOW_PRIVATE=1`: webhooks may go to loopback and private addresses (never link-local or metadata). */
+  webhookAllowPrivate: boolean
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
 }>
@@ -194,14 +239,19 @@ function toConfig(p: Parsed): Config {
     jobLockMs: p.JOB_LOCK_MS,
     rpcTimeoutMs: p.RPC_TIMEOUT_MS,
     rpcBatchSize: p.RPC_BATCH_SIZE,
+    rpcMaxResponseBytes: p.RPC_MAX_RESPONSE_BYTES,
     apiRateLimit: p.API_RATE_LIMIT,
     apiStatementTimeoutMs: p.API_STATEMENT_TIMEOUT_MS,
     apiDbPoolSize: p.API_DB_POOL_SIZE,
+    trustProxy: Array.isArray(p.TRUST_PROXY) ? Object.freeze(p.TRUST_PROXY) : p.TRUST_PROXY,
+    corsOrigins: Object.freeze(p.CORS_ORIGINS),
+    registrationRateLimit: p.REGISTRATION_RATE_LIMIT,
     builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
     builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
+    webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
     dashboardDir: p.DASHBOARD_DIR,
   }
 }

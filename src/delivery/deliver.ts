@@ -16,6 +16,7 @@ import {
 import { briefly } from '../utils/errors.js'
 import { toPayload } from './events.js'
 import { signPayload } from './signature.js'
+import { refusedUrl, webhookTargets, type WebhookTargets } from './targets.js'
 
 /** Longest wait between attempts of a failing subscription. */
 const MAX_BACKOFF_MS = 24 * 3_600_000
@@ -37,6 +38,8 @@ export type DeliveryContext = {
   /** Wakes delayed deliveries of a subscription whose receiver recovered (job ids). */
   promote: (jobIds: readonly string[]) => Promise<void>
   jobIdOf: (data: WebhookJobData) => string
+  /** `WEBHOOK_ALLOW_PRIVATE`: receivers on loopback and private addresses are reached too. */
+  allowPrivate?: boolean
 }
 
 /** Exponential backoff with jitter: `base · 2^(failures−1)`, capped at 24 h, then a random half to all of it. */
@@ -55,6 +58,8 @@ export type DeliveryOutcome = 'delivered' | 'failed' | 'skipped'
  */
 export function createDeliveryProcessor(context: DeliveryContext) {
   const { pool, logger, timeoutMs, maxFailures } = context
+  const policy = { allowPrivate: context.allowPrivate ?? false }
+  const targets = webhookTargets(policy)
   const later = async (job: Job<WebhookJobData>, token: string | undefined, delayMs: number): Promise<never> => {
     await job.moveToDelayed(Date.now() + Math.max(delayMs, 1), token)
     throw new DelayedError()
@@ -76,7 +81,8 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 
     const body = JSON.stringify(toPayload(event))
     const started = performance.now()
-    const answer = await post(subscription.url, body, {
+    const refusal = refusedUrl(subscription.url, policy)
+    const answer = refusal ? { ok: false, httpStatus: null, error: `refused: ${refusal}` } : await post(targets, subscription.url, body, {
       'X-Codetrail-Event-Id': String(event.id),
       'X-Codetrail-Signature': signPayload(subscription.secret, body),
     }, timeoutMs)
@@ -102,20 +108,18 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 
 const waitForBackoff = (retryAt: Date | null) => (retryAt ? Math.max(0, retryAt.getTime() - Date.now()) : 0)
 
-// Keep-alive connections to receivers: a new TCP (and TLS) handshake per event would cost more than the event.
-const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) }
-
 type PostAnswer = { ok: boolean; httpStatus: number | null; error: string | null }
 
 /** One POST (node:http, cheaper per request than fetch): ok on a 2xx whose body ends within the timeout. */
-function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
+function post(targets: WebhookTargets, url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
   return new Promise((resolve) => {
     const target = new URL(url)
     const send = target.protocol === 'https:' ? https.request : http.request
     const fail = (error: string) => resolve({ ok: false, httpStatus: null, error: error.slice(0, ERROR_LENGTH) })
     const request = send(target, {
       method: 'POST',
-      agent: agents[target.protocol as keyof typeof agents],
+      // Keep-alive (a handshake per event would cost more than the event), connecting only to allowed addresses.
+      agent: targets.agents[target.protocol as keyof WebhookTargets['agents']],
       headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'codetrail-webhooks', ...headers },
       signal: AbortSignal.timeout(timeoutMs),
     })
@@ -124,7 +128,7 @@ function post(url: string, body: string, headers: Record<string, string>, timeou
       response.on('error', (error) => fail(error.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : briefly(error)))
       response.on('end', () => {
         const ok = status >= 200 && status < 300
-        resolve({ ok, httpStatus: status, error: ok ? null : `HTTP ${status}` })
+        resolve({ ok, httpStatus: status, error: ok ? null : `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}` })
       })
       response.resume()
     })

@@ -1,10 +1,11 @@
 import { isAscii } from 'node:buffer'
 import http from 'node:http'
 import https from 'node:https'
-import { createPublicClient, custom, HttpRequestError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
+import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
 import { silentLogger, type Logger } from '../logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
@@ -37,6 +38,8 @@ export type CreateRpcClientParameters = {
   timeoutMs?: number
   /** Most calls in one JSON-RPC batch; larger batches are sent as several in turn. @default 100 */
   batchSize?: number
+  /** A larger answer is cut off, unread, as viem's `ResponseBodyTooLargeError`. @default DEFAULT_MAX_RESPONSE_BYTES */
+  maxResponseBytes?: number
   logger?: Logger
   /** Called after every HTTP request, batches included (wire prom-client here). */
   onRequest?: (event: RpcRequestEvent) => void
@@ -78,7 +81,7 @@ type Shown = { url: string; redact: (text: string) => string }
  * cause, a stalled request a `TimeoutError`; an aborted one rejects with the signal's reason. The
  * errors name the node by scheme, host and port only, and what the node echoed has the URL's keys masked.
  */
-function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, { url, redact }: Shown) {
+function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, maxResponseBytes: number, { url, redact }: Shown) {
   const endpoint = new URL(endpointUrl)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   // Credentials in the URL become basic authentication, as viem sends them.
@@ -133,7 +136,16 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, { url
         { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(payload) } },
         (response) => {
           const chunks: Buffer[] = []
-          response.on('data', (chunk: Buffer) => chunks.push(chunk))
+          let received = 0
+          // RPC_MAX_RESPONSE_BYTES: what is beyond it is not read; a log range asked for is then split (the `halve` action).
+          const declared = Number(response.headers['content-length'] ?? 0)
+          const tooLarge = () => new ResponseBodyTooLargeError({ maxSize: maxResponseBytes, size: Math.max(declared, received) })
+          if (declared > maxResponseBytes) return fail(tooLarge)
+          response.on('data', (chunk: Buffer) => {
+            received += chunk.length
+            if (received > maxResponseBytes) return fail(tooLarge)
+            chunks.push(chunk)
+          })
           response.on('end', () =>
             settle(() => {
               try {
@@ -159,17 +171,24 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, { url
 
 /**
  * A JSON-RPC client for one node: no retries of its own (callers retry by error class, see
- * {@link classifyRpcError}) and no response size limit (a 1000-block `eth_getLogs` can be ~50 MB).
+ * {@link classifyRpcError}); answers above `maxResponseBytes` are cut off (a 1000-block `eth_getLogs` can be ~50 MB).
  *
  * @example
  * const client = createRpcClient({ url: 'http://127.0.0.1:8545', logger })
  * const head = await client.request<Hex>('eth_blockNumber')
  * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
  */
-export function createRpcClient({ url, timeoutMs = DEFAULT_TIMEOUT_MS, batchSize = DEFAULT_BATCH_SIZE, logger = silentLogger, onRequest }: CreateRpcClientParameters): RpcClient {
+export function createRpcClient({
+  url,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+  batchSize = DEFAULT_BATCH_SIZE,
+  maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+  logger = silentLogger,
+  onRequest,
+}: CreateRpcClientParameters): RpcClient {
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, not ${batchSize}`)
   const shown: Shown = { url: redactUrl(url), redact: createRedactor(secretsOfUrl(url)) }
-  const post = createHttpExchange(url, timeoutMs, shown)
+  const post = createHttpExchange(url, timeoutMs, maxResponseBytes, shown)
   let nextId = 0
 
   /** `methods`: the request's calls counted by method; a mixed batch reports each method's share. */

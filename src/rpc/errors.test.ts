@@ -3,6 +3,7 @@ import { buildRequest } from 'viem/utils'
 import { describe, expect, it } from 'vitest'
 import { createRpcClient } from './client.js'
 import { GetLogsError } from './getLogs.js'
+import { InconsistentAnswerError } from './verify.js'
 import { classifyRpcError, FatalError, isRevert, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
 
 const url = 'http://node.invalid'
@@ -165,6 +166,10 @@ const samples: Record<string, Sample> = {
   },
   'malformed-json': {
     error: () => throughViem(new HttpRequestError({ body, cause: new SyntaxError('Unexpected end of JSON input'), url })),
+    expected: { kind: 'retry' },
+  },
+  'inconsistent-answer': {
+    error: () => new InconsistentAnswerError('a log of 0xcdcd… in block 0x7 was not asked for (address)'),
     expected: { kind: 'retry' },
   },
   network: { error: networkError, expected: { kind: 'retry' } },

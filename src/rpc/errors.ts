@@ -97,6 +97,7 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
 
   // Transient transport trouble.
   { name: 'malformed-json', errorName: 'SyntaxError', action: 'retry' },
+  { name: 'inconsistent-answer', errorName: 'InconsistentAnswerError', action: 'retry' },
   { name: 'network', message: /fetch failed|socket hang up|other side closed|terminated|ECONN\w+|EPIPE|ETIMEDOUT|EAI_AGAIN/, action: 'retry' },
   { name: 'http-5xx', status: [500, 502, 504, 520, 521, 522, 523, 524], action: 'retry' },
   { name: 'internal-error', code: -32603, action: 'retry' },

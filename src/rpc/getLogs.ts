@@ -5,9 +5,15 @@ import { backoffDelay } from './backoff.js'
 import type { RpcClient } from './client.js'
 import { classifyRpcError, type RpcErrorAction } from './errors.js'
 import { blockCount, halveInterval, narrowInterval } from './ranges.js'
+import { verifyLogsRequested } from './verify.js'
 
 /** SPEC §2: keep `eth_getLogs` ranges under 2,000 blocks. */
 export const MAX_BLOCKS_PER_REQUEST = 1999
+/**
+ * `RPC_MAX_RESPONSE_BYTES` by default: the widest range of a chain as busy as Base (~50 kB of logs per
+ * block, FACTS.md), with half again as headroom: 150 MB, Alchemy's own cap. A larger answer splits the range.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = Math.ceil(MAX_BLOCKS_PER_REQUEST * 50_000 * 1.5)
 
 export const DEFAULT_GET_LOGS_RETRY: GetLogsRetryPolicy = {
   maxRetries: 4,
@@ -174,6 +180,7 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
       try {
         const logs = typeof toBlock === 'number' ? await logsFromNodeAt(fromBlock, toBlock, runSignal) : await client.request<RpcLog[]>('eth_getLogs', [filter(fromBlock, toBlock)], { signal: runSignal })
         if (!Array.isArray(logs)) throw new TypeError(`eth_getLogs answered ${typeof logs}, not an array`)
+        verifyLogsRequested(logs, { fromBlock, toBlock, address: parameters.address, topics: parameters.topics })
         hooks.onRange?.({ fromBlock, toBlock, logs: logs.length, durationMs: performance.now() - started })
         return { logs }
       } catch (error) {

@@ -36,5 +36,5 @@ export {
 } from './getLogs.js'
 export { blocksForTarget, logsJsonBytes, type LogsDensity } from './ranges.js'
 export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
-export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'
+export { InconsistentAnswerError, verifyLogs, verifyLogsRequested, type RequestedLogs, type VerifyLogsParameters } from './verify.js'
 export { getBlockHeader, getBlockHeaders, toBlockHeader, type BlockHeader, type BlockTag, type RpcBlockHeader } from './headers.js'

@@ -42,3 +42,36 @@ export function verifyLogs(logs: readonly VerifiedLog[], { headers, everyLog }: 
     }
   }
 }
+
+export type RequestedLogs = {
+  /** Numbers for a confirmed range; `pending` logs are checked by address and topics only. */
+  fromBlock: number | 'pending'
+  toBlock: number | 'pending'
+  address?: string | readonly string[]
+  topics?: readonly (string | readonly string[] | null)[]
+}
+
+/**
+ * Checks that every log is one that was asked for, as Ponder does: its address among the requested
+ * ones, each requested topic position matched, its block inside the range. A node that answers with
+ * anything else (a bug, a proxy mixing answers, a hostile endpoint) gets asked again; such a log is
+ * never stored. Throws {@link InconsistentAnswerError} on the first log outside the request.
+ */
+export function verifyLogsRequested(
+  logs: readonly { address: string; topics: readonly string[]; blockNumber: string | number | null }[],
+  { fromBlock, toBlock, address, topics = [] }: RequestedLogs,
+): void {
+  const addresses = address === undefined ? undefined : new Set([address].flat().map((item) => item.toLowerCase()))
+  const wanted = topics.map((position) => (position === null ? null : new Set([position].flat().map((item) => item.toLowerCase()))))
+  for (const log of logs) {
+    const shown = `a log of ${log.address} in block ${log.blockNumber}`
+    if (addresses && !addresses.has(String(log.address).toLowerCase())) throw new InconsistentAnswerError(`${shown} was not asked for (address)`)
+    for (const [i, set] of wanted.entries()) {
+      if (set && !set.has(String(log.topics?.[i]).toLowerCase())) throw new InconsistentAnswerError(`${shown} was not asked for (topic ${i})`)
+    }
+    if (typeof fromBlock === 'number' && typeof toBlock === 'number') {
+      const number = log.blockNumber === null ? NaN : Number(log.blockNumber)
+      if (!(number >= fromBlock && number <= toBlock)) throw new InconsistentAnswerError(`${shown} is outside the blocks asked for, ${fromBlock}..${toBlock}`)
+    }
+  }
+}

@@ -12,6 +12,12 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
   return n
 })
 
+/**
+ * Longest a statement waits for a lock before failing (and its job or loop retrying): a session holding
+ * a table lock, say a report's open transaction, then stalls one write for this long, not the index.
+ */
+export const LOCK_TIMEOUT_MS = 10_000
+
 export type Database = NodePgDatabase<typeof schema> & { $client: pg.Pool }
 
 export type Store = {
@@ -27,15 +33,28 @@ export type CreateStoreParameters = {
   applicationName?: string
   /** Per-statement timeout in ms (the API sets one so no query can starve the others). */
   statementTimeoutMs?: number
+  /** Longest wait for a lock, in ms. @default LOCK_TIMEOUT_MS */
+  lockTimeoutMs?: number
+  /** Longest wait for a free connection of the pool, in ms; unset: as long as it takes. */
+  acquireTimeoutMs?: number
 }
 
 /** Opens a connection pool to PostgreSQL. */
-export function createStore({ databaseUrl, max = 10, applicationName = 'codetrail', statementTimeoutMs }: CreateStoreParameters): Store {
+export function createStore({
+  databaseUrl,
+  max = 10,
+  applicationName = 'codetrail',
+  statementTimeoutMs,
+  lockTimeoutMs = LOCK_TIMEOUT_MS,
+  acquireTimeoutMs,
+}: CreateStoreParameters): Store {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     application_name: applicationName,
     ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
+    lock_timeout: lockTimeoutMs,
+    ...(acquireTimeoutMs ? { connectionTimeoutMillis: acquireTimeoutMs } : {}),
   })
   // An idle client's error (e.g. the server restarting) must not crash the process; the pool replaces it.
   pool.on('error', () => {})

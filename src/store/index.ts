@@ -27,7 +27,7 @@ export {
   type BlockId,
   type Repair,
 } from './reorgs.js'
-export { registeredWallets, saveWalletNonces, type WalletNonces } from './wallets.js'
+export { saveWalletNonces, walletsToRefresh, type WalletNonces } from './wallets.js'
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'

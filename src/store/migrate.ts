@@ -15,11 +15,14 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
   })
   try {
     await client.query('SET client_min_messages = warning')
+    // Another process may be migrating, and DDL may wait for readers: this session waits as long as it takes.
+    await client.query('SET lock_timeout = 0')
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
     try {
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_FOLDER })
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
+      await client.query('RESET lock_timeout')
     }
   } finally {
     client.release()

@@ -4,11 +4,22 @@ type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 export type WalletNonces = { walletAddress: string; latestNonce: number; pendingNonce: number }
 
-/** The wallets registered on this chain, in a stable order. */
-export async function registeredWallets(db: Queryable, chainId: number): Promise<string[]> {
+/**
+ * Registered wallets active recently (registered, or a sender of attributions with their own code,
+ * within `activeWithinMs`), least recently checked first, at most `limit`: a public registration costs
+ * node calls only while its wallet is in use, and a refresh never more than the budget.
+ */
+export async function walletsToRefresh(db: Queryable, chainId: number, { activeWithinMs, limit }: { activeWithinMs: number; limit: number }): Promise<string[]> {
   const { rows } = await db.query<{ wallet_address: string }>(
-    `SELECT wallet_address FROM builder_codes WHERE chain_id = $1 ORDER BY wallet_address`,
-    [chainId],
+    `SELECT bc.wallet_address FROM builder_codes bc
+     LEFT JOIN wallet_nonces wn ON wn.chain_id = bc.chain_id AND wn.wallet_address = bc.wallet_address
+     WHERE bc.chain_id = $1
+       AND (bc.created_at >= now() - make_interval(secs => $2 / 1000.0)
+         OR EXISTS (SELECT 1 FROM builder_code_senders s WHERE s.chain_id = bc.chain_id AND s.builder_code = bc.builder_code
+           AND s.sender = bc.wallet_address AND s.last_seen >= now() - make_interval(secs => $2 / 1000.0)))
+     ORDER BY wn.checked_at ASC NULLS FIRST, bc.wallet_address
+     LIMIT $3`,
+    [chainId, activeWithinMs, limit],
   )
   return rows.map((row) => row.wallet_address)
 }

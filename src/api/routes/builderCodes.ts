@@ -62,10 +62,11 @@ const registrationBody = z.preprocess((body) => {
 }, z.strictObject({ walletAddress }))
 
 /** `POST /v1/agents/builder-codes`, `GET /v1/agents/builder-codes/{walletAddress}` and `GET /v1/builder-codes/{code}`. */
-export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId, rpc, registrar }) => {
+export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId, rpc, registrar, registrationRateLimit }) => {
   app.post(
     '/v1/agents/builder-codes',
     {
+      ...(registrationRateLimit && { config: { rateLimit: registrationRateLimit } }),
       schema: {
         tags: ['builder codes'],
         operationId: 'registerBuilderCode',

@@ -4,15 +4,13 @@ import type { Redis } from 'ioredis'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import type { Metrics } from '../../metrics.js'
-import { getIndexedHead } from '../queries/health.js'
-import { getSyncStatus, PENDING_RATE_WINDOW_SECONDS } from '../queries/status.js'
+import { PENDING_RATE_WINDOW_SECONDS } from '../queries/status.js'
 import { errorResponses, isoTime } from '../schemas.js'
+import { createHealthSnapshot, probe, type Head } from '../snapshot.js'
 
-/** How long readiness and scrapes wait for one dependency before calling it down. */
-const CHECK_TIMEOUT_MS = 2_000
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const
 
-export type HealthContext = ApiContext & { redis?: Redis; metrics: Metrics; queues: readonly Queue[] }
+export type HealthContext = ApiContext & { redis?: Redis; metrics: Metrics; queues: readonly Queue[]; snapshotMaxAgeMs?: number }
 
 const check = z.object({
   status: z.enum(['ok', 'down', 'not_configured']),
@@ -51,8 +49,6 @@ const status = z
   })
   .meta({ id: 'SyncStatus' })
 
-type Check = z.output<typeof check>
-type Head = { block: number; timestamp: number }
 
 /** How far the index trails the node, when both are known. */
 function lag(head: Head | null, indexed: { block: number | null; timestamp: Date | null }) {
@@ -62,35 +58,10 @@ function lag(head: Head | null, indexed: { block: number | null; timestamp: Date
   }
 }
 
-async function probe<T>(run: () => Promise<T>): Promise<{ check: Check; value: T | null }> {
-  const started = performance.now()
-  let timer: NodeJS.Timeout | undefined
-  try {
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'timeout' })), CHECK_TIMEOUT_MS)
-    })
-    const value = await Promise.race([run(), timeout])
-    return { check: { status: 'ok', latencyMs: Math.round(performance.now() - started), error: null }, value }
-  } catch (error) {
-    const code = (error as { code?: unknown }).code
-    return { check: { status: 'down', latencyMs: null, error: typeof code === 'string' || typeof code === 'number' ? String(code) : 'error' }, value: null }
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-const NOT_CONFIGURED: { check: Check; value: null } = { check: { status: 'not_configured', latencyMs: null, error: null }, value: null }
-
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
-export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues }) => {
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs }) => {
   const exempt = { rateLimit: false } as const
-  const probeHead = async (): Promise<{ check: Check; value: Head | null }> => {
-    if (!rpc) return NOT_CONFIGURED
-    const node = await probe(() =>
-      rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }),
-    )
-    return { check: node.check, value: node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null }
-  }
+  const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
 
   app.get(
     '/healthz',
@@ -113,28 +84,23 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
       schema: {
         tags: ['operations'],
         operationId: 'getReadiness',
-        summary: 'Database, Redis and node reachable, and how far indexing lags the node',
-        description: 'Answers 503 with the same body when the database, Redis or the node is down.',
+        summary: 'Database reachable; Redis, node and how far indexing lags the node reported',
+        description:
+          'Ready (200) while the database answers: the API serves from it, so Redis or the node being down is reported in checks without taking the API out of a load balancer. ' +
+          'Answers 503 with the same body when the database is down. Served from a snapshot at most a few seconds old.',
         querystring: z.strictObject({}),
         response: { 200: readiness, 503: readiness, ...errorResponses(400) },
       },
     },
     async (_request, reply) => {
-      const [database, cache, node] = await Promise.all([
-        probe(() => getIndexedHead(db, chainId)),
-        redis ? probe(() => redis.ping()) : NOT_CONFIGURED,
-        probeHead(),
-      ])
+      const [database, cache, node] = await Promise.all([snapshot.database(), snapshot.redis(), snapshot.node()])
       const head = node.value
       const indexed = database.value
-      const down = Object.entries({ database, redis: cache, node }).filter(([, result]) => result.check.status === 'down')
-      const ready = down.length === 0
+      const ready = database.check.status !== 'down'
       reply.status(ready ? 200 : 503)
       return {
         ready,
-        ...(ready
-          ? {}
-          : { error: { code: 'not_ready', message: `Not ready: ${down.map(([name]) => name).join(', ')} ${down.length > 1 ? 'are' : 'is'} not reachable.` } }),
+        ...(ready ? {} : { error: { code: 'not_ready', message: 'Not ready: database is not reachable.' } }),
         checks: { database: database.check, redis: cache.check, node: node.check },
         sync: {
           chainId,
@@ -153,13 +119,13 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         operationId: 'getStatus',
         tags: ['operations'],
         summary: "The chain head, the index's position and finality, sync lag, pending log rate and recent reorgs",
-        description: 'Cheap enough to poll: what the dashboard overview shows.',
+        description: 'Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old.',
         querystring: z.strictObject({}),
         response: { 200: status, ...errorResponses(429, 503) },
       },
     },
     async () => {
-      const [sync, node] = await Promise.all([getSyncStatus(db, chainId), probeHead()])
+      const [sync, node] = await Promise.all([snapshot.sync(), snapshot.node()])
       const indexed = { block: sync.indexedBlock, timestamp: sync.indexedTimestamp }
       return {
         chainId,

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { KEEPALIVE_MS, toPayload, type EventStream } from '../../delivery/index.js'
@@ -45,7 +46,9 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
       request.raw.once('close', () => closed.abort())
       reply.hijack()
       const out = reply.raw
+      // Hijacked: the security and CORS headers set on the reply so far go out only if passed on here.
       out.writeHead(200, {
+        ...(reply.getHeaders() as OutgoingHttpHeaders),
         'Content-Type': 'text/event-stream; charset=utf-8',
         'Cache-Control': 'no-cache',
         Connection: 'keep-alive',

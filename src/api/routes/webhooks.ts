@@ -20,6 +20,7 @@ import { matchesSubscription } from '../../delivery/index.js'
 import { ApiError } from '../errors.js'
 import { builderCode, errorResponses, isoTime, MAX_LIST_ITEMS, walletAddress } from '../schemas.js'
 import { ADMIN_SECURITY, requireBearerToken } from '../admin.js'
+import { webhookTargets } from '../../delivery/targets.js'
 
 /** Roles of ERC-8021 schema 2 codes. */
 const ROLES = ['app', 'wallet', 'service'] as const
@@ -90,11 +91,18 @@ function toAnswer(s: WebhookSubscription): z.output<typeof subscriptionAnswer> {
   }
 }
 
-export type WebhookRoutesOptions = { pool: pg.Pool; adminToken: string; queue: Pick<WebhookQueue, 'enqueue'> }
+export type WebhookRoutesOptions = {
+  pool: pg.Pool
+  adminToken: string
+  queue: Pick<WebhookQueue, 'enqueue'>
+  /** `WEBHOOK_ALLOW_PRIVATE`: URLs on loopback and private addresses are accepted too. */
+  allowPrivate?: boolean
+}
 
 /** Webhook subscriptions (SPEC §7), served only with `ADMIN_TOKEN` and only to its bearer. */
-export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue }) => {
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue, allowPrivate = false }) => {
   app.addHook('onRequest', requireBearerToken(adminToken))
+  const targets = webhookTargets({ allowPrivate })
   const found = async (id: string) => {
     const subscription = await getSubscription(pool, id)
     if (!subscription) throw new ApiError(404, 'webhook_not_found', `There is no webhook ${id}.`)
@@ -111,13 +119,17 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         security,
         operationId: 'createWebhook',
         summary: 'Subscribe a URL to attribution events',
-        description: 'Filters left out match everything. The answer carries the signing secret, once.',
+        description:
+          'Filters left out match everything. The answer carries the signing secret, once. URLs on link-local and cloud-metadata addresses are refused (400 webhook_url_refused), ' +
+          'and so are loopback and private ones unless WEBHOOK_ALLOW_PRIVATE=1; a host name is judged by the addresses it resolves to, at subscription and at each delivery.',
         body: subscriptionBody,
         response: { 201: createdAnswer, ...errorResponses(400, 413, 415, 429) },
       },
     },
     async (request, reply) => {
       const body = request.body
+      const refusal = await targets.check(body.url)
+      if (refusal) throw new ApiError(400, 'webhook_url_refused', `Body field url is refused: ${refusal}.`)
       const subscription = await insertSubscription(pool, {
         id: `wh_${randomBytes(8).toString('hex')}`,
         secret: `whsec_${randomBytes(24).toString('base64url')}`,
