@@ -12,7 +12,8 @@ import type { FollowEvent } from './sync/realtime.js'
 import { planBackfill } from './sync/historical.js'
 import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
-import { followPendingLogs } from './sync/subscription.js'
+import { followNewHeads, followPendingLogs } from './sync/subscription.js'
+import { whilePreconfirming } from './chains/index.js'
 import { runEvery } from './utils/loop.js'
 import { createStore } from './store/index.js'
 
@@ -108,6 +109,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         processRange: indexer.processRange,
         enqueue: repairQueue.enqueue,
       })
+      const { profiler } = indexer
+      const wsUrl = config.rpcWsUrl
       const scheduler = startScheduler({
         redis,
         keyPrefix: config.redisPrefix,
@@ -127,25 +130,46 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
             return result
           },
         },
-        headPollMs: config.headPollMs,
+        // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
+        headPollMs: () => (wsUrl ? (config.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
         pendingPollMs: config.pendingPollMs,
-        whileLeader: async (signal: AbortSignal) => {
-          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(), { signal, logger, name: 'wallet-coverage' })
-          const subscription =
-            config.rpcWsUrl && config.pendingPollMs > 0
-              ? followPendingLogs({
-                  url: config.rpcWsUrl,
-                  filter: toRpcFilter(indexer.filter),
+        profiler,
+        ...(wsUrl
+          ? {
+              heads: (signal: AbortSignal, onHead: () => void) =>
+                followNewHeads({
+                  url: wsUrl,
                   logger,
                   signal,
-                  onLogs: async (logs) => {
-                    const changed = await indexer.poller.store(logs)
-                    metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
-                    return changed
+                  onHead: (header) => {
+                    indexer.follower.announce(header)
+                    onHead()
                   },
-                })
+                  silentAfterMs: () => Math.max(2_000, 10 * profiler.current().blockTimeMs),
+                  httpHead: indexer.follower.lastHead,
+                }),
+            }
+          : {}),
+        whileLeader: async (signal: AbortSignal) => {
+          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(), { signal, logger, name: 'wallet-coverage' })
+          const reprobe = profiler.run(signal)
+          const subscription =
+            wsUrl && config.pendingPollMs > 0
+              ? whilePreconfirming(profiler, signal, (subscribed) =>
+                  followPendingLogs({
+                    url: wsUrl,
+                    filter: toRpcFilter(indexer.filter),
+                    logger,
+                    signal: subscribed,
+                    onLogs: async (logs) => {
+                      const changed = await indexer.poller.store(logs)
+                      metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
+                      return changed
+                    },
+                  }),
+                )
               : undefined
-          await Promise.all([coverage, subscription, dispatcher.run(signal)])
+          await Promise.all([coverage, reprobe, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)

@@ -8,7 +8,7 @@ export * as schema from './schema.js'
 export { STATUSES, statusBelow, WEBHOOK_EVENTS, ZERO_HASH, type Status, type WebhookEventType } from './schema.js'
 export { getCanonicalBlock, storeTipBlocks, type StoredBlock } from './tip.js'
 export { upsertPendingLogs } from './pending.js'
-export { advanceFinality, confirmedBlocks } from './finality.js'
+export { advanceFinality, blocksBetween, unfinalizedLogBlocks } from './finality.js'
 export { lockForkMarks, lockTipWrites } from './chainLock.js'
 export {
   blocksInConflict,
@@ -27,3 +27,4 @@ export { registeredWallets, saveWalletNonces, type WalletNonces } from './wallet
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
+export { getChainProfile, saveChainProfile, type StoredChainProfile } from './chainProfile.js'
