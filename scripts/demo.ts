@@ -133,6 +133,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   stopIfAsked()
 
   const devnet: Devnet = await createDevnet({
+    profile: 'op',
     blockTimeMs: BLOCK_TIME_MS,
     port: await choosePort(options.rpcPort, DEFAULTS.rpcPort),
     loadState: join(stateDir, 'state.json'),

@@ -80,7 +80,7 @@ beforeAll(async () => {
   const built = await runTs('scripts/build-web.ts', ['--outdir', bundle], {})
   expect(built.code, built.output).toBe(0)
 
-  devnet = await createDevnet({ blockTimeMs: 0 })
+  devnet = await createDevnet({ profile: 'op', blockTimeMs: 0 })
   cleanups.push(() => devnet.stop())
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
   db = await createTestDatabase()

@@ -13,7 +13,7 @@ import {
 import { mnemonicToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import WebSocket from 'ws'
-import { createDevnet, divergenceOf, DROP_TRANSACTION_METHOD, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
+import { createDevnet, DEPOSITOR, divergenceOf, DROP_TRANSACTION_METHOD, SYSTEM_DEPOSIT_TARGETS, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
 import { divergedLogs } from '../src/devnet/preconf.js'
 
 const MNEMONIC = 'test test test test test test test test test test test junk'
@@ -95,7 +95,7 @@ describe('devnet pre-confirmed layer', () => {
   let echo: Address
 
   beforeAll(async () => {
-    devnet = await createDevnet({ blockTimeMs: 0 })
+    devnet = await createDevnet({ profile: 'op', blockTimeMs: 0 })
     echo = await deployEcho(devnet)
   })
   afterAll(async () => {
@@ -318,7 +318,7 @@ describe('devnet pre-confirmed layer', () => {
 
 describe('devnet faults and options', () => {
   it('answers pending logs in no particular order when shuffling, and JSON-RPC errors when anvil is gone', async () => {
-    const devnet = await createDevnet({ blockTimeMs: 0, shuffle: true })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, shuffle: true })
     try {
       const echo = await deployEcho(devnet)
       const hashes: Hex[] = []
@@ -350,7 +350,7 @@ describe('devnet faults and options', () => {
   })
 
   it('mines on its own every blockTimeMs', async () => {
-    const devnet = await createDevnet({ blockTimeMs: 500 })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: 500 })
     try {
       const start = BigInt(await rpc<Hex>(devnet.url, 'eth_blockNumber'))
       const hash = await sender(devnet, 0)({ to: '0x000000000000000000000000000000000000dEaD', data: '0x', gas: 21_000n })
@@ -377,7 +377,7 @@ describe('devnet faults and options', () => {
 
 describe('devnet pending window as a Base node serves it', () => {
   it('serves the blocks sealed above a lagging canonical head as pending, then as canonical once the node has them', async () => {
-    const devnet = await createDevnet({ blockTimeMs: 0, canonicalLag: 3 })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, canonicalLag: 3 })
     try {
       const echo = await deployEcho(devnet)
       await sender(devnet, 3)({ to: echo, data: '0xcc' })
@@ -438,7 +438,7 @@ describe('devnet pending window as a Base node serves it', () => {
   })
 
   it('serves diverging pending content for the chosen transactions: other data, or swapped with a neighbour', async () => {
-    const devnet = await createDevnet({ blockTimeMs: 0, divergence: 1 })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, divergence: 1 })
     try {
       const echo = await deployEcho(devnet)
       const hashes: Hex[] = []
@@ -463,6 +463,178 @@ describe('devnet pending window as a Base node serves it', () => {
       expect(served.map((log) => log.logIndex)).toEqual(sealed.map((log) => log.logIndex))
     } finally {
       await devnet.stop()
+    }
+  })
+})
+
+type Stamped = { blockHash?: Hex | null; blockTimestampMs?: Hex }
+type Block = { number: Hex; hash: Hex; timestamp: Hex; timestampMs?: Hex; transactions: Array<Hex | (Stamped & { hash: Hex; type: Hex; to: Address; from: Address })> }
+type Receipt = Stamped & { transactionHash: Hex; logs: Array<Log & Stamped> }
+
+const block = (devnet: Devnet, tag: Hex | 'latest' | 'pending', full = false) => rpc<Block>(devnet.url, 'eth_getBlockByNumber', [tag, full])
+
+describe('devnet base profile (Base since Denim)', () => {
+  let devnet: Devnet
+  let echo: Address
+
+  beforeAll(async () => {
+    devnet = await createDevnet({ blockTimeMs: 0 })
+    echo = await deployEcho(devnet)
+  })
+
+  afterAll(async () => {
+    await devnet?.stop()
+  })
+
+  it('is the default profile: pending reads as latest, with no pre-confirmed logs', async () => {
+    expect(devnet.profile).toBe('base')
+    const hash = await sender(devnet, 0)({ to: echo, data: '0xaa' })
+    // Sent but not mined: a pre-confirming node would serve its log under `pending`; a Denim node does not.
+    expect(logsOf(await pendingLogs(devnet), [hash])).toEqual([])
+    expect(await devnet.pending()).toMatchObject({ logs: [], transactions: [] })
+    expect(await block(devnet, 'pending')).toEqual(await block(devnet, 'latest'))
+    const address = account(0).address
+    expect(BigInt(await rpc<Hex>(devnet.url, 'eth_getTransactionCount', [address, 'pending']))).toBe(
+      BigInt(await rpc<Hex>(devnet.anvilUrl, 'eth_getTransactionCount', [address, 'pending'])),
+    )
+
+    const mined = await devnet.mine()
+    const latestLogs = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: 'latest', toBlock: 'latest' }])
+    expect(await pendingLogs(devnet)).toEqual(latestLogs)
+    expect(latestLogs.map((log) => [log.transactionHash, log.blockHash])).toEqual([[hash, mined.hash]])
+  })
+
+  it('serves timestampMs and blockTimestampMs everywhere, consistent with whole-second timestamps shared by about five blocks', async () => {
+    const hashes: Hex[] = []
+    for (let b = 0; b < 11; b++) {
+      hashes.push(await sender(devnet, 1)({ to: echo, data: toHex(b + 1, { size: 1 }) }))
+      await devnet.mine()
+    }
+    const head = BigInt(await rpc<Hex>(devnet.url, 'eth_blockNumber'))
+    const numbers = Array.from({ length: 11 }, (_, i) => head - 10n + BigInt(i))
+    const blocks = await Promise.all(numbers.map((n) => block(devnet, toHex(n), true)))
+    const ms = blocks.map((b) => BigInt(b.timestampMs!))
+    blocks.forEach((b, i) => {
+      expect(ms[i]! / 1000n).toBe(BigInt(b.timestamp))
+      if (i > 0) expect(ms[i]!).toBeGreaterThan(ms[i - 1]!)
+      for (const tx of b.transactions) expect(tx).toMatchObject({ blockTimestampMs: b.timestampMs })
+    })
+    // Eleven 200 ms blocks span at most three seconds: at least one second is shared by five blocks or more.
+    const perSecond = new Map<Hex, number>()
+    for (const b of blocks) perSecond.set(b.timestamp, (perSecond.get(b.timestamp) ?? 0) + 1)
+    expect(Math.max(...perSecond.values())).toBeGreaterThanOrEqual(4)
+
+    const msOf = new Map(blocks.map((b) => [b.hash, b.timestampMs!]))
+    const logs = await rpc<Array<Log & Stamped>>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(numbers[0]!), toBlock: 'latest', address: echo }])
+    expect(logs.map((log) => log.transactionHash)).toEqual(hashes)
+    for (const log of logs) expect(log.blockTimestampMs).toBe(msOf.get(log.blockHash))
+
+    const last = blocks.at(-1)!
+    expect(await rpc<Block>(devnet.url, 'eth_getBlockByHash', [last.hash, false])).toMatchObject({ timestampMs: last.timestampMs })
+    expect(await rpc<Stamped>(devnet.url, 'eth_getTransactionByHash', [hashes.at(-1)])).toMatchObject({ blockTimestampMs: last.timestampMs })
+    const receipt = await rpc<Receipt>(devnet.url, 'eth_getTransactionReceipt', [hashes.at(-1)])
+    expect(receipt.blockTimestampMs).toBe(last.timestampMs)
+    expect(receipt.logs.map((log) => log.blockTimestampMs)).toEqual([last.timestampMs])
+    const receipts = await rpc<Receipt[]>(devnet.url, 'eth_getBlockReceipts', [last.number])
+    expect(receipts.map((r) => r.blockTimestampMs)).toEqual(receipts.map(() => last.timestampMs))
+    expect(receipts.flatMap((r) => r.logs.map((log) => log.blockTimestampMs))).toEqual([last.timestampMs])
+
+    // A batch gets the same fields, and the same block always reports the same milliseconds.
+    const batch = (await post(devnet.url, [
+      { jsonrpc: '2.0', id: 'b', method: 'eth_getBlockByNumber', params: [last.number, false] },
+      { jsonrpc: '2.0', id: 'l', method: 'eth_getLogs', params: [{ blockHash: last.hash }] },
+      { jsonrpc: '2.0', id: 'c', method: 'eth_chainId', params: [] },
+    ])) as Array<RpcAnswer & { result: unknown }>
+    expect(batch.find((a) => a.id === 'b')!.result).toMatchObject({ timestampMs: last.timestampMs })
+    expect((batch.find((a) => a.id === 'l')!.result as Stamped[]).map((log) => log.blockTimestampMs)).toEqual([last.timestampMs])
+    expect(batch.find((a) => a.id === 'c')!.result).toBe(toHex(foundry.id))
+  })
+
+  it('opens every block with the two system deposits, which carry no logs', async () => {
+    const user = await sender(devnet, 2)({ to: echo, data: '0xd0' })
+    const mined = await devnet.mine()
+    const full = await block(devnet, toHex(mined.number), true)
+    const transactions = full.transactions as Array<{ hash: Hex; type: Hex; to: Address; from: Address }>
+    expect(transactions.map((tx) => [tx.type, tx.to.toLowerCase()])).toEqual([
+      ['0x7e', SYSTEM_DEPOSIT_TARGETS[0]],
+      ['0x7e', SYSTEM_DEPOSIT_TARGETS[1]],
+      ['0x2', echo.toLowerCase()],
+    ])
+    expect(transactions[0]!.from.toLowerCase()).toBe(DEPOSITOR)
+    expect(transactions[2]!.hash).toBe(user)
+    const logs = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(mined.number), toBlock: toHex(mined.number) }])
+    expect(logs.map((log) => log.transactionHash)).toEqual([user])
+    // An empty block has its deposits too, with other hashes than the block before.
+    const empty = await block(devnet, toHex((await devnet.mine()).number), true)
+    const deposits = empty.transactions as Array<{ hash: Hex; type: Hex }>
+    expect(deposits.map((tx) => tx.type)).toEqual(['0x7e', '0x7e'])
+    expect(deposits.map((tx) => tx.hash)).not.toContain(transactions[0]!.hash)
+  })
+
+  it('publishes new heads with timestampMs and accepts a pendingLogs subscription that delivers nothing', async () => {
+    const socket = new WebSocket(devnet.wsUrl)
+    const messages: Array<{ id?: number; result?: unknown; params?: { subscription: string; result: { number?: Hex; hash?: Hex; timestampMs?: Hex } } }> = []
+    socket.on('message', (data) => messages.push(JSON.parse(data.toString())))
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['pendingLogs', {}] }))
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_subscribe', params: ['newHeads'] }))
+    const answers = await waitFor(
+      async () => messages.filter((m) => m.id !== undefined),
+      (found) => found.length === 2,
+    )
+    const logsId = answers.find((m) => m.id === 1)!.result
+    const headsId = answers.find((m) => m.id === 2)!.result
+    await sender(devnet, 3)({ to: echo, data: '0x5e' })
+    const mined = await devnet.mine()
+    const heads = await waitFor(
+      async () => messages.filter((m) => m.params?.subscription === headsId).map((m) => m.params!.result),
+      (found) => found.some((head) => head.number === toHex(mined.number)),
+    )
+    const served = await block(devnet, toHex(mined.number))
+    expect(heads.find((head) => head.number === toHex(mined.number))).toMatchObject({ hash: mined.hash, timestampMs: served.timestampMs })
+    expect(messages.filter((m) => m.params?.subscription === logsId)).toEqual([])
+    socket.close()
+  })
+
+  it('reorgs: orphaned transactions vanish, replacement blocks open with deposits and keep consistent milliseconds', async () => {
+    const orphan = await sender(devnet, 4)({ to: echo, data: '0xdead' })
+    const mined = await devnet.mine()
+    const parent = await block(devnet, toHex(mined.number - 1n))
+    const waiting = await sender(devnet, 5)({ to: echo, data: '0xbeef' })
+    const replaced = await devnet.reorg(2)
+    expect(replaced.number).toBe(mined.number)
+    expect(replaced.hash).not.toBe(mined.hash)
+    const blocks = await Promise.all([mined.number - 1n, mined.number].map((n) => block(devnet, toHex(n), true)))
+    expect(blocks[0]!.hash).not.toBe(parent.hash)
+    for (const b of blocks) {
+      expect((b.transactions as Array<{ type: Hex }>).map((tx) => tx.type)).toEqual(['0x7e', '0x7e'])
+      expect(BigInt(b.timestampMs!) / 1000n).toBe(BigInt(b.timestamp))
+    }
+    expect(BigInt(blocks[1]!.timestampMs!)).toBeGreaterThan(BigInt(blocks[0]!.timestampMs!))
+    expect(await rpc(devnet.url, 'eth_getTransactionByHash', [orphan])).toBeNull()
+    // A transaction waiting in the pool stays there and is mined after the next block's deposits.
+    const next = await block(devnet, toHex((await devnet.mine()).number), true)
+    expect((next.transactions as Array<{ hash: Hex; type: Hex }>).map((tx) => tx.type)).toEqual(['0x7e', '0x7e', '0x2'])
+    expect((next.transactions as Array<{ hash: Hex }>)[2]!.hash).toBe(waiting)
+  })
+
+  it('mines a block every 200 ms by default and refuses pre-confirmation options', async () => {
+    await expect(createDevnet({ canonicalLag: 2 })).rejects.toThrow('need profile "op"')
+    const timed = await createDevnet()
+    try {
+      const start = BigInt(await rpc<Hex>(timed.url, 'eth_blockNumber'))
+      const head = await waitFor(
+        async () => BigInt(await rpc<Hex>(timed.url, 'eth_blockNumber')),
+        (number) => number >= start + 6n,
+      )
+      const blocks = await Promise.all([head - 2n, head - 1n, head].map((n) => block(timed, toHex(n), true)))
+      for (const [i, b] of blocks.entries()) {
+        expect(BigInt(b.timestampMs!) / 1000n).toBe(BigInt(b.timestamp))
+        if (i > 0) expect(BigInt(b.timestampMs!)).toBeGreaterThan(BigInt(blocks[i - 1]!.timestampMs!))
+        expect((b.transactions as Array<{ type: Hex }>).slice(0, 2).map((tx) => tx.type)).toEqual(['0x7e', '0x7e'])
+      }
+    } finally {
+      await timed.stop()
     }
   })
 })

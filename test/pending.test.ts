@@ -27,7 +27,7 @@ async function rowsOf(hash: Hash) {
 }
 
 beforeAll(async () => {
-  devnet = await createDevnet({ blockTimeMs: 0 })
+  devnet = await createDevnet({ profile: 'op', blockTimeMs: 0 })
   cleanups.push(() => devnet.stop())
   const client = fixtureClient(devnet.url)
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
@@ -130,7 +130,7 @@ describe('the pending poll', () => {
 
 describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth of them guessed wrong', () => {
   it('confirms each block\'s rows as the node seals it, the sealed content winning, counted by the metric', async () => {
-    const lagging = await createDevnet({ blockTimeMs: 0, canonicalLag: 3, divergence: 0.2 })
+    const lagging = await createDevnet({ profile: 'op', blockTimeMs: 0, canonicalLag: 3, divergence: 0.2 })
     cleanups.push(() => lagging.stop())
     const target = await deployOnDevnet(lagging, artifacts.Emitter)
     for (let i = 0; i < 3; i++) await lagging.mine()

@@ -27,7 +27,7 @@ async function pendingRows(hash: Hash): Promise<number> {
 }
 
 beforeAll(async () => {
-  devnet = await createDevnet({ blockTimeMs: 0 })
+  devnet = await createDevnet({ profile: 'op', blockTimeMs: 0 })
   cleanups.push(() => devnet.stop())
   const client = fixtureClient(devnet.url)
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)

@@ -98,7 +98,7 @@ async function events(): Promise<WebhookEvent[]> {
 const typesOf = (all: WebhookEvent[], tx: Hash) => all.filter((e) => e.txHash === tx).map((e) => e.type)
 
 beforeAll(async () => {
-  devnet = await createDevnet({ blockTimeMs: 0 })
+  devnet = await createDevnet({ profile: 'op', blockTimeMs: 0 })
   cleanups.push(() => devnet.stop())
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
   db = await createTestDatabase()

@@ -71,7 +71,7 @@ type Served = { servedAt: number; readableAt?: number; status?: string; measured
 export async function runPendingLatency(parameters: PendingRunParameters): Promise<PendingRun> {
   const cleanups: (() => Promise<unknown>)[] = []
   try {
-    const devnet = await createDevnet({ blockTimeMs: BLOCK_TIME_MS })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: BLOCK_TIME_MS })
     cleanups.push(() => devnet.stop())
     const db = await createBenchDatabase(parameters.adminDatabaseUrl, 'pending')
     cleanups.push(() => db.drop())

@@ -53,6 +53,8 @@ export type UpstreamClient = {
   batch: (calls: RpcCall[]) => Promise<unknown[]>
   /** Sends a request body verbatim and resolves anvil's response stream. */
   send: (body: string) => Promise<IncomingMessage>
+  /** Sends a request body verbatim and resolves anvil's parsed answer (a response or a batch of them). */
+  exchange: (body: string) => Promise<unknown>
   close: () => void
 }
 
@@ -108,6 +110,7 @@ export function createUpstreamClient(url: string): UpstreamClient {
   return {
     url,
     send,
+    exchange: post,
     call: async <T>(method: string, params: unknown[] = []) =>
       unwrap(await post(JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }))) as T,
     batch: async (calls) => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import type { Hex } from 'viem'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { Logger } from '../logger.js'
+import { STAMPED_METHODS, type DenimChain, type Replacement } from './denim.js'
 import type { HeadBlock, PendingState } from './pending.js'
 import { matchesFilter, mergeCanonicalAndPending, shuffled, takeNewLogs, type LogFilter, type PreconfLog } from './preconf.js'
 import {
@@ -49,6 +50,9 @@ const CANONICAL_READS = new Set([
   'eth_getTransactionReceipt',
 ])
 
+/** Transaction submissions: on the `base` profile none may straddle a mine, so the queued deposits lead each block. */
+const SUBMISSIONS = new Set(['eth_sendRawTransaction', 'eth_sendTransaction'])
+
 /** geth's answer for a block hash it does not have. */
 const UNKNOWN_BLOCK = { code: -32000, message: 'unknown block' }
 
@@ -61,7 +65,10 @@ type Subscription = { socket: WebSocket; kind: 'pendingLogs'; filter: LogFilter 
 
 export type DevnetServerParameters = {
   upstream: UpstreamClient
-  pending: PendingState
+  /** The pre-confirmed state (`op` profile). */
+  pending?: PendingState
+  /** The Denim chain (`base` profile): `pending` reads as `latest`, answers carry milliseconds. */
+  denim?: DenimChain
   logger: Logger
   /** Omitted: a free port. */
   port?: number
@@ -71,10 +78,14 @@ export type DevnetServerParameters = {
   lagging?: boolean
 }
 
+/** What clients asked of the endpoint: HTTP requests and WebSocket messages, and JSON-RPC calls by method. */
+export type DevnetCalls = { requests: number; calls: Record<string, number> }
+
 export type DevnetServer = {
   url: string
   wsUrl: string
   port: number
+  calls: () => DevnetCalls
   close: () => Promise<void>
 }
 
@@ -88,6 +99,20 @@ const pendingLogsFilter = (request: JsonRpcRequest): LogsFilter | undefined => {
 }
 
 const hex = (n: bigint): Hex => `0x${n.toString(16)}`
+
+/** The params of a call with `pending` read as `latest`, as a node that pre-confirms nothing answers. */
+const pendingAsLatest = (method: string, params: unknown[]): unknown[] => {
+  if (method === 'eth_getBlockByNumber' && params[0] === 'pending') return ['latest', ...params.slice(1)]
+  const filter = params[0] as LogsFilter | undefined
+  if (method !== 'eth_getLogs' || !filter || typeof filter !== 'object') return params
+  if (filter.fromBlock !== 'pending' && filter.toBlock !== 'pending') return params
+  const tag = (block: string | undefined) => (block === 'pending' ? 'latest' : block)
+  return [{ ...filter, fromBlock: tag(filter.fromBlock), toBlock: tag(filter.toBlock) }, ...params.slice(1)]
+}
+
+/** `anvil_reorg`'s replacement list (`[[transaction, blockOffset], …]`) as the devnet takes it. */
+const replacementsOf = (value: unknown): Replacement[] =>
+  Array.isArray(value) ? value.map((pair) => ({ transaction: (pair as [Replacement['transaction'], number])[0], blockOffset: Number((pair as unknown[])[1]) })) : []
 
 const errorResponse = (id: JsonRpcId, code: number, message: string): JsonRpcResponse => ({
   jsonrpc: '2.0',
@@ -106,7 +131,13 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
  * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`, and every other call proxied to anvil verbatim.
  */
 export async function startDevnetServer(parameters: DevnetServerParameters): Promise<DevnetServer> {
-  const { upstream, pending, logger } = parameters
+  const { upstream, pending, denim, logger } = parameters
+  if (!pending === !denim) throw new Error('the devnet server serves either pre-confirmed state (op) or a Denim chain (base)')
+  const counted: DevnetCalls = { requests: 0, calls: {} }
+  const count = (requests: unknown[]) => {
+    counted.requests++
+    for (const request of requests) if (isRequest(request)) counted.calls[request.method] = (counted.calls[request.method] ?? 0) + 1
+  }
   const subscriptions = new Map<string, Subscription>()
   // Keys of the pending logs already published, pruned as their blocks become canonical.
   const notified = new Set<string>()
@@ -130,7 +161,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
   }
 
   const getPendingLogs = async (filter: LogsFilter): Promise<unknown[]> => {
-    const snapshot = await pending.snapshot()
+    const snapshot = await pending!.snapshot()
     const from = filter.fromBlock === 'pending' ? snapshot.latest + 1n : await resolveBlock(filter.fromBlock, snapshot.latest)
     const pendingLogs = snapshot.logs.filter((log) => BigInt(log.blockNumber) >= from && matchesFilter(log, filter))
     const historical =
@@ -143,7 +174,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
 
   /** A read of canonical data as the node answers it while its canonical head is `latest`, below anvil's. */
   const canonicalRead = async (method: string, params: unknown[]): Promise<unknown> => {
-    const { latest } = await pending.snapshot()
+    const { latest } = await pending!.snapshot()
     const sealedAbove = (block: { blockNumber?: Hex | null; number?: Hex | null } | null) => {
       const number = block?.blockNumber ?? block?.number
       return typeof number === 'string' && BigInt(number) > latest
@@ -181,16 +212,32 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     }
   }
 
+  /** A call on the `base` profile: chain changes through the Denim chain, stamped reads, gated submissions. */
+  const executeDenim = async (chain: DenimChain, method: string, params: unknown[]): Promise<unknown> => {
+    if (method === 'evm_mine') return chain.mine().then(() => '0x0')
+    if (method === 'anvil_mine') {
+      for (let n = params[0] === undefined ? 1 : Number(params[0]); n > 0; n--) await chain.mine()
+      return null
+    }
+    if (method === 'anvil_reorg') return chain.reorg(Number(params[0]), replacementsOf(params[1])).then(() => null)
+    if (method === DROP_TRANSACTION_METHOD) return chain.changeChain(() => upstream.call('anvil_dropTransaction', params))
+    if (CHAIN_CHANGING_METHODS.has(method)) return chain.changeChain(() => upstream.call(method, params))
+    if (STAMPED_METHODS.has(method)) return chain.decorate(method, await upstream.call(method, pendingAsLatest(method, params)))
+    if (SUBMISSIONS.has(method)) return chain.submit(() => upstream.call(method, params))
+    return upstream.call(method, params)
+  }
+
   const execute = async (request: JsonRpcRequest): Promise<unknown> => {
     const params = Array.isArray(request.params) ? request.params : []
+    if (denim) return executeDenim(denim, request.method, params)
     const filter = pendingLogsFilter(request)
     if (filter) return getPendingLogs(filter)
     if (parameters.lagging && CANONICAL_READS.has(request.method)) return canonicalRead(request.method, params)
     if (request.method === DROP_TRANSACTION_METHOD) {
-      return pending.changeChain(() => upstream.call('anvil_dropTransaction', params))
+      return pending!.changeChain(() => upstream.call('anvil_dropTransaction', params))
     }
     if (CHAIN_CHANGING_METHODS.has(request.method)) {
-      return pending.changeChain(() => upstream.call(request.method, params))
+      return pending!.changeChain(() => upstream.call(request.method, params))
     }
     return upstream.call(request.method, params)
   }
@@ -225,6 +272,40 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     }
   }
 
+  const serveDenim = async (chain: DenimChain, body: string, parsed: unknown, res: ServerResponse) => {
+    const batch = Array.isArray(parsed) ? parsed : undefined
+    const requests = (batch ?? [parsed]).filter(isRequest)
+    const has = (methods: Set<string>) => requests.some((request) => methods.has(request.method))
+    if (requests.some((request) => request.method === DROP_TRANSACTION_METHOD || CHAIN_CHANGING_METHODS.has(request.method))) {
+      if (!batch) return respond(res, 200, await handle(parsed))
+      const answers = await Promise.all(batch.map(handle))
+      return respond(res, 200, answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined))
+    }
+    const forward = async () => {
+      // Plain traffic is piped to anvil untouched; answers with blocks, transactions or logs get their milliseconds.
+      if (!has(STAMPED_METHODS)) return proxy(body, parsed, res)
+      const methods = new Map(requests.map((request) => [request.id ?? null, request.method]))
+      const rewritten = (batch ?? [parsed]).map((request) =>
+        isRequest(request) && Array.isArray(request.params) ? { ...request, params: pendingAsLatest(request.method, request.params) } : request,
+      )
+      let answer: unknown
+      try {
+        answer = await upstream.exchange(JSON.stringify(batch ? rewritten : rewritten[0]))
+      } catch (error) {
+        const rpcError = toJsonRpcError(error)
+        const answerFor = (request: JsonRpcRequest | undefined) => ({ jsonrpc: '2.0', id: request?.id ?? null, error: rpcError })
+        return respond(res, 200, batch ? requests.map(answerFor) : answerFor(requests[0]))
+      }
+      const stamp = async (response: unknown) => {
+        const r = response as { id?: JsonRpcId; result?: unknown } | null
+        const method = r && 'result' in r ? methods.get(r.id ?? null) : undefined
+        return method && STAMPED_METHODS.has(method) ? { ...r, result: await chain.decorate(method, r!.result) } : response
+      }
+      respond(res, 200, Array.isArray(answer) ? await Promise.all(answer.map(stamp)) : await stamp(answer))
+    }
+    return has(SUBMISSIONS) ? chain.submit(forward) : forward()
+  }
+
   const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') return respond(res, 405, errorResponse(null, INVALID_REQUEST, 'JSON-RPC takes POST'))
     const body = await readBody(req)
@@ -235,6 +316,8 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
       return respond(res, 200, errorResponse(null, PARSE_ERROR, 'Parse error'))
     }
     const batch = Array.isArray(parsed) ? parsed : undefined
+    count(batch ?? [parsed])
+    if (denim) return serveDenim(denim, body, parsed, res)
     // Plain traffic is piped to anvil untouched: no parse of big historical answers, no added latency.
     if (!(batch ? batch.some(isIntercepted) : isIntercepted(parsed))) return proxy(body, parsed, res)
     if (!batch) return respond(res, 200, await handle(parsed))
@@ -257,7 +340,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: id, result } }))
   }
 
-  pending.onSnapshot((snapshot) => {
+  pending?.onSnapshot((snapshot) => {
     for (const key of notified) if (BigInt(key.slice(0, key.indexOf(':'))) <= snapshot.latest) notified.delete(key)
     const fresh = takeNewLogs(snapshot.logs, notified)
     for (const [id, subscription] of subscriptions) {
@@ -266,10 +349,12 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     }
   })
 
-  pending.onHead((head: HeadBlock) => {
+  const publishHead = (head: HeadBlock) => {
     const { transactions: _transactions, ...header } = head
     for (const [id, subscription] of subscriptions) if (subscription.kind === 'newHeads') notify(id, subscription, header)
-  })
+  }
+  pending?.onHead(publishHead)
+  denim?.onHead(publishHead)
 
   const unsubscribe = (id: string, socket: WebSocket): boolean => {
     if (subscriptions.get(id)?.socket !== socket) return false
@@ -307,6 +392,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
         socket.send(JSON.stringify(errorResponse(null, PARSE_ERROR, 'Parse error')))
         return
       }
+      count(Array.isArray(parsed) ? parsed : [parsed])
       const answer = Array.isArray(parsed)
         ? Promise.all(parsed.map((request) => handleSocketRequest(request, socket)))
         : handleSocketRequest(parsed, socket)
@@ -333,6 +419,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     url: `http://127.0.0.1:${port}`,
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
+    calls: () => ({ requests: counted.requests, calls: { ...counted.calls } }),
     close: async () => {
       for (const client of wsServer.clients) client.terminate()
       await new Promise<void>((resolve) => wsServer.close(() => resolve()))

@@ -19,7 +19,7 @@ type Row = { block_hash: string; block_number: number; log_index: number; status
 
 describe('pending logs', () => {
   it('dropped, moved to another index, confirmed a block later than announced: the index ends equal to the node', async () => {
-    const devnet: Devnet = await createDevnet({ blockTimeMs: 0, shuffle: true })
+    const devnet: Devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, shuffle: true })
     cleanups.add(() => devnet.stop())
     const client = fixtureClient(devnet.url)
     const deploy = await rawSignedTx(devnet.url, { from: 0, data: encodeDeployData({ abi: artifacts.Emitter.abi, bytecode: artifacts.Emitter.bytecode }), gas: 3_000_000n })

@@ -193,7 +193,7 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
   const log = (line: string) => lines.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`)
   const cleanups = createCleanups()
   try {
-    const devnet = await createDevnet({ blockTimeMs: 0, refreshMs: 100 })
+    const devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, refreshMs: 100 })
     cleanups.add(() => devnet.stop())
     const chain = await createSimChain(devnet, schedule.emitters, log)
     const firstTrafficBlock = chain.deployedTop + 1
