@@ -5,7 +5,7 @@ import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { createChainProfiler } from './chains/index.js'
-import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
+import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
 import { createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
@@ -21,7 +21,15 @@ const FINALIZED_CACHE_MS = 4_000
 const POOL_SIZE_PER_JOB = 2
 
 /** How a node says it has no block for a tag it does not know (`finalized` before the merge, on some L2 nodes). */
-const answersNoSuchTag = (error: unknown) => ['invalid-params', 'invalid-params-range', 'block-not-found'].includes(classifyRpcError(error).pattern)
+const answersNoSuchTag = (error: unknown) =>
+  ['invalid-params', 'invalid-params-range'].includes(classifyRpcError(error).pattern) || /unknown block/i.test(messagesOf(error))
+
+/** Every message in an error's cause chain, for matching what a node said. */
+function messagesOf(error: unknown): string {
+  const messages: string[] = []
+  for (let e = error as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) messages.push(String(e.message ?? ''))
+  return messages.join(' | ')
+}
 
 
 /**
@@ -88,30 +96,35 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
    */
   async function blockAt(tag: BlockTag): Promise<{ number: number; hash?: string }> {
     if (tag !== 'latest' && !tagMissing.has(tag)) {
-      const header = await fetchHeader(tag).catch((error: unknown) => {
+      const header = await rpc.request<RpcBlockHeader | null>('eth_getBlockByNumber', [tag, false]).catch((error: unknown) => {
         if (!answersNoSuchTag(error)) throw error
         return null
       })
-      if (header) return { number: header.number, hash: header.hash }
+      if (header) return { number: Number(header.number), hash: header.hash.toLowerCase() }
       tagMissing.add(tag)
       logger.warn({ chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth }, 'node has no such block tag: using head minus the finality depth')
     }
     const head = Number(await reliable.request<string>('eth_blockNumber', []))
     return { number: tag === 'latest' ? head : Math.max(0, head - profiler.current().finalityDepth) }
   }
-  const blockNumberAt = async (tag: BlockTag): Promise<number> => (await blockAt(tag)).number
+  const blockNumberAt = async (tag: BlockTag): Promise<number> => (await withRetry(() => blockAt(tag))).number
 
-  let finalizedRead: { value: { number: number; hash?: string }; at: number } | undefined
-  /** The finalized block, read at most every few seconds; a failed read keeps the last one (or null) and is asked again next time. */
+  let finalizedRead: { number: number; hash?: string } | null = null
+  let finalizedAskedAt = -Infinity
+  /**
+   * The finalized block, asked at most every few seconds and never retried in place (a tip step must
+   * not wait on it): a failed ask keeps the last answer (null before the first) until the next one.
+   */
   async function finalized(): Promise<{ number: number; hash?: string } | null> {
-    if (!finalizedRead || Date.now() - finalizedRead.at > FINALIZED_CACHE_MS) {
+    if (Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
+      finalizedAskedAt = Date.now()
       try {
-        finalizedRead = { value: await blockAt('finalized'), at: Date.now() }
+        finalizedRead = await blockAt('finalized')
       } catch (error) {
-        logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits')
+        logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read')
       }
     }
-    return finalizedRead?.value ?? null
+    return finalizedRead
   }
   const finalizedBlock = async (): Promise<number | null> => (await finalized())?.number ?? null
 
