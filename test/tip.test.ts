@@ -43,7 +43,10 @@ describe('chain probe', () => {
   })
 })
 
-describe('daemon on the base profile', () => {
+describe.each([
+  { heads: 'polled', scope: 'logs' },
+  { heads: 'newHeads', scope: 'blocks' },
+] as const)('daemon on the base profile, heads $heads, $scope scope', ({ heads, scope }) => {
   let devnet: Devnet
   let db: TestDatabase
   let emitter: Address
@@ -63,6 +66,8 @@ describe('daemon on the base profile', () => {
       REDIS_URL,
       REDIS_PREFIX: redis.prefix,
       START_BLOCK: String(start),
+      ATTRIBUTION_SCOPE: scope,
+      ...(heads === 'newHeads' ? { RPC_WS_URL: devnet.wsUrl } : {}),
     })
     cleanups.push(async () => daemon.kill('SIGKILL'))
     await waitFor(async () => ((await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block ?? -1) >= start, 'the follower to start')
