@@ -5,6 +5,8 @@ import { sleep } from '../utils/loop.js'
 const CADENCE_SPAN_BLOCKS = 100
 /** Pending-versus-latest samples per probe, spread over about one block time. */
 const PENDING_SAMPLES = 4
+/** The samples span one block time, but never more than this (a slow chain must not hold up start-up). */
+const MAX_SAMPLED_MS = 1_000
 /** A measured block time is clamped to this range (a chain mining on demand has no cadence of its own). */
 const MIN_BLOCK_TIME_MS = 100
 const MAX_BLOCK_TIME_MS = 12_000
@@ -75,7 +77,7 @@ export async function probeChain(
   let preconfirms = false
   let sampled = 0
   for (let i = 0; i < samples && !preconfirms && !signal?.aborted; i++) {
-    if (i > 0) await sleep(blockTimeMs / samples, signal)
+    if (i > 0) await sleep(Math.min(blockTimeMs, MAX_SAMPLED_MS) / samples, signal)
     preconfirms = await samplePending(rpc, filter)
     sampled++
   }

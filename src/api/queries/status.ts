@@ -36,10 +36,11 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
   }>(sql`
     select s.block_time_ms, s.preconfirmations, s.preconfirmations_source, s.head_block::int8 as head_block, s.finalized_block::int8 as finalized_block, s.live_block::int8 as live_block,
       (select extract(epoch from b.timestamp)::float8 * 1000 from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_ms,
-      (select count(*) from logs l
+      -- A chain without pre-confirmations has no pending rows to count: the scan of its unfinalized window is skipped.
+      case when s.preconfirmations is false then 0 else (select count(*) from logs l
         where l.chain_id = s.chain_id and l.block_number > coalesce(s.finalized_block, -1)
           and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})
-          and (l.status = 'pending' or l.updated_at > l.seen_at))::int8 as pending_logs,
+          and (l.status = 'pending' or l.updated_at > l.seen_at)) end::int8 as pending_logs,
       (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs
     from (select ${chainId}::int as chain_id) c
     left join chain_state s on s.chain_id = c.chain_id`)
