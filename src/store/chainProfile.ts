@@ -2,8 +2,6 @@ import type pg from 'pg'
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
-export type StoredChainProfile = { blockTimeMs: number | null; preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null }
-
 /** Keeps the chain's probed profile in `chain_state`, where the API (another process) reads it. */
 export async function saveChainProfile(
   db: Queryable,
@@ -16,17 +14,4 @@ export async function saveChainProfile(
        preconfirmations_source = EXCLUDED.preconfirmations_source, updated_at = now()`,
     [chainId, profile.blockTimeMs, profile.preconfirmations.enabled, profile.preconfirmations.source],
   )
-}
-
-/** The profile the scheduler last saved; nulls before its first probe. */
-export async function getChainProfile(db: Queryable, chainId: number): Promise<StoredChainProfile> {
-  const { rows } = await db.query<{ block_time_ms: number | null; preconfirmations: boolean | null; preconfirmations_source: 'probe' | 'config' | null }>(
-    `SELECT block_time_ms, preconfirmations, preconfirmations_source FROM chain_state WHERE chain_id = $1`,
-    [chainId],
-  )
-  const row = rows[0]
-  return {
-    blockTimeMs: row?.block_time_ms ?? null,
-    preconfirmations: row?.preconfirmations == null ? null : { enabled: row.preconfirmations, source: row.preconfirmations_source ?? 'probe' },
-  }
 }

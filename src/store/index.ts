@@ -27,4 +27,4 @@ export { registeredWallets, saveWalletNonces, type WalletNonces } from './wallet
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
-export { getChainProfile, saveChainProfile, type StoredChainProfile } from './chainProfile.js'
+export { saveChainProfile } from './chainProfile.js'
