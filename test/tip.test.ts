@@ -51,6 +51,7 @@ describe.each([
   let db: TestDatabase
   let emitter: Address
   let start: number
+  let output: () => string
 
   beforeAll(async () => {
     devnet = await createDevnet({ profile: 'base' })
@@ -67,9 +68,11 @@ describe.each([
       REDIS_PREFIX: redis.prefix,
       START_BLOCK: String(start),
       ATTRIBUTION_SCOPE: scope,
+      LOG_LEVEL: 'info',
       ...(heads === 'newHeads' ? { RPC_WS_URL: devnet.wsUrl } : {}),
     })
     cleanups.push(async () => daemon.kill('SIGKILL'))
+    output = daemon.output
     await waitFor(async () => ((await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block ?? -1) >= start, 'the follower to start')
   })
 
@@ -129,6 +132,7 @@ describe.each([
     const attributed = await pool.query(`SELECT count(*) AS n, count(gas_used) AS gas FROM transactions WHERE has_suffix AND NOT removed`)
     expect(Number(attributed.rows[0].n)).toBeGreaterThan(0)
     expect(attributed.rows[0].gas).toBe(attributed.rows[0].n)
+    expect(output()).toContain('chain profile: no pre-confirmations on this chain')
     const profile = await pool.query(`SELECT preconfirmations, preconfirmations_source, block_time_ms FROM chain_state`)
     expect(profile.rows[0]).toMatchObject({ preconfirmations: false, preconfirmations_source: 'probe' })
     expect(profile.rows[0].block_time_ms).toBeGreaterThanOrEqual(150)
