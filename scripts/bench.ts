@@ -1,5 +1,5 @@
 /**
- * npm run bench -- [--quick] [--profile] [--pending-ws] [all | backfill pending decode api webhooks blocks]
+ * npm run bench -- [--quick] [--profile] [--pending-ws] [--duration 300s] [--step 15s] [all | backfill pending decode api webhooks blocks tip]
  *
  * The benchmarks of SPEC §10, each figure beside the limits of this machine measured in the same
  * run on the same data: prints a table and writes `bench/results.json`. Named parts run alone and
@@ -10,7 +10,9 @@
  * latency from commit to a healthy receiver's 2xx at 200 events/s beside a bare HTTP POST loop; `blocks`
  * (likewise) the backfill with `ATTRIBUTION_SCOPE=blocks` at Base's density beside the block-body fetch
  * limit; `--profile` adds a CPU-profiled backfill and prints where its time goes; `--pending-ws`
- * gives the daemon the devnet's WebSocket (RPC_WS_URL) in the pending part (printed, not written).
+ * gives the daemon the devnet's WebSocket (RPC_WS_URL) in the pending part (printed, not written); `tip`
+ * (when named or with `all`) follows the devnet's `base` profile at Base's density for `--duration`
+ * (default 300 s, 60 s with --quick) in logs and then blocks scope, each with a step-up run of `--step` per rate.
  * Environment: DATABASE_URL (a server where it may create and drop `codetrail_bench_*` databases),
  * REDIS_URL. See bench/README.md.
  */
@@ -27,13 +29,15 @@ import { createRawRpc } from './bench/rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './bench/limits.js'
 import { runPendingLatency, type PendingRun } from './bench/pending.js'
 import { runWebhookLatency, type WebhookRun } from './bench/webhooks.js'
+import { runTip, TIP_TX_PER_BLOCK, type TipRun } from './bench/tip.js'
+import { parseDuration } from './demo/options.js'
 import type { ProfileSummary } from './bench/profile.js'
-import { count, formatTable, readResults, round, writeResults, type TableRow } from './bench/report.js'
+import { count, formatTable, readResults, round, writeResults, type TableRow, type TipResults } from './bench/report.js'
 import { createBenchDatabase } from './bench/services.js'
 import { benchDecode, type DecodeBenchCase } from './bench-decode.js'
 import { ensureFixture, type Fixture } from './generate-fixture.js'
 
-const PARTS = ['backfill', 'pending', 'decode', 'api', 'webhooks', 'blocks'] as const
+const PARTS = ['backfill', 'pending', 'decode', 'api', 'webhooks', 'blocks', 'tip'] as const
 type Part = (typeof PARTS)[number]
 // Seeding 10 million attributions takes minutes: the full API figures run when asked for.
 const DEFAULT_FULL_PARTS: Part[] = ['backfill', 'pending', 'decode']
@@ -49,10 +53,15 @@ const WATCH_MS = 20
 const FIXTURE_LOAD_TIMEOUT_MS = 300_000
 
 const TARGETS = { backfillRatio: 0.8, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500, blocksScopeRatio: 0.8 }
+/** Issue 21 point 8, at 5 blocks/s on this machine with the node on it. */
+const TIP_TARGETS = { p99Ms: 300, callsPerBlock: 3, requestsPerBlock: 2.5, corePct: 10, sustainedPerSec: 25 }
+const TIP_BLOCKS_PER_SEC = 5
+const TIP_REORG_EVERY_MS = 60_000
+const TIP_STEPS = [5, 10, 15, 25, 35, 50]
 
 const SIZES = {
-  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiSessions: 1_000, webhookMs: 30_000, triggerCopyRows: 100_000 },
-  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiSessions: 400, webhookMs: 10_000, triggerCopyRows: 20_000 },
+  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiSessions: 1_000, webhookMs: 30_000, triggerCopyRows: 100_000, tipMs: 300_000, tipStepMs: 20_000 },
+  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiSessions: 400, webhookMs: 10_000, triggerCopyRows: 20_000, tipMs: 60_000, tipStepMs: 10_000 },
 }
 const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
@@ -99,6 +108,8 @@ async function main(): Promise<number> {
       quick: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       'pending-ws': { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      step: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -107,7 +118,7 @@ async function main(): Promise<number> {
   const unknown = positionals.filter((p) => p !== 'all' && !PARTS.includes(p as Part))
   if (values.help || unknown.length > 0) {
     if (unknown.length > 0) say(`bench: unknown part ${unknown.join(', ')}`)
-    say(`usage: npm run bench -- [--quick] [--profile] [--pending-ws] [all | ${PARTS.join(' ')}]`)
+    say(`usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [all | ${PARTS.join(' ')}]`)
     return values.help ? 0 : 2
   }
   const size = values.quick ? 'quick' : 'full'
@@ -115,6 +126,15 @@ async function main(): Promise<number> {
     positionals.includes('all') ? PARTS : positionals.length > 0 ? (positionals as Part[]) : values.quick ? PARTS : DEFAULT_FULL_PARTS,
   )
   const sizing = SIZES[size]
+  let tipMs: number
+  let tipStepMs: number
+  try {
+    tipMs = values.duration === undefined ? sizing.tipMs : parseDuration(values.duration)
+    tipStepMs = values.step === undefined ? sizing.tipStepMs : parseDuration(values.step)
+  } catch (error) {
+    say(`bench: ${(error as Error).message}`)
+    return 2
+  }
   const adminDatabaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
   const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
   const started = performance.now()
@@ -125,9 +145,10 @@ async function main(): Promise<number> {
   let api: ApiRun | undefined
   let webhooks: WebhookRun | undefined
   let blocks: BlocksScopePart | undefined
+  const tips: TipRun[] = []
 
   // The backfill and the daemons the bench times are the compiled ones users start.
-  if (parts.has('backfill') || parts.has('blocks') || parts.has('pending') || parts.has('webhooks')) {
+  if (parts.has('backfill') || parts.has('blocks') || parts.has('pending') || parts.has('webhooks') || parts.has('tip')) {
     say('npm run build…')
     build()
   }
@@ -176,6 +197,25 @@ async function main(): Promise<number> {
     blocks = await runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobChunkBlocks: CHUNK_BLOCKS, concurrency: CONCURRENCY, rounds: BACKFILL_ROUNDS, profile: values.profile, say })
   }
 
+  if (parts.has('tip')) {
+    for (const scope of ['logs', 'blocks'] as const) {
+      say(`tip: the daemon on the devnet's base profile, ATTRIBUTION_SCOPE=${scope}…`)
+      tips.push(
+        await runTip({
+          adminDatabaseUrl,
+          redisUrl,
+          scope,
+          durationMs: tipMs,
+          blocksPerSec: TIP_BLOCKS_PER_SEC,
+          reorgEveryMs: TIP_REORG_EVERY_MS,
+          steps: TIP_STEPS,
+          stepMs: tipStepMs,
+          say,
+        }),
+      )
+    }
+  }
+
   const results = readResults(RESULTS_PATH)
   const rows: TableRow[] = []
   if (backfill) rows.push(...backfillRows(backfill, results))
@@ -184,6 +224,7 @@ async function main(): Promise<number> {
   if (api) rows.push(...apiRows(api, results))
   if (webhooks) rows.push(...webhookRows(webhooks, results))
   if (blocks) rows.push(...blocksRows(blocks, results))
+  for (const tip of tips) rows.push(...tipRows(tip, results))
   writeResults(RESULTS_PATH, results)
 
   const cores = cpus().length
@@ -474,6 +515,78 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
       measured: `+${pct(overhead)}`,
       beside: `${count(run.copy.rows)} attribution rows: ${(run.copy.withTriggerMs / 1000).toFixed(2)} s with, ${(run.copy.withoutTriggerMs / 1000).toFixed(2)} s without`,
     },
+  ]
+}
+
+function tipRows(run: TipRun, results: ReturnType<typeof readResults>): TableRow[] {
+  const scope = run.scope === 'logs' ? '' : ', blocks scope'
+  const figures: TipResults = {
+    p50Ms: round(run.delay.p50Ms, 1),
+    p99Ms: round(run.delay.p99Ms, 1),
+    callsPerBlock: round(run.calls.perBlock, 2),
+    requestsPerBlock: round(run.calls.requestsPerBlock, 2),
+    corePct: round(run.cpu.codetrailCorePct, 1),
+    pendingRows: run.pendingRowsWritten,
+    sustainedPerSec: run.sustainedPerSec === null ? null : round(run.sustainedPerSec, 1),
+  }
+  if (run.scope === 'logs') results.tip = figures
+  else results.tipBlocksScope = figures
+  const byMethod = Object.entries(run.calls.byMethod)
+    .sort((a, b) => b[1] - a[1])
+    .map(([method, n]) => `${method} ${n.toFixed(2)}`)
+    .join(', ')
+  const steps = run.steps
+    .map(
+      (s) =>
+        `${s.targetPerSec}/s: node ${s.nodePerSec.toFixed(1)}/s, lag ${s.lagStart}→${s.lagEnd} (max ${s.lagMax})` +
+        `${s.lagGrew ? ', lag grew' : ''}${s.nodeShort ? ', node short of the rate' : ''}`,
+    )
+    .join('; ')
+  return [
+    {
+      figure: `tip delay p50 / p99 / max${scope}`,
+      measured: `${run.delay.p50Ms.toFixed(0)} / ${run.delay.p99Ms.toFixed(0)} / ${run.delay.maxMs.toFixed(0)} ms`,
+      beside: `p99 < ${TIP_TARGETS.p99Ms} ms at ${TIP_BLOCKS_PER_SEC} blocks/s`,
+      verdict: verdict(run.delay.p99Ms < TIP_TARGETS.p99Ms && run.delay.unreadable === 0),
+    },
+    {
+      figure: '',
+      measured:
+        `${run.blocks} blocks (${run.blocksPerSec.toFixed(2)}/s), ${count(run.logs)} logs, ${TIP_TX_PER_BLOCK} txs a block, ${run.reorgs} reorgs; ` +
+        `${run.delay.unreadable} blocks never readable; longest stretch > 10 blocks behind ${(run.longestBehindMs / 1000).toFixed(1)} s`,
+    },
+    {
+      figure: `node calls / HTTP requests per block${scope}`,
+      measured: `${run.calls.perBlock.toFixed(2)} / ${run.calls.requestsPerBlock.toFixed(2)}`,
+      beside: `≤ ${TIP_TARGETS.callsPerBlock} / ≤ ${TIP_TARGETS.requestsPerBlock}`,
+      verdict: verdict(run.calls.perBlock <= TIP_TARGETS.callsPerBlock && run.calls.requestsPerBlock <= TIP_TARGETS.requestsPerBlock),
+    },
+    { figure: '', measured: `per block: ${byMethod}` },
+    {
+      figure: `codetrail CPU${scope}`,
+      measured: `${run.cpu.codetrailCorePct.toFixed(1)} % of a core`,
+      beside: `< ${TIP_TARGETS.corePct} % of a core`,
+      verdict: verdict(run.cpu.codetrailCorePct < TIP_TARGETS.corePct),
+    },
+    {
+      figure: '',
+      measured:
+        `${run.cpu.codetrailMsPerBlock.toFixed(1)} ms a block; PostgreSQL ${run.cpu.postgresMsPerBlock.toFixed(1)} ms a block (${run.cpu.postgresCorePct.toFixed(1)} % of a core); ` +
+        `RSS ${run.rssMiB.map((m) => m.toFixed(0)).join(' → ')} MiB (peak ${run.daemonPeakRssMiB.toFixed(0)})`,
+    },
+    {
+      figure: `pending rows written${scope}`,
+      measured: count(run.pendingRowsWritten),
+      beside: '0 on a chain without pre-confirmations',
+      verdict: verdict(run.pendingRowsWritten === 0),
+    },
+    {
+      figure: `sustained block rate${scope}`,
+      measured: run.sustainedPerSec === null ? 'none' : `${run.sustainedPerSec.toFixed(1)} blocks/s`,
+      beside: `≥ ${TIP_TARGETS.sustainedPerSec} blocks/s (node ceiling ${run.nodeCeilingPerSec.toFixed(1)}/s)`,
+      verdict: verdict((run.sustainedPerSec ?? 0) >= TIP_TARGETS.sustainedPerSec),
+    },
+    { figure: '', measured: `steps: ${steps}` },
   ]
 }
 

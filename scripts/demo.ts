@@ -1,16 +1,18 @@
 /**
- * npm run demo [-- --duration 90s]
+ * npm run demo [-- --chain base|op] [--duration 90s]
  *
- * codetrail end to end on this machine: a devnet (anvil plus the pre-confirmed layer, 2 s blocks) with
- * demo contracts, agents registering their wallets through codetrail's API and sending attributed
- * transactions (pending first, then confirmed), small reorgs and dropped pool transactions, and the
+ * codetrail end to end on this machine: a devnet shaped like Base since Denim (`--chain base`, the default:
+ * a block every 200 ms, no pre-confirmations) or like a pre-confirming OP chain (`--chain op`: 2 s blocks,
+ * pending logs through the pre-confirmed layer) with demo contracts, agents registering their wallets
+ * through codetrail's API and sending attributed transactions (on `op` pending first, then confirmed),
+ * small reorgs and (on `op`) dropped pool transactions, and the
  * daemon (all roles) indexing it all into a database of its own, its dashboard at the URL printed first.
  * Ctrl-C stops everything it started.
  *
  * Environment: DATABASE_URL and REDIS_URL (the servers to use), DEMO_DATABASE (default codetrail_demo,
  * dropped and created fresh on each run), DEMO_REDIS_PREFIX (default codetrail-demo), PORT (API, default
  * 8080 when free), DEMO_RPC_PORT (devnet, default 8545 when free), DEMO_DURATION_MS (stop by itself),
- * DEMO_LOG_FILE (the daemon's JSON log), LOG_LEVEL. `--lag <blocks>` makes the devnet's canonical chain lag its
+ * DEMO_LOG_FILE (the daemon's JSON log), LOG_LEVEL. With `--chain op`, `--lag <blocks>` makes the devnet's canonical chain lag its
  * flashblocks, as a Base node's does; `--divergence <20%>` makes that share of pre-confirmations guess wrong;
  * at the end the demo prints how many pending logs changed content when their block was sealed.
  */
@@ -24,7 +26,7 @@ import { pino } from 'pino'
 import { createBuilderCodeClient } from '../src/api/index.js'
 import { loadConfig } from '../src/config/index.js'
 import { startDaemon, stopServices } from '../src/daemon.js'
-import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
+import { createDevnet, DEFAULT_BLOCK_TIME_MS, DENIM_BLOCK_TIME_MS, freePort, type Devnet } from '../src/devnet/index.js'
 import type { Logger } from '../src/logger.js'
 import { anvilAccount, fixtureClient } from '../test/fixtures/chain.js'
 import { startAgents, type Agent, type ChaosSchedule } from './demo/agents.js'
@@ -32,15 +34,16 @@ import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, type Demo
 import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './demo/options.js'
 import { clearRedisPrefix } from '../src/queue/index.js'
 import { checkPostgres, checkRedisServer, recreateDatabase } from './demo/services.js'
-import { readFigures, readIndexedHead, startView } from './demo/view.js'
+import { describeChain, readFigures, readIndexedHead, startView } from './demo/view.js'
 import { buildWeb } from './build-web.js'
 
 /** anvil's own chain id, so wallets and tools that know anvil recognise the devnet. */
 const CHAIN_ID = 31337
-const BLOCK_TIME_MS = 2_000
-/** anvil's `finalized` trails its head by two epochs: 8 blocks (16 s), so finalized rows appear within the minute. */
+/** anvil's `finalized` trails its head by two epochs: 8 blocks (16 s on `op`, 1.6 s on `base`), so finalized rows appear within the minute. */
 const SLOTS_IN_AN_EPOCH = 4
 const SCHEDULE: ChaosSchedule = { firstReorgMs: 10_000, reorgEveryMs: 20_000, firstDropMs: 5_000, dropEveryMs: 15_000 }
+/** A pool transaction is dropped after it was served as pending: only a pre-confirming chain serves it. */
+const NO_DROPS = { firstDropMs: Number.POSITIVE_INFINITY, dropEveryMs: Number.POSITIVE_INFINITY }
 /** Past this, a stop that hangs is cut short: anvil is killed and the demo exits 1. */
 const SHUTDOWN_TIMEOUT_MS = 30_000
 const CTRL_C = 0x03
@@ -132,20 +135,22 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   )
   stopIfAsked()
 
+  const preconfirmations = options.chain === 'op'
+  const blockTimeMs = preconfirmations ? DEFAULT_BLOCK_TIME_MS : DENIM_BLOCK_TIME_MS
   const devnet: Devnet = await createDevnet({
-    profile: 'op',
-    blockTimeMs: BLOCK_TIME_MS,
+    profile: options.chain,
+    blockTimeMs,
     port: await choosePort(options.rpcPort, DEFAULTS.rpcPort),
     loadState: join(stateDir, 'state.json'),
     chainId: CHAIN_ID,
     extraArgs: ['--slots-in-an-epoch', String(SLOTS_IN_AN_EPOCH)],
-    canonicalLag: options.canonicalLag,
-    divergence: options.divergence,
+    ...(preconfirmations ? { canonicalLag: options.canonicalLag, divergence: options.divergence } : {}),
     logger,
   })
   children.add(devnet.anvil.process)
   cleanups.push({ name: 'devnet', run: () => devnet.stop() })
-  say(`  devnet    ${devnet.url} (${devnet.wsUrl}), ${BLOCK_TIME_MS / 1000} s blocks; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
+  const chainShape = { profile: options.chain, blockTimeMs, preconfirmations }
+  say(`  devnet    ${devnet.url} (${devnet.wsUrl}), ${describeChain(chainShape)}; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
   if (options.canonicalLag > 0 || options.divergence > 0) {
     say(
       `  pending   canonical chain ${options.canonicalLag} block(s) behind the flashblocks; ` +
@@ -184,7 +189,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     contracts,
     agents,
     droppedAgent: dropped,
-    schedule: SCHEDULE,
+    schedule: preconfirmations ? SCHEDULE : { ...SCHEDULE, ...NO_DROPS },
     indexedHead: () => readIndexedHead(pool, CHAIN_ID),
     logger,
   })
@@ -200,6 +205,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     },
     context: {
       startedAt: Date.now(),
+      chain: chainShape,
       apiUrl,
       databaseUrl,
       databaseName: options.database,
@@ -228,6 +234,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
       { once: true },
     )
   })
+  if (!preconfirmations) return undefined
   const counts = await readPendingConfirmations(apiUrl).catch(() => undefined)
   if (!counts) return undefined
   const { changed, unchanged } = counts

@@ -75,11 +75,14 @@ describe('demo options and view', () => {
     expect(() => parseOptions([], { DEMO_DATABASE: 'demo; DROP DATABASE postgres' })).toThrow(/DEMO_DATABASE/)
     expect(() => parseOptions([], { DEMO_REDIS_PREFIX: 'a b' })).toThrow(/DEMO_REDIS_PREFIX/)
     expect(() => parseOptions([], { PORT: '70000' })).toThrow(/PORT/)
-    expect(parseOptions([], {})).toMatchObject({ canonicalLag: 0, divergence: 0 })
-    expect(parseOptions(['--lag', '3', '--divergence', '20%'], {})).toMatchObject({ canonicalLag: 3, divergence: 0.2 })
-    expect(parseOptions(['--divergence', '0.25'], {}).divergence).toBe(0.25)
-    expect(() => parseOptions(['--lag', '6'], {})).toThrow(/--lag/)
-    expect(() => parseOptions(['--divergence', '120%'], {})).toThrow(/--divergence/)
+    expect(parseOptions([], {})).toMatchObject({ chain: 'base', canonicalLag: 0, divergence: 0 })
+    expect(parseOptions(['--chain', 'op'], {}).chain).toBe('op')
+    expect(() => parseOptions(['--chain', 'unichain'], {})).toThrow('--chain must be one of base, op, got "unichain"')
+    expect(() => parseOptions(['--lag', '3'], {})).toThrow('--lag and --divergence shape pre-confirmations: they need --chain op')
+    expect(parseOptions(['--chain', 'op', '--lag', '3', '--divergence', '20%'], {})).toMatchObject({ canonicalLag: 3, divergence: 0.2 })
+    expect(parseOptions(['--chain', 'op', '--divergence', '0.25'], {}).divergence).toBe(0.25)
+    expect(() => parseOptions(['--chain', 'op', '--lag', '6'], {})).toThrow(/--lag/)
+    expect(() => parseOptions(['--chain', 'op', '--divergence', '120%'], {})).toThrow(/--divergence/)
     expect(databaseUrlFor('postgres://u:p@db:5433/postgres?sslmode=disable', 'codetrail_demo')).toBe(
       'postgres://u:p@db:5433/codetrail_demo?sslmode=disable',
     )
@@ -103,6 +106,7 @@ describe('demo options and view', () => {
     }
     const context: ViewContext = {
       startedAt: 0,
+      chain: { profile: 'op', blockTimeMs: 2_000, preconfirmations: true },
       apiUrl: 'http://127.0.0.1:8080',
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/codetrail_demo',
       databaseName: 'codetrail_demo',
@@ -114,7 +118,7 @@ describe('demo options and view', () => {
     }
     const frame = renderFrame(figures, context, 65_000).join('\n')
     expect(frame).toContain('running 1:05')
-    expect(frame).toMatch(/head 120 · indexed 119 · finalized 111/)
+    expect(frame).toMatch(/op: 2 s blocks, pre-confirmed through pending · head 120 · indexed 119 · finalized 111/)
     expect(frame).toMatch(/1,234 stored · 7 pending · 3 removed · 12\.5 logs\/s/)
     expect(frame).toMatch(/2 handled by codetrail \(2 caused\)/)
     expect(frame).toContain('250 schema 0 · 40 schema 0 with two codes · 60 schema 2 · 35 none · 15 malformed')
@@ -130,9 +134,18 @@ describe('demo options and view', () => {
     expect(withPassword).not.toContain('hunter22')
     expect(about).toContain('Redis prefix codetrail-demo')
     expect(renderLine(figures, context, 65_000)).toBe(
-      '[1:05] head 120 indexed 119 | logs 1234 (7 pending, 3 removed) 12.5/s | attributions pending 1 confirmed 22 finalized 33 removed 1 | ' +
+      '[1:05] op head 120 indexed 119 | logs 1234 (7 pending, 3 removed) 12.5/s | attributions pending 1 confirmed 22 finalized 33 removed 1 | ' +
         'reorgs 2 (caused 2) dropped 1 | sent 400 (30 user ops) | codes bc_agent001=51 demoapp=5',
     )
+
+    // On a chain without pre-confirmations the view names it and shows no pending figure at all.
+    const base = { ...context, chain: { profile: 'base', blockTimeMs: 200, preconfirmations: false } }
+    const baseFrame = renderFrame(figures, base, 65_000).join('\n')
+    expect(baseFrame).toContain('base: 200 ms blocks, no pre-confirmations · head 120')
+    expect(baseFrame).toMatch(/1,234 stored · 3 removed · 12\.5 logs\/s/)
+    expect(baseFrame).not.toMatch(/pending/)
+    expect(baseFrame).toMatch(/bc_agent001\s+agent-1 0x7099…79c8\s+20\s+30\s+0\n/)
+    expect(renderLine(figures, base, 65_000)).toMatch(/^\[1:05\] base head 120 indexed 119 \| logs 1234 \(3 removed\) 12\.5\/s \| attributions confirmed 22 finalized 33 removed 1 \|/)
   })
 })
 
@@ -152,6 +165,13 @@ describe('npm run demo', () => {
     await redis.cleanup()
   })
 
+  it('refuses an unknown --chain with a line naming the flag, and exits 2', async () => {
+    const { code, output } = await runTs('scripts/demo.ts', ['--chain', 'unichain'], {})
+    expect(code).toBe(2)
+    expect(output).toContain('demo: --chain must be one of base, op, got "unichain"')
+    expect(output).toContain('usage: npm run demo [-- --chain <base|op>]')
+  })
+
   it('says in one line per service how to fix an unreachable PostgreSQL or Redis, and exits 1', async () => {
     const [pgPort, redisPort] = await Promise.all([freePort(), freePort()])
     const { code, output } = await runTs('scripts/demo.ts', [], {
@@ -167,7 +187,7 @@ describe('npm run demo', () => {
 
   it('runs for a bounded time: attributions pending then confirmed, a reorg handled, nothing left running', async () => {
     const [apiPort, rpcPort] = await Promise.all([freePort(), freePort()])
-    const demo = spawnTs('scripts/demo.ts', [], {
+    const demo = spawnTs('scripts/demo.ts', ['--chain', 'op'], {
       DATABASE_URL: ADMIN_DATABASE_URL,
       REDIS_URL,
       DEMO_DATABASE: database,

@@ -10,7 +10,22 @@ export type BenchResults = {
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
   blocksScope: { transactions: number | null; txPerSec: number | null; limitTxPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
+  tip: TipResults
+  tipBlocksScope: TipResults
 }
+
+/** The tip at 5 blocks/s on the devnet's `base` profile (`npm run bench -- tip`). */
+export type TipResults = {
+  p50Ms: number | null
+  p99Ms: number | null
+  callsPerBlock: number | null
+  requestsPerBlock: number | null
+  corePct: number | null
+  pendingRows: number | null
+  sustainedPerSec: number | null
+}
+
+const EMPTY_TIP: TipResults = { p50Ms: null, p99Ms: null, callsPerBlock: null, requestsPerBlock: null, corePct: null, pendingRows: null, sustainedPerSec: null }
 
 export const EMPTY_RESULTS: BenchResults = {
   limits: { rpcLogsPerSec: null, copyRowsPerSec: null },
@@ -20,6 +35,8 @@ export const EMPTY_RESULTS: BenchResults = {
   api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
   webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
   blocksScope: { transactions: null, txPerSec: null, limitTxPerSec: null, ratioToLimit: null, peakRssMiB: null },
+  tip: EMPTY_TIP,
+  tipBlocksScope: EMPTY_TIP,
 }
 
 /** The previous results, so a run of some parts keeps the others' figures; only known keys are kept. */

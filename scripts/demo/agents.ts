@@ -202,7 +202,7 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
     if (head === undefined) return true
     const depth = canonicalDepth + devnet.canonicalLag
     const deadline = Date.now() + REORG_WINDOW_MS
-    while ((await indexedHead()) !== Number(head) - devnet.canonicalLag) {
+    while (((await indexedHead()) ?? -1) < Number(head) - devnet.canonicalLag) {
       if (signal.aborted || Date.now() > deadline) return false
       await sleep(HEAD_POLL_MS, signal)
     }
@@ -210,7 +210,8 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
       Array.from({ length: depth }, (_, i) => anvil.getBlock({ blockNumber: head - BigInt(depth - 1 - i) })),
     )
     // Re-included, so no agent is left with a nonce gap; the blocks, their hashes and positions change.
-    const raw = await Promise.all(blocks.flatMap((block) => block.transactions).map((hash) => rawTransaction(devnet.anvilUrl, hash)))
+    // Through the devnet's endpoint: it serves the raw bytes of its deposits, on which anvil 1.7 panics.
+    const raw = await Promise.all(blocks.flatMap((block) => block.transactions).map((hash) => rawTransaction(devnet.url, hash)))
     const replaced = await devnet.reorg(depth, raw.map((transaction) => ({ transaction, blockOffset: 0 })))
     stats.reorgs++
     logger.info(

@@ -2,10 +2,10 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { MAX_CANONICAL_LAG } from '../../src/devnet/index.js'
+import { DEVNET_PROFILES, MAX_CANONICAL_LAG, type DevnetProfile } from '../../src/devnet/index.js'
 import { isDatabaseName } from './services.js'
 
-export const USAGE = `usage: npm run demo [-- --duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>]`
+export const USAGE = `usage: npm run demo [-- --chain <base|op>] [--duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>] (--lag and --divergence with --chain op)`
 
 export const DEFAULTS = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -25,6 +25,8 @@ export class UsageError extends Error {
 }
 
 export type Options = {
+  /** The devnet's profile: `base` (200 ms blocks, no pre-confirmations) or `op` (2 s blocks pre-confirmed through `pending`). */
+  chain: DevnetProfile
   /** Stop by itself after this long; undefined: run until Ctrl-C. */
   durationMs: number | undefined
   /** The server to use (its own database stays untouched). */
@@ -48,6 +50,13 @@ export function parseDuration(text: string): number {
   if (!match) throw new UsageError(`--duration must look like 90s, 2m or 1500ms, got "${text}"`)
   const unit = match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1_000
   return Number(match[1]) * unit
+}
+
+function chain(value: string | undefined): DevnetProfile {
+  if (value === undefined) return 'base'
+  const profile = DEVNET_PROFILES.find((p) => p === value)
+  if (!profile) throw new UsageError(`--chain must be one of ${DEVNET_PROFILES.join(', ')}, got "${value}"`)
+  return profile
 }
 
 function canonicalLag(value: string | undefined): number {
@@ -74,7 +83,7 @@ function port(name: string, value: string | undefined): number | undefined {
 }
 
 /**
- * Reads `--duration`, `--lag`, `--divergence` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
+ * Reads `--chain`, `--duration`, `--lag`, `--divergence` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
  * PORT, DEMO_RPC_PORT, DEMO_DURATION_MS, DEMO_LOG_FILE. Throws a `UsageError` (empty message for --help).
  */
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
@@ -83,6 +92,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
     ;({ values } = parseArgs({
       args: argv,
       options: {
+        chain: { type: 'string' },
         duration: { type: 'string' },
         lag: { type: 'string' },
         divergence: { type: 'string' },
@@ -99,7 +109,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
   const redisPrefix = env.DEMO_REDIS_PREFIX || DEFAULTS.redisPrefix
   if (!REDIS_PREFIX.test(redisPrefix)) throw new UsageError(`DEMO_REDIS_PREFIX must be 1–64 letters, digits, _ . -, got "${redisPrefix}"`)
   const duration = values.duration ?? (env.DEMO_DURATION_MS ? `${env.DEMO_DURATION_MS}ms` : undefined)
+  const profile = chain(values.chain)
+  if (profile !== 'op' && (values.lag !== undefined || values.divergence !== undefined)) {
+    throw new UsageError('--lag and --divergence shape pre-confirmations: they need --chain op')
+  }
   return {
+    chain: profile,
     durationMs: duration === undefined ? undefined : parseDuration(duration),
     databaseUrl: env.DATABASE_URL || DEFAULTS.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULTS.redisUrl,

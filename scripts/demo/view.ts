@@ -45,6 +45,8 @@ export type Figures = {
 
 export type ViewContext = {
   startedAt: number
+  /** The devnet's profile and block time; without pre-confirmations no pending figure is shown. */
+  chain: { profile: string; blockTimeMs: number; preconfirmations: boolean }
   apiUrl: string
   /** The demo database's URL, for the psql line. */
   databaseUrl: string
@@ -167,13 +169,21 @@ export function aboutLines(context: ViewContext): string[] {
   ]
 }
 
+/** `base: 200 ms blocks, no pre-confirmations` or `op: 2 s blocks, pre-confirmed through pending`. */
+export function describeChain(chain: ViewContext['chain']): string {
+  const blocks = chain.blockTimeMs >= 1000 ? `${chain.blockTimeMs / 1000} s` : `${chain.blockTimeMs} ms`
+  return `${chain.profile}: ${blocks} blocks, ${chain.preconfirmations ? 'pre-confirmed through pending' : 'no pre-confirmations'}`
+}
+
+/** The status columns of the per-code table: no pending one on a chain without pre-confirmations. */
+const statusColumns = (context: ViewContext) =>
+  (['pending', 'confirmed', 'finalized', 'removed'] as const).filter((status) => status !== 'pending' || context.chain.preconfirmations)
+
 /** The part of the terminal view that is redrawn: short enough for a 24-row terminal. */
 export function renderFrame(figures: Figures, context: ViewContext, now: number): string[] {
   const { stats } = context
-  const header = [
-    `${'builder code'.padEnd(CODE_WIDTH)}${'agent / wallet'.padEnd(WHO_WIDTH)}`,
-    ...['pending', 'confirmed', 'finalized', 'removed'].map((h) => h.padStart(COUNT_WIDTH)),
-  ].join('')
+  const columns = statusColumns(context)
+  const header = [`${'builder code'.padEnd(CODE_WIDTH)}${'agent / wallet'.padEnd(WHO_WIDTH)}`, ...columns.map((h) => h.padStart(COUNT_WIDTH))].join('')
   // The demo's agents in the order they were registered, then codes nobody registered here.
   const order = [...context.agents.keys()]
   const rank = (code: CodeFigures) => {
@@ -185,14 +195,14 @@ export function renderFrame(figures: Figures, context: ViewContext, now: number)
     [
       code.builderCode.padEnd(CODE_WIDTH),
       owner(code, context).padEnd(WHO_WIDTH),
-      ...[code.pending, code.confirmed, code.finalized, code.removed].map((v) => n(v).padStart(COUNT_WIDTH)),
+      ...columns.map((status) => n(code[status]).padStart(COUNT_WIDTH)),
     ].join(''),
   )
   return [
     `${BOLD}codetrail demo${RESET} · running ${formatElapsed(now - context.startedAt)} · Ctrl-C or q stops everything it started`,
     '',
-    `  chain     head ${n(figures.chainHead)} · indexed ${n(figures.indexedHead)} · finalized ${n(figures.finalizedBlock)}   (devnet ${context.devnetUrl})`,
-    `  logs      ${n(figures.logs)} stored · ${n(figures.pendingLogs)} pending · ${n(figures.removedLogs)} removed · ${figures.logsPerSecond.toFixed(1)} logs/s`,
+    `  chain     ${describeChain(context.chain)} · head ${n(figures.chainHead)} · indexed ${n(figures.indexedHead)} · finalized ${n(figures.finalizedBlock)}   (devnet ${context.devnetUrl})`,
+    `  logs      ${n(figures.logs)} stored · ${context.chain.preconfirmations ? `${n(figures.pendingLogs)} pending · ` : ''}${n(figures.removedLogs)} removed · ${figures.logsPerSecond.toFixed(1)} logs/s`,
     `  txs       ${n(figures.transactions.attributed)} attributed · ${n(figures.transactions.withoutSuffix)} without a suffix · ${n(figures.transactions.malformed)} malformed suffixes`,
     `  reorgs    ${n(figures.reorgs)} handled by codetrail (${stats.reorgs} caused) · pool transactions dropped before mining: ${stats.dropped}`,
     `  agents    ${n(stats.transactions)} transactions sent · ${n(stats.userOperations)} as user operations · ${stats.errors} errors`,
@@ -215,10 +225,11 @@ export function renderLine(figures: Figures, context: ViewContext, now: number):
     { pending: 0, confirmed: 0, finalized: 0, removed: 0 },
   )
   const perCode = figures.codes.map((code) => `${code.builderCode}=${code.pending + code.confirmed + code.finalized}`).join(' ')
+  const { preconfirmations } = context.chain
   return [
-    `[${formatElapsed(now - context.startedAt)}] head ${n(figures.chainHead)} indexed ${n(figures.indexedHead)}`,
-    `logs ${figures.logs} (${figures.pendingLogs} pending, ${figures.removedLogs} removed) ${figures.logsPerSecond.toFixed(1)}/s`,
-    `attributions pending ${totals.pending} confirmed ${totals.confirmed} finalized ${totals.finalized} removed ${totals.removed}`,
+    `[${formatElapsed(now - context.startedAt)}] ${context.chain.profile} head ${n(figures.chainHead)} indexed ${n(figures.indexedHead)}`,
+    `logs ${figures.logs} (${preconfirmations ? `${figures.pendingLogs} pending, ` : ''}${figures.removedLogs} removed) ${figures.logsPerSecond.toFixed(1)}/s`,
+    `attributions ${statusColumns(context).map((status) => `${status} ${totals[status]}`).join(' ')}`,
     `reorgs ${figures.reorgs} (caused ${context.stats.reorgs}) dropped ${context.stats.dropped}`,
     `sent ${context.stats.transactions} (${context.stats.userOperations} user ops)`,
     `codes ${perCode || '–'}`,

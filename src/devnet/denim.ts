@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import { concat, keccak256, numberToHex, type Address, type Hex } from 'viem'
+import { concat, keccak256, numberToHex, toRlp, type Address, type Hex } from 'viem'
 import type { Logger } from '../logger.js'
 import type { HeadBlock } from './pending.js'
 import type { UpstreamClient } from './rpc.js'
@@ -15,7 +15,7 @@ export const SYSTEM_DEPOSIT_TARGETS: readonly Address[] = [
   '0x4200000000000000000000000000000000000030',
 ]
 const L1_ATTRIBUTES_SELECTOR: Hex = '0x440a5e20'
-const DEPOSIT_GAS: Hex = '0xf4240'
+const DEPOSIT_GAS = 1_000_000
 
 /** Block hashes whose `timestampMs` the layer remembers: hours of blocks at 5 a second. */
 const MS_CACHE_BLOCKS = 200_000
@@ -34,13 +34,16 @@ export type DenimChainParameters = {
 
 /** The chain behind the `base` profile: mines with Denim timestamps and system deposits, remembers each block's ms. */
 export type DenimChain = {
-  mine: () => Promise<HeadBlock>
+  /** Mines a block; `timestampMs` (kept above the parent's) stamps it instead of the profile's clock. */
+  mine: (timestampMs?: number) => Promise<HeadBlock>
   /** Rolls back `depth` blocks and mines as many in their place, with the replacements at their offsets. */
   reorg: (depth: number, replacements: Replacement[]) => Promise<HeadBlock>
   /** Runs another chain-changing call exclusively, then picks up the head it left. */
   changeChain: <T>(operation: () => Promise<T>) => Promise<T>
   /** Runs a transaction submission; none is in flight while a block is mined and the next deposits are queued. */
   submit: <T>(operation: () => Promise<T>) => Promise<T>
+  /** The signed bytes of a system deposit the layer made (anvil 1.7 panics encoding a mined 0x7e); undefined for others. */
+  rawDeposit: (hash: Hex) => Hex | undefined
   /** Adds `timestampMs`/`blockTimestampMs` to an answer of `method`. */
   decorate: (method: string, result: unknown) => Promise<unknown>
   /** The head as of the last mine. */
@@ -70,6 +73,7 @@ export const STAMPED_METHODS = new Set([
 export function createDenimChain(parameters: DenimChainParameters): DenimChain {
   const { upstream, logger, blockTimeMs, deposits } = parameters
   const msByHash = new LRUCache<string, number>({ max: MS_CACHE_BLOCKS })
+  const depositRaws = new LRUCache<string, Hex>({ max: MS_CACHE_BLOCKS * SYSTEM_DEPOSIT_TARGETS.length })
   const headListeners: Array<(head: HeadBlock & { timestampMs: Hex }) => void> = []
   let head: HeadBlock | undefined
 
@@ -126,11 +130,16 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
       sourceHash: keccak256(concat([parent.hash, numberToHex(index, { size: 1 })])),
       mint: '0x0',
       value: '0x0',
-      gas: DEPOSIT_GAS,
+      gas: numberToHex(DEPOSIT_GAS),
       isSystemTx: false,
       input: index === 0 ? concat([L1_ATTRIBUTES_SELECTOR, numberToHex(number, { size: 32 })]) : numberToHex(number, { size: 32 }),
     }))
-    await upstream.batch(requests.map((request) => ({ method: 'eth_sendTransaction', params: [request] })))
+    const hashes = (await upstream.batch(requests.map((request) => ({ method: 'eth_sendTransaction', params: [request] })))) as Hex[]
+    requests.forEach((r, index) => {
+      // The deposit envelope: 0x7e ‖ rlp([sourceHash, from, to, mint, value, gas, isSystemTx, data]).
+      const raw = concat(['0x7e', toRlp([r.sourceHash, r.from, r.to, '0x', '0x', r.gas, '0x', r.input])])
+      if (hashes[index]) depositRaws.set(hashes[index].toLowerCase(), raw)
+    })
   }
 
   const adopt = (block: HeadBlock, ms: number) => {
@@ -140,13 +149,14 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
     for (const listener of headListeners) listener({ ...header, timestampMs: hex(ms) } as HeadBlock & { timestampMs: Hex })
   }
 
-  const nextMs = () => {
+  const nextMs = (requested?: number) => {
     const previous = msOf(head?.hash) ?? Date.now()
+    if (requested !== undefined) return Math.max(previous + 1, Math.floor(requested))
     return blockTimeMs > 0 ? Math.max(previous + 1, Date.now()) : previous + DENIM_BLOCK_TIME_MS
   }
 
-  const mineOne = async () => {
-    const ms = nextMs()
+  const mineOne = async (requested?: number) => {
+    const ms = nextMs(requested)
     // Whole seconds repeat while ms stays in one second: about five blocks share a timestamp.
     await upstream.call('evm_mine', [Math.floor(ms / 1000)])
     const block = await latest()
@@ -185,9 +195,13 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
     for (let offset = 0; offset < depth; offset++) {
       if (deposits) await stageDeposits(block)
       for (const { transaction } of replacements.filter((r) => r.blockOffset === offset)) {
+        // Each block gets deposits of its own: replayed ones would follow them.
+        if (typeof transaction === 'string' && transaction.startsWith('0x7e')) continue
+        // One that no longer fits the chain (a nonce already used above the fork) stays out rather than undo the reorg half-way.
         await (typeof transaction === 'string'
           ? upstream.call('eth_sendRawTransaction', [transaction])
-          : upstream.call('eth_sendTransaction', [transaction]))
+          : upstream.call('eth_sendTransaction', [transaction])
+        ).catch((error: unknown) => logger.warn({ err: error, block_offset: offset }, 'devnet reorg left out a replacement transaction'))
       }
       const ms = nextMs()
       await upstream.call('evm_mine', [Math.floor(ms / 1000)])
@@ -245,7 +259,7 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
   }
 
   return {
-    mine: () => exclusive(mineOne),
+    mine: (timestampMs) => exclusive(() => mineOne(timestampMs)),
     reorg: (depth, replacements) => exclusive(() => reorg(depth, replacements)),
     changeChain: (operation) =>
       exclusive(async () => {
@@ -256,6 +270,7 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
         }
       }),
     submit,
+    rawDeposit: (hash) => depositRaws.get(hash.toLowerCase()),
     decorate,
     head: () => {
       if (!head) throw new Error('the devnet chain has not started')

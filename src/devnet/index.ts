@@ -68,8 +68,11 @@ export type Devnet = {
   anvil: Anvil
   /** Blocks the canonical chain at `url` lags anvil's head. */
   canonicalLag: number
-  /** Mines the pool into a block now; with `canonicalLag` the node serves it as canonical that many blocks later. */
-  mine: () => Promise<MinedBlock>
+  /**
+   * Mines the pool into a block now; with `canonicalLag` the node serves it as canonical that many blocks later.
+   * On `base`, `timestampMs` (e.g. the wall clock) stamps the block instead of 200 ms after its parent.
+   */
+  mine: (options?: { timestampMs?: number }) => Promise<MinedBlock>
   /** Removes a pool transaction so it is never mined; true when it was in the pool. */
   dropTransaction: (hash: Hex) => Promise<boolean>
   /** Replaces the last `depth` blocks (`anvil_reorg`); orphaned transactions vanish. */
@@ -169,7 +172,7 @@ async function startBase(
     anvilUrl: anvil.url,
     anvil,
     canonicalLag: 0,
-    mine: async () => toMinedBlock(await denim.mine()),
+    mine: async (mineOptions) => toMinedBlock(await denim.mine(mineOptions?.timestampMs)),
     dropTransaction: (hash) => denim.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),
     reorg: async (depth, replacements = []) => toMinedBlock(await denim.reorg(depth, replacements)),
     pending: async () => {
@@ -228,7 +231,7 @@ async function startOp(
     anvilUrl: anvil.url,
     anvil,
     canonicalLag,
-    mine,
+    mine: () => mine(),
     dropTransaction: (hash) =>
       pending.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),
     reorg: (depth, replacements = []) =>

@@ -53,6 +53,9 @@ const CANONICAL_READS = new Set([
 /** Transaction submissions: on the `base` profile none may straddle a mine, so the queued deposits lead each block. */
 const SUBMISSIONS = new Set(['eth_sendRawTransaction', 'eth_sendTransaction'])
 
+/** Answered by the `base` layer for its deposits: anvil 1.7 panics encoding a mined deposit transaction. */
+const RAW_TRANSACTION_METHOD = 'eth_getRawTransactionByHash'
+
 /** geth's answer for a block hash it does not have. */
 const UNKNOWN_BLOCK = { code: -32000, message: 'unknown block' }
 
@@ -127,8 +130,9 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
 }
 
 /**
- * The pre-confirmed layer's JSON-RPC endpoint (HTTP and WebSocket on one port): pending `eth_getLogs` from the
- * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`, and every other call proxied to anvil verbatim.
+ * The devnet's JSON-RPC endpoint (HTTP and WebSocket on one port). `op`: pending `eth_getLogs` from the
+ * simulation, `eth_subscribe` for `pendingLogs` and `newHeads`. `base`: `pending` read as `latest`, answers
+ * stamped with milliseconds, `newHeads` only. Every other call is proxied to anvil verbatim.
  */
 export async function startDevnetServer(parameters: DevnetServerParameters): Promise<DevnetServer> {
   const { upstream, pending, denim, logger } = parameters
@@ -220,6 +224,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
       return null
     }
     if (method === 'anvil_reorg') return chain.reorg(Number(params[0]), replacementsOf(params[1])).then(() => null)
+    if (method === RAW_TRANSACTION_METHOD) return chain.rawDeposit(String(params[0]) as Hex) ?? upstream.call(method, params)
     if (method === DROP_TRANSACTION_METHOD) return chain.changeChain(() => upstream.call('anvil_dropTransaction', params))
     if (CHAIN_CHANGING_METHODS.has(method)) return chain.changeChain(() => upstream.call(method, params))
     if (STAMPED_METHODS.has(method)) return chain.decorate(method, await upstream.call(method, pendingAsLatest(method, params)))
@@ -276,7 +281,8 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     const batch = Array.isArray(parsed) ? parsed : undefined
     const requests = (batch ?? [parsed]).filter(isRequest)
     const has = (methods: Set<string>) => requests.some((request) => methods.has(request.method))
-    if (requests.some((request) => request.method === DROP_TRANSACTION_METHOD || CHAIN_CHANGING_METHODS.has(request.method))) {
+    const own = (method: string) => method === DROP_TRANSACTION_METHOD || method === RAW_TRANSACTION_METHOD || CHAIN_CHANGING_METHODS.has(method)
+    if (requests.some((request) => own(request.method))) {
       if (!batch) return respond(res, 200, await handle(parsed))
       const answers = await Promise.all(batch.map(handle))
       return respond(res, 200, answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined))
