@@ -1,5 +1,5 @@
 import { refreshWalletNonces } from './attribution/coverage.js'
-import { createAttributor } from './attribution/attributor.js'
+import { createAttributor, type AttributedBlock } from './attribution/attributor.js'
 import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
@@ -11,7 +11,7 @@ import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
-import { createTipReader } from './sync/tipReads.js'
+import { createTipReader, type TipBlock } from './sync/tipReads.js'
 import { briefly } from './utils/errors.js'
 import { redactUrl } from './utils/redact.js'
 import type { Interval } from './utils/interval.js'
@@ -145,6 +145,15 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
 
   const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
 
+  // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.
+  const decodedAt = new WeakMap<TipBlock, AttributedBlock>()
+  const decodedTip = (blocks: readonly TipBlock[]): AttributedBlock[] =>
+    blocks.map((block) => {
+      let decoded = decodedAt.get(block)
+      if (!decoded) decodedAt.set(block, (decoded = attributor.decodeBlocks([block])[0]!))
+      return decoded
+    })
+
   const follower = createHeadFollower({
     pool: store.pool,
     logger,
@@ -157,8 +166,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     fetchHeaders,
     finalized,
     tip: createTipReader({ rpc: reliable, fetchLogs }),
-    attribute: (blocks, rows, statusOf, gasUsed) => attributor.forFetched(attributor.decodeBlocks(blocks), rows, statusOf, gasUsed),
-    gasWanted: (blocks) => attributor.gasWanted(attributor.decodeBlocks(blocks)),
+    attribute: (blocks, rows, statusOf, gasUsed) => attributor.forFetched(decodedTip(blocks), rows, statusOf, gasUsed),
+    gasWanted: (blocks) => attributor.gasWanted(decodedTip(blocks)),
   })
 
   const poller = createPendingPoller({

@@ -96,7 +96,7 @@ describe('finality with a 6,000-block window', () => {
     const large = await firstStep(12, 6_000)
     for (const run of [small, large]) {
       expect(run.steps).toEqual([
-        { type: 'orphaned', blocks: [500], logs: 0, logsRemoved: 1 },
+        { type: 'orphaned', blocks: [500], logsRemoved: 1 },
         { type: 'finalize', from: 1, to: FINALITY_STEP_BLOCKS, logs: FINALITY_STEP_BLOCKS },
       ])
       // The node is asked for the step's top header only.

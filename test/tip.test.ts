@@ -28,11 +28,11 @@ describe('chain probe', () => {
   it('says a base-profile chain does not pre-confirm and measures its 200 ms blocks', async () => {
     const devnet = await createDevnet({ profile: 'base' })
     cleanups.push(() => devnet.stop())
-    await waitFor(async () => Number(await createRpcClient({ url: devnet.url }).request<string>('eth_blockNumber')) >= 10, '10 blocks')
+    await waitFor(async () => Number(await createRpcClient({ url: devnet.url }).request<string>('eth_blockNumber')) >= 20, '20 blocks')
     const probe = await probeChain(createRpcClient({ url: devnet.url }))
     expect(probe.preconfirms).toBe(false)
     expect(probe.blockTimeMs).toBeGreaterThanOrEqual(150)
-    expect(probe.blockTimeMs).toBeLessThanOrEqual(300)
+    expect(probe.blockTimeMs).toBeLessThanOrEqual(400)
   })
 
   it('says an op-profile chain pre-confirms through pending', async () => {
@@ -96,8 +96,9 @@ describe.each([
       while (sending) {
         const round: Promise<Hash | undefined>[] = []
         for (let from = 1; from <= 5; from++) {
-          const data = encodeEmitMany(3, (seq += 3), '0xbeef')
-          const suffix = from === 5 ? { suffix: schema0Suffix('7069703031') } : {}
+          const data = encodeEmitMany(3, seq++, '0xbeef')
+          // One suffixed transaction every other block: Base's 2 % of 25 transactions.
+          const suffix = from === 5 && seq % 2 === 0 ? { suffix: schema0Suffix('7069703031') } : {}
           // A reorg drops what the pool held; the next round sends on from the node's nonce.
           round.push(sendWithSuffix(devnet.anvilUrl, { from, to: emitter, data, ...suffix, gas: 500_000n, wait: false }).catch(() => undefined))
         }
@@ -106,6 +107,11 @@ describe.each([
       }
     })()
 
+    // Stopped before the database goes, should an assertion fail first.
+    cleanups.push(async () => {
+      sending = false
+      await load
+    })
     await waitFor(async () => (await liveBlock()) >= start + 5, 'the first loaded blocks')
     const before = { calls: devnet.calls(), block: await liveBlock() }
     await waitFor(async () => (await liveBlock()) >= before.block + 50, '50 more blocks', 120_000)

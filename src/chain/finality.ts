@@ -8,7 +8,7 @@ import type { Header } from './types.js'
 export const FINALITY_STEP_BLOCKS = 1_000
 
 export type FinalityStep =
-  | { type: 'orphaned'; blocks: number[]; logs: number; logsRemoved: number }
+  | { type: 'orphaned'; blocks: number[]; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
 
 export type AdvanceToFinalizedParameters = {
@@ -51,7 +51,7 @@ export async function advanceToFinalized(
   if (orphaned.length > 0) {
     const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned)
     crashPoint('orphans-marked')
-    steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logs: 0, logsRemoved })
+    steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logsRemoved })
   }
   const logs = await advanceFinality(pool, chainId, [previous, target])
   steps.push({ type: 'finalize', from: previous + 1, to: target, logs })

@@ -31,8 +31,9 @@ export async function measureBlockTime(rpc: Pick<RpcClient, 'request' | 'batch'>
   const latest = await rpc.request<ProbedBlock>('eth_getBlockByNumber', ['latest', false])
   if (!latest) throw new Error('node has no latest block')
   const head = Number(latest.number)
-  const back = Math.min(span, head)
-  if (back === 0) return { blockTimeMs: MIN_BLOCK_TIME_MS, calls: 1 }
+  // Genesis is left out: its timestamp is when the chain was created, not a block time.
+  const back = Math.min(span, head - 1)
+  if (back <= 0) return { blockTimeMs: MIN_BLOCK_TIME_MS, calls: 1 }
   const older = await rpc.request<ProbedBlock>('eth_getBlockByNumber', [`0x${(head - back).toString(16)}`, false])
   if (!older) throw new Error(`node has no block ${head - back}`)
   const perBlock = (millisOf(latest) - millisOf(older)) / back
