@@ -13,7 +13,8 @@ import type { FollowEvent } from './sync/realtime.js'
 import { planBackfill } from './sync/historical.js'
 import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
-import { followPendingLogs } from './sync/subscription.js'
+import { followNewHeads, followPendingLogs } from './sync/subscription.js'
+import { whilePreconfirming } from './chains/index.js'
 import { runEvery } from './utils/loop.js'
 import { createStore } from './store/index.js'
 
@@ -125,6 +126,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
             logger.info({ chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
           }
         : undefined
+      const { profiler } = indexer
+      const wsUrl = config.rpcWsUrl
       const scheduler = startScheduler({
         redis,
         keyPrefix: config.redisPrefix,
@@ -144,27 +147,48 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
             return result
           },
         },
-        headPollMs: config.headPollMs,
+        // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
+        headPollMs: () => (wsUrl ? (config.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
         pendingPollMs: config.pendingPollMs,
+        profiler,
+        ...(wsUrl
+          ? {
+              heads: (signal: AbortSignal, onHead: () => void) =>
+                followNewHeads({
+                  url: wsUrl,
+                  logger,
+                  signal,
+                  onHead: (header) => {
+                    indexer.follower.announce(header)
+                    onHead()
+                  },
+                  silentAfterMs: () => Math.max(2_000, 10 * profiler.current().blockTimeMs),
+                  httpHead: indexer.follower.lastHead,
+                }),
+            }
+          : {}),
         whileLeader: async (signal: AbortSignal) => {
           const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
           const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
           const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
+          const reprobe = profiler.run(signal)
           const subscription =
-            config.rpcWsUrl && config.pendingPollMs > 0
-              ? followPendingLogs({
-                  url: config.rpcWsUrl,
-                  filter: toRpcFilter(indexer.filter),
-                  logger,
-                  signal,
-                  onLogs: async (logs) => {
-                    const changed = await indexer.poller.store(logs)
-                    metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
-                    return changed
-                  },
-                })
+            wsUrl && config.pendingPollMs > 0
+              ? whilePreconfirming(profiler, signal, (subscribed) =>
+                  followPendingLogs({
+                    url: wsUrl,
+                    filter: toRpcFilter(indexer.filter),
+                    logger,
+                    signal: subscribed,
+                    onLogs: async (logs) => {
+                      const changed = await indexer.poller.store(logs)
+                      metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
+                      return changed
+                    },
+                  }),
+                )
               : undefined
-          await Promise.all([coverage, registryCheck, subscription, dispatcher.run(signal)])
+          await Promise.all([coverage, registryCheck, reprobe, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)

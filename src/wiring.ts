@@ -1,22 +1,35 @@
 import { refreshWalletNonces } from './attribution/coverage.js'
-import { createAttributor } from './attribution/attributor.js'
+import { createAttributor, type AttributedBlock } from './attribution/attributor.js'
 import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
-import { createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createStore, runMigrations, saveBuilderCodeRegistry, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createChainProfiler } from './chains/index.js'
+import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
+import { createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
+import { createTipReader, type TipBlock } from './sync/tipReads.js'
 import { briefly } from './utils/errors.js'
 import { redactUrl } from './utils/redact.js'
 import type { Interval } from './utils/interval.js'
 
-// The finalized block moves slowly; one look per this long serves every chunk job in between.
-const FINALIZED_CACHE_MS = 2_000
+// The finalized block moves slowly; one look per this long serves every chunk job and tip step in between.
+const FINALIZED_CACHE_MS = 4_000
 const POOL_SIZE_PER_JOB = 2
+
+/** How a node says it has no block for a tag it does not know (`finalized` before the merge, on some L2 nodes). */
+const answersNoSuchTag = (error: unknown) =>
+  ['invalid-params', 'invalid-params-range'].includes(classifyRpcError(error).pattern) || /unknown block/i.test(messagesOf(error))
+
+/** Every message in an error's cause chain, for matching what a node said. */
+function messagesOf(error: unknown): string {
+  const messages: string[] = []
+  for (let e = error as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) messages.push(String(e.message ?? ''))
+  return messages.join(' | ')
+}
 
 
 /**
@@ -66,23 +79,55 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const fetchHeader = (block: number | BlockTag): Promise<Header | null> => getBlockHeader(rpc, block)
   const fetchHeaders = (numbers: readonly number[]): Promise<Header[]> => getBlockHeaders(rpc, numbers)
 
-  /** The node's block number for a tag; `safe`/`finalized` fall back to head − FINALITY_DEPTH where the node has no such tag. */
-  async function blockNumberAt(tag: BlockTag): Promise<number> {
-    if (tag !== 'latest') {
-      const block = await fetchHeader(tag).catch(() => null)
-      if (block) return block.number
+  const profiler = await createChainProfiler({
+    rpc: reliable,
+    logger,
+    chainId,
+    settings: { preconfirmations: config.preconfirmations, finalityDepth: config.finalityDepth, finalitySeconds: config.finalitySeconds, headPollMs: config.headPollMs },
+    filter: toRpcFilter(filter),
+    save: (profile) => saveChainProfile(store.pool, chainId, profile),
+  })
+
+  // Remembered once the node answers that it has no such tag: from then on the depth fallback applies.
+  const tagMissing = new Set<BlockTag>()
+  /**
+   * The node's block for a tag, with its hash where the node has the tag. `safe`/`finalized` fall back to
+   * head − the finality depth ONLY where the node says it has no such tag (null, "unknown block",
+   * invalid params); any other failure is thrown, to be asked again, never guessed.
+   */
+  async function blockAt(tag: BlockTag): Promise<{ number: number; hash?: string }> {
+    if (tag !== 'latest' && !tagMissing.has(tag)) {
+      const header = await rpc.request<RpcBlockHeader | null>('eth_getBlockByNumber', [tag, false]).catch((error: unknown) => {
+        if (!answersNoSuchTag(error)) throw error
+        return null
+      })
+      if (header) return { number: Number(header.number), hash: header.hash.toLowerCase() }
+      tagMissing.add(tag)
+      logger.warn({ chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth }, 'node has no such block tag: using head minus the finality depth')
     }
     const head = Number(await reliable.request<string>('eth_blockNumber', []))
-    return tag === 'latest' ? head : Math.max(0, head - config.finalityDepth)
+    return { number: tag === 'latest' ? head : Math.max(0, head - profiler.current().finalityDepth) }
   }
+  const blockNumberAt = async (tag: BlockTag): Promise<number> => (await withRetry(() => blockAt(tag))).number
 
-  let finalized: { value: number; at: number } | undefined
-  async function finalizedBlock(): Promise<number | null> {
-    if (!finalized || Date.now() - finalized.at > FINALIZED_CACHE_MS) {
-      finalized = { value: await blockNumberAt('finalized'), at: Date.now() }
+  let finalizedRead: { number: number; hash?: string } | null = null
+  let finalizedAskedAt = -Infinity
+  /**
+   * The finalized block, asked at most every few seconds and never retried in place (a tip step must
+   * not wait on it): a failed ask keeps the last answer (null before the first) until the next one.
+   */
+  async function finalized(): Promise<{ number: number; hash?: string } | null> {
+    if (Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
+      finalizedAskedAt = Date.now()
+      try {
+        finalizedRead = await blockAt('finalized')
+      } catch (error) {
+        logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read')
+      }
     }
-    return finalized.value
+    return finalizedRead
   }
+  const finalizedBlock = async (): Promise<number | null> => (await finalized())?.number ?? null
 
   const fetchLogs = ([fromBlock, toBlock]: Interval, logFilter: LogFilter) =>
     getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }, {
@@ -101,6 +146,15 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
 
   const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
 
+  // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.
+  const decodedAt = new WeakMap<TipBlock, AttributedBlock>()
+  const decodedTip = (blocks: readonly TipBlock[]): AttributedBlock[] =>
+    blocks.map((block) => {
+      let decoded = decodedAt.get(block)
+      if (!decoded) decodedAt.set(block, (decoded = attributor.decodeBlocks([block])[0]!))
+      return decoded
+    })
+
   const follower = createHeadFollower({
     pool: store.pool,
     logger,
@@ -111,9 +165,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     startBlock: config.startBlock === 'latest' ? 'latest' : Number(config.startBlock),
     fetchHeader,
     fetchHeaders,
-    fetchLogs,
-    finalizedBlock,
-    attribute,
+    finalized,
+    tip: createTipReader({ rpc: reliable, fetchLogs }),
+    attribute: (blocks, rows, statusOf, gasUsed) => attributor.forFetched(decodedTip(blocks), rows, statusOf, gasUsed),
+    gasWanted: (blocks) => attributor.gasWanted(decodedTip(blocks)),
   })
 
   const poller = createPendingPoller({
@@ -150,6 +205,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     poller,
     fetchHeader,
     blockNumberAt,
+    /** The chain's probed profile (block time, pre-confirmations), re-probed while the scheduler runs it. */
+    profiler,
     close: () => store.close(),
     /** Reads recently active registered wallets' nonces, at most `maxWallets`, for `analytics.wallet_coverage`. */
     refreshWalletNonces: (maxWallets: number) => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }, maxWallets),

@@ -104,6 +104,25 @@ describe('health and readiness', () => {
   })
 })
 
+describe('chain profile in status and readiness', () => {
+  it('says "no pre-confirmations on this chain" with the measured block time instead of a pending figure', async () => {
+    const chainId = 777
+    await db.store.pool.query(
+      `INSERT INTO chain_state (chain_id, head_block, live_block, block_time_ms, preconfirmations, preconfirmations_source) VALUES ($1, 10, 10, 200, false, 'probe')`,
+      [chainId],
+    )
+    const api = await startApi({ chainId, rpc: createRpcClient({ url: anvil.url }), redis: redisClient() })
+    const status = (await api.app.inject({ url: '/v1/status' })).json()
+    expect(status).toMatchObject({ pendingLogsPerSecond: null, blockTimeMs: 200, preconfirmations: { enabled: false, source: 'probe' } })
+    const ready = (await api.app.inject({ url: '/readyz' })).json()
+    expect(ready.sync).toMatchObject({ blockTimeMs: 200, preconfirmations: { enabled: false, source: 'probe' } })
+
+    await db.store.pool.query(`UPDATE chain_state SET block_time_ms = 2000, preconfirmations = true, preconfirmations_source = 'config' WHERE chain_id = $1`, [chainId])
+    const preconfirming = (await api.app.inject({ url: '/v1/status' })).json()
+    expect(preconfirming).toMatchObject({ pendingLogsPerSecond: 0, blockTimeMs: 2000, preconfirmations: { enabled: true, source: 'config' } })
+  })
+})
+
 describe('GET /metrics', () => {
   it('serves Prometheus text with the indexer metrics, RPC calls by method, queue depth and request durations', async () => {
     const metrics = createMetrics()

@@ -42,7 +42,8 @@ beforeAll(async () => {
     upstream.on('open', () => queued.splice(0).forEach((message) => upstream.send(message)))
     downstream.on('message', (data) => {
       const message = data.toString()
-      if (message.includes('eth_subscribe')) subscriptions++
+      // The daemon also subscribes to newHeads on the same URL; only pendingLogs subscriptions count here.
+      if (message.includes('eth_subscribe') && message.includes('pendingLogs')) subscriptions++
       if (upstream.readyState === WebSocket.OPEN) upstream.send(message)
       else queued.push(message)
     })

@@ -29,6 +29,16 @@ const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
 type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
 
+/** A block read with its transactions, header decoded (hashes lowercase), transactions as the node sent them. */
+export type FetchedBlock = {
+  number: number
+  hash: string
+  parentHash: string
+  timestamp: number
+  timestampMs?: number | null
+  transactions: readonly TransactionInput[]
+}
+
 export type Writes = (client: pg.PoolClient) => Promise<void>
 
 /** A block's header with its transactions already decoded (their inputs are not kept). */
@@ -132,6 +142,7 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
     blockSizes: ReadonlyMap<string, number>,
+    gasRead: ReadonlyMap<string, number> = new Map(),
   ): Promise<Writes> {
     const fresh = await withEip7702Delegates(
       decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
@@ -144,7 +155,7 @@ export function createAttributor(context: AttributorContext) {
     }
     // A pending transaction has no receipt yet.
     const needGas = [...positions.values()]
-      .filter((p) => p.status !== 'pending' && lacksGas(p.hash))
+      .filter((p) => p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
       .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
@@ -155,7 +166,8 @@ export function createAttributor(context: AttributorContext) {
     const onThisChain = String(chainId)
     for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
-    const [gasUsed, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
+    const [gasFetched, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
+    const gasUsed = gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
     /** All codes registered: true; one not: false; one unknown: null. */
     const verdict = (registry: string, codes: readonly string[]) => {
       const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
@@ -348,8 +360,62 @@ export function createAttributor(context: AttributorContext) {
     }))
   }
 
+  /** Decodes blocks read with their transactions (`eth_getBlockByNumber(n, true)`) by someone else, e.g. the head follower. */
+  function decodeBlocks(blocks: readonly FetchedBlock[]): AttributedBlock[] {
+    return blocks.map((block) => ({
+      number: block.number,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: block.timestamp,
+      timestampMs: block.timestampMs ?? null,
+      transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
+    }))
+  }
+
+  /** Attributed transactions of decoded blocks: the gas used attribution will want, for a caller that reads receipts with its other calls. */
+  function gasWanted(blocks: readonly AttributedBlock[]): string[] {
+    return blocks.flatMap((block) => block.transactions.filter((tx) => tx.entries.length > 0).map((tx) => tx.hash))
+  }
+
+  /**
+   * Prepares the attribution of blocks already read whole and decoded (`decodeBlocks`), with no
+   * transaction asked again: in `blocks` scope every transaction, in `logs` scope those behind `rows`
+   * (which must be logs of these very blocks). `gasRead` holds gas used the caller already read.
+   */
+  async function forFetched(
+    blocks: readonly AttributedBlock[],
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    gasRead: ReadonlyMap<string, number> = new Map(),
+  ): Promise<Writes> {
+    blocksOfRows([...blocks], rows)
+    if (context.scope === 'blocks') return forBlocks(blocks, statusOf, gasRead)
+    const positions = new Map<string, TransactionPosition>()
+    for (const row of rows) {
+      if (!positions.has(row.transactionHash)) {
+        positions.set(row.transactionHash, {
+          hash: row.transactionHash,
+          blockNumber: row.blockNumber,
+          blockHash: row.blockHash,
+          blockTimestamp: row.blockTimestamp,
+          blockTimestampMs: row.blockTimestampMs,
+          transactionIndex: row.transactionIndex,
+          status: statusOf(row.blockNumber),
+        })
+      }
+    }
+    // A deposit's logs are indexed, but it is no user transaction: neither stored nor attributed.
+    for (const block of blocks) for (const tx of block.transactions) if (tx.deposit) positions.delete(tx.hash)
+    const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
+    const decoded = blocks.flatMap((block) => block.transactions.filter((tx) => positions.has(tx.hash) && !known.has(tx.hash)))
+    const found = new Set(decoded.map((tx) => tx.hash))
+    const lost = [...positions.keys()].find((hash) => !known.has(hash) && !found.has(hash))
+    if (lost) throw new Error(`transaction ${lost} behind a log is not in its block as read; reading again`)
+    return prepare(decoded, positions, known, new Map(blocks.map((block) => [block.hash, block.transactions.length])), gasRead)
+  }
+
   /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
-  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number>): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const block of blocks) {
       block.transactions.forEach((tx, transactionIndex) => {
@@ -376,6 +442,7 @@ export function createAttributor(context: AttributorContext) {
       positions,
       known,
       new Map(blocks.map((block) => [block.hash, block.transactions.length])),
+      gasRead,
     )
   }
 
@@ -397,7 +464,7 @@ export function createAttributor(context: AttributorContext) {
     return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf, blockSizes)
   }
 
-  return { attribute, forLogs, forRange }
+  return { attribute, forLogs, forRange, forFetched, decodeBlocks, gasWanted }
 }
 
 export type Attributor = ReturnType<typeof createAttributor>

@@ -1,39 +1,91 @@
 import type pg from 'pg'
-import { advanceFinality, confirmedBlocks, getChainState } from '../store/index.js'
+import { advanceFinality, blocksBetween, getChainState, unfinalizedLogBlocks } from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 import { orphanBlocks } from './repair.js'
 import type { Header } from './types.js'
+
+/** Most blocks one finality step moves to `finalized`, so its transaction and its reads stay the same size however far finality trails. */
+export const FINALITY_STEP_BLOCKS = 1_000
 
 export type FinalityStep =
   | { type: 'orphaned'; blocks: number[]; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
 
+export type AdvanceToFinalizedParameters = {
+  chainId: number
+  /** The node's finalized block, with its hash where the node said it; null while unknown. */
+  finalized: { number: number; hash?: string } | null
+  fetchHeader: (block: number) => Promise<Header | null>
+  fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
+  /** @default FINALITY_STEP_BLOCKS */
+  maxBlocks?: number
+}
+
 /**
- * Moves rows to `finalized` up to the node's finalized block (never past the follower's position).
- * Before they become final, the blocks still held as `confirmed` are checked against the node: rows a
- * backfill stored from a fork the follower never saw are marked removed, with their repair.
+ * Moves rows to `finalized` up to the node's finalized block (never past the follower's position), at
+ * most `maxBlocks` blocks per call. Before they become final, the rows still held as `confirmed` are
+ * checked against the canonical chain: walking down from the step's top block (whose hash the node
+ * gives) through the parent hashes of the headers already stored, so only heights without a stored
+ * header of that chain (rows a backfill wrote from logs, or from a fork the follower never saw) are read
+ * from the node. Rows of any other block are marked removed, with their repair.
  */
 export async function advanceToFinalized(
   pool: pg.Pool,
-  { chainId, finalizedBlock, fetchHeaders }: { chainId: number; finalizedBlock: number | null; fetchHeaders: (numbers: readonly number[]) => Promise<Header[]> },
+  { chainId, finalized, fetchHeader, fetchHeaders, maxBlocks = FINALITY_STEP_BLOCKS }: AdvanceToFinalizedParameters,
 ): Promise<FinalityStep[]> {
   const state = await getChainState(pool, chainId)
-  if (finalizedBlock === null || state?.liveBlock == null) return []
+  if (finalized === null || state?.liveBlock == null) return []
   const previous = state.finalizedBlock ?? -1
-  const target = Math.min(finalizedBlock, state.liveBlock)
+  const target = Math.min(finalized.number, state.liveBlock, previous + maxBlocks)
   if (target <= previous) return []
   const steps: FinalityStep[] = []
-  const stored = await confirmedBlocks(pool, chainId, [previous, target])
-  if (stored.length > 0) {
-    const onNode = new Map((await fetchHeaders([...new Set(stored.map((b) => b.number))])).map((h) => [h.number, h.hash]))
-    const orphaned = stored.filter((block) => onNode.get(block.number) !== block.hash)
-    if (orphaned.length > 0) {
-      const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned)
-      crashPoint('orphans-marked')
-      steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logsRemoved })
-    }
+  const [headers, logBlocks] = await Promise.all([blocksBetween(pool, chainId, [previous, target]), unfinalizedLogBlocks(pool, chainId, [previous, target])])
+  const canonical = await canonicalHashes(headers, [...headers, ...logBlocks], [previous, target], finalized, { fetchHeader, fetchHeaders })
+  const seen = new Set<string>()
+  const orphaned = [...headers, ...logBlocks].filter((block) => {
+    const key = `${block.number}:${block.hash}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return canonical.get(block.number) !== block.hash
+  })
+  if (orphaned.length > 0) {
+    const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned)
+    crashPoint('orphans-marked')
+    steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logsRemoved })
   }
   const logs = await advanceFinality(pool, chainId, [previous, target])
   steps.push({ type: 'finalize', from: previous + 1, to: target, logs })
   return steps
+}
+
+/**
+ * The canonical hash of each height of `(from, to]` that holds rows: the top one from the node (the
+ * finalized header's own hash when `to` is the finalized block), the rest by following stored parent
+ * hashes down. Heights with rows below a break in the stored chain are read from the node, all in one batch.
+ */
+async function canonicalHashes(
+  headers: readonly { number: number; hash: string; parentHash: string | null }[],
+  rows: readonly { number: number }[],
+  [from, to]: [number, number],
+  finalized: { number: number; hash?: string },
+  { fetchHeader, fetchHeaders }: Pick<AdvanceToFinalizedParameters, 'fetchHeader' | 'fetchHeaders'>,
+): Promise<Map<number, string>> {
+  const top = to === finalized.number && finalized.hash ? { hash: finalized.hash } : await fetchHeader(to)
+  if (!top) throw new Error(`node has no block ${to}`)
+  const stored = new Map(headers.map((block) => [block.hash, block]))
+  const withRows = new Set(rows.map((row) => row.number))
+  const canonical = new Map<number, string>()
+  let fromNode: Map<number, Header> | undefined
+  let expected: string | null = top.hash
+  for (let n = to; n > from; n--) {
+    if (expected === null && withRows.has(n)) {
+      fromNode ??= new Map((await fetchHeaders([...withRows].filter((h) => h > from && h <= n).sort((a, b) => b - a))).map((h) => [h.number, h]))
+      expected = fromNode.get(n)?.hash ?? null
+    }
+    if (expected === null) continue
+    canonical.set(n, expected)
+    const block = stored.get(expected)
+    expected = block?.number === n && block.parentHash ? block.parentHash : (fromNode?.get(n)?.parentHash ?? null)
+  }
+  return canonical
 }

@@ -5,4 +5,4 @@
 export { findForkPoint, DeepReorgError, type FindForkPointParameters } from './forkPoint.js'
 export { applyReorg, orphanBlocks, repairChunks } from './repair.js'
 export type { Header } from './types.js'
-export { advanceToFinalized, type FinalityStep } from './finality.js'
+export { advanceToFinalized, FINALITY_STEP_BLOCKS, type AdvanceToFinalizedParameters, type FinalityStep } from './finality.js'

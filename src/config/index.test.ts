@@ -16,7 +16,10 @@ describe('loadConfig', () => {
       startBlock: 'latest',
       chunkBlocks: 1000,
       pendingPollMs: 200,
-      finalityDepth: 64,
+      finalityDepth: undefined,
+      finalitySeconds: 900,
+      headPollMs: undefined,
+      preconfirmations: 'auto',
       attributionScope: 'logs',
       port: 8080,
       adminUi: false,
@@ -43,7 +46,12 @@ describe('loadConfig', () => {
       BUILDER_API_URL: 'https://builder.example/',
       RPC_BATCH_SIZE: '250',
       API_DB_POOL_SIZE: '2',
+      PRECONFIRMATIONS: 'off',
+      FINALITY_SECONDS: '1200',
+      FINALITY_DEPTH: '64',
+      HEAD_POLL_MS: '250',
     })
+    expect([config.preconfirmations, config.finalitySeconds, config.finalityDepth, config.headPollMs]).toEqual(['off', 1200, 64, 250])
     expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
     expect(config.indexAddresses).toEqual([
       '0x0000000000000000000000000000000000000001',
@@ -75,6 +83,8 @@ describe('loadConfig', () => {
     ['RPC_BATCH_SIZE', '0', 'invalid RPC_BATCH_SIZE="0": expected an integer from 1 to 10000'],
     ['API_DB_POOL_SIZE', '0', 'invalid API_DB_POOL_SIZE="0": expected an integer from 1 to 1000'],
     ['RPC_BATCH_SIZE', 'many', 'invalid RPC_BATCH_SIZE="many": expected an integer from 1 to 10000'],
+    ['PRECONFIRMATIONS', 'maybe', 'invalid PRECONFIRMATIONS="maybe": expected auto, on, off'],
+    ['FINALITY_SECONDS', '0', 'invalid FINALITY_SECONDS="0": expected an integer from 1 to 86400'],
     ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)

@@ -89,8 +89,10 @@ const schema = z.object({
     .default('latest'),
   CHUNK_BLOCKS: integer(1, MAX_CHUNK_BLOCKS).default(1000),
   PENDING_POLL_MS: integer(0, 60_000).default(200),
-  HEAD_POLL_MS: integer(50, 60_000).default(500),
-  FINALITY_DEPTH: integer(1, 100_000).default(64),
+  HEAD_POLL_MS: integer(50, 60_000).optional(),
+  FINALITY_DEPTH: integer(1, 100_000).optional(),
+  FINALITY_SECONDS: integer(1, 86_400).default(900),
+  PRECONFIRMATIONS: z.enum(['auto', 'on', 'off']).default('auto'),
   ATTRIBUTION_SCOPE: z.enum(['logs', 'blocks']).default('logs'),
   PORT: integer(0, 65_535).default(8080),
   ADMIN_UI: z.enum(['0', '1']).transform((value) => value === '1').default(false),
@@ -139,8 +141,14 @@ export type Config = Readonly<{
   startBlock: bigint | 'latest'
   chunkBlocks: number
   pendingPollMs: number
-  headPollMs: number
-  finalityDepth: number
+  /** `HEAD_POLL_MS`; unset: the measured block time (never under 100 ms). */
+  headPollMs: number | undefined
+  /** `FINALITY_DEPTH`; unset: `finalitySeconds` converted with the measured block time. */
+  finalityDepth: number | undefined
+  /** The depth fallback for a node without a `finalized` tag, in seconds of chain. */
+  finalitySeconds: number
+  /** `PRECONFIRMATIONS`: `auto` probes whether `pending` pre-confirms; `on`/`off` force it. */
+  preconfirmations: 'auto' | 'on' | 'off'
   attributionScope: 'logs' | 'blocks'
   port: number
   adminUi: boolean
@@ -229,6 +237,8 @@ function toConfig(p: Parsed): Config {
     pendingPollMs: p.PENDING_POLL_MS,
     headPollMs: p.HEAD_POLL_MS,
     finalityDepth: p.FINALITY_DEPTH,
+    finalitySeconds: p.FINALITY_SECONDS,
+    preconfirmations: p.PRECONFIRMATIONS,
     attributionScope: p.ATTRIBUTION_SCOPE,
     port: p.PORT,
     adminUi: p.ADMIN_UI,

@@ -43,15 +43,21 @@ export async function finalizeBehindFinality(client: pg.PoolClient, chainId: num
   if (low <= Math.min(to, finalized)) await markFinalized(client, chainId, [low, Math.min(to, finalized)])
 }
 
-/** Distinct blocks of `(from, to]` stored as confirmed (not yet final) and not removed: headers, and blocks holding such logs. */
-export async function confirmedBlocks(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string }[]> {
+/** Stored headers of `(from, to]` not marked removed, as their writers saw them (parent hash null where a backfill stored a block from its logs alone). */
+export async function blocksBetween(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string; parentHash: string | null }[]> {
   const { rows } = await db.query(
-    `SELECT block_number AS number, block_hash AS hash FROM logs
-     WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed
-     UNION
-     SELECT number, hash FROM blocks WHERE chain_id = $1 AND number > $2 AND number <= $3 AND status = 'confirmed' AND NOT removed`,
+    `SELECT number, hash, parent_hash AS "parentHash" FROM blocks WHERE chain_id = $1 AND number > $2 AND number <= $3 AND NOT removed`,
+    [chainId, from, to],
+  )
+  return rows as { number: number; hash: string; parentHash: string | null }[]
+}
+
+/** Distinct blocks of `(from, to]` holding logs stored as confirmed (not yet final) and not removed. */
+export async function unfinalizedLogBlocks(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string }[]> {
+  const { rows } = await db.query(
+    `SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs
+     WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed`,
     [chainId, from, to],
   )
   return rows as { number: number; hash: string }[]
 }
-

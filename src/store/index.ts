@@ -8,7 +8,7 @@ export * as schema from './schema.js'
 export { STATUSES, statusBelow, WEBHOOK_EVENTS, ZERO_HASH, type Status, type WebhookEventType } from './schema.js'
 export { getCanonicalBlock, storeTipBlocks, type StoredBlock } from './tip.js'
 export { upsertPendingLogs } from './pending.js'
-export { advanceFinality, confirmedBlocks } from './finality.js'
+export { advanceFinality, blocksBetween, unfinalizedLogBlocks } from './finality.js'
 export { lockForkMarks, lockTipWrites } from './chainLock.js'
 export {
   blocksInConflict,
@@ -31,3 +31,4 @@ export { saveWalletNonces, walletsToRefresh, type WalletNonces } from './wallets
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
+export { saveChainProfile } from './chainProfile.js'

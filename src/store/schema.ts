@@ -395,6 +395,10 @@ export const chainState = pgTable('chain_state', {
   liveBlock: bigint('live_block', { mode: 'number' }),
   liveHash: text('live_hash'),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  /** The chain's profile as the scheduler last probed it (see `src/chains`). */
+  blockTimeMs: integer('block_time_ms'),
+  preconfirmations: boolean('preconfirmations'),
+  preconfirmationsSource: text('preconfirmations_source', { enum: ['probe', 'config'] }),
 })
 
 /** Every reorg the head follower handled, for audit and metrics. */

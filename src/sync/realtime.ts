@@ -19,11 +19,14 @@ import {
 import { crashPoint } from '../utils/crashPoint.js'
 import type { Interval } from '../utils/interval.js'
 import { isEveryLog, type LogFilter } from './filter.js'
+import type { TipBlock, TipReader } from './tipReads.js'
 
-/** Blocks stored per step when catching up, so each database transaction stays short. */
-const MAX_BLOCKS_PER_STEP = 100
+/** Blocks stored per step when catching up, so each database transaction (and the bodies held) stays short. */
+const MAX_BLOCKS_PER_STEP = 50
 
 export type { Header }
+
+const isTipBlock = (block: Header | TipBlock): block is TipBlock => 'transactions' in block
 
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
@@ -46,9 +49,14 @@ export type HeadFollowerContext = {
   /** The node's header at a height or tag; null when it has none. */
   fetchHeader: (block: number | 'latest') => Promise<Header | null>
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
-  fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
-  finalizedBlock: () => Promise<number | null>
-  attribute?: (rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval) => Promise<(client: pg.PoolClient) => Promise<void>>
+  /** The node's finalized block (with its hash where the node has a `finalized` tag), as last read; null until known. */
+  finalized: () => Promise<{ number: number; hash?: string } | null>
+  /** Reads blocks with their transactions and the step's logs in as few calls as a step allows. */
+  tip: TipReader
+  /** Attribution of blocks read whole at the tip, `gasUsed` already read by the step. */
+  attribute?: (blocks: readonly TipBlock[], rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, gasUsed: ReadonlyMap<string, number>) => Promise<(client: pg.PoolClient) => Promise<void>>
+  /** Transactions of these blocks whose gas used attribution will want: their receipts ride with the step's logs. */
+  gasWanted?: (blocks: readonly TipBlock[]) => string[]
 }
 
 /**
@@ -59,16 +67,16 @@ export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
   const also = context.alsoFollow ?? []
   let lastHead: number | undefined
+  /** The newest head a `newHeads` notification announced since the last step. */
+  let announced: Header | undefined
 
-  /** The logs of every followed filter in `range`, each answer checked against the headers, once each. */
-  async function fetchFollowedLogs(range: Interval, headers: ReadonlyMap<number, Header>): Promise<LogInput[]> {
-    const logs = await context.fetchLogs(range, context.filter)
+  /** The logs of every followed filter (answers in `[filter, ...also]` order), each checked against the headers, once each. */
+  function followedLogs(answers: readonly LogInput[][], headers: ReadonlyMap<number, Header>): LogInput[] {
+    const logs = [...answers[0]!]
     verifyLogs(logs, { headers, everyLog: isEveryLog(context.filter) })
-    // An unfiltered follower already has every log of the other filters.
-    if (isEveryLog(context.filter) || also.length === 0) return logs
+    if (answers.length === 1) return logs
     const seen = new Set(logs.map((log) => `${log.blockHash}:${log.logIndex}`))
-    for (const { filter } of also) {
-      const more = await context.fetchLogs(range, filter)
+    for (const more of answers.slice(1)) {
       verifyLogs(more, { headers, everyLog: false })
       for (const log of more) {
         const key = `${log.blockHash}:${log.logIndex}`
@@ -96,7 +104,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
   }
 
   async function finalize(): Promise<FollowEvent[]> {
-    const steps = await advanceToFinalized(pool, { chainId, finalizedBlock: await context.finalizedBlock(), fetchHeaders: context.fetchHeaders })
+    const steps = await advanceToFinalized(pool, { chainId, finalized: await context.finalized(), fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders })
     return steps.map((step) => {
       if (step.type === 'finalize') return step
       logger.warn({ chain_id: chainId, blocks: step.blocks, logs_removed: step.logsRemoved }, 'stored rows from an orphaned fork')
@@ -117,24 +125,48 @@ export function createHeadFollower(context: HeadFollowerContext) {
     return [{ type: 'reorg', forkBlock: Math.min(...stale.map((b) => b.number)) - 1, depth: 0, logsRemoved }]
   }
 
+  /**
+   * One step: the newest block (from a `newHeads` notification, or one call that brings it with its
+   * transactions), then every block up to it at once: the missing ones with their transactions and the
+   * logs of the range in one batch, attribution from those bodies, one database transaction.
+   */
   async function step(): Promise<FollowEvent[]> {
     const { liveBlock, liveHash } = await initialise()
-    const head = await context.fetchHeader('latest')
-    if (!head) return [{ type: 'retry', reason: 'node has no latest block' }]
+    const notified = announced
+    announced = undefined
+    const newest: Header | TipBlock | null = notified ?? (await context.tip.latest())
+    if (!newest) return [{ type: 'retry', reason: 'node has no latest block' }]
+    const head = newest
     if (head.number !== lastHead) {
       await updateChainState(pool, chainId, { headBlock: head.number })
       lastHead = head.number
     }
     if (head.number <= liveBlock) {
-      const atLive = await context.fetchHeader(liveBlock)
-      if (atLive && atLive.hash !== liveHash) return [await reorg(liveBlock, liveHash, atLive.hash)]
+      if (head.number === liveBlock) {
+        if (head.hash !== liveHash) return [await reorg(liveBlock, liveHash, head.hash)]
+      } else if (!notified) {
+        // The node is behind the follower (a shorter fork, or a lagging endpoint): is the stored tip still its chain?
+        const atLive = await context.fetchHeader(liveBlock)
+        if (atLive && atLive.hash !== liveHash) return [await reorg(liveBlock, liveHash, atLive.hash)]
+      }
       const finalized = await finalize()
       return finalized.length > 0 ? finalized : [{ type: 'idle', head: head.number }]
     }
 
     const to = Math.min(head.number, liveBlock + MAX_BLOCKS_PER_STEP)
-    const numbers = Array.from({ length: to - liveBlock }, (_, i) => liveBlock + 1 + i)
-    const headers = await context.fetchHeaders(numbers)
+    const have = new Map<number, TipBlock>()
+    if (isTipBlock(newest) && newest.number <= to) have.set(newest.number, newest)
+    const filters = [context.filter, ...also.map((followed) => followed.filter)]
+    // Receipts ride with the logs only where every log is followed: elsewhere most attributed transactions have no indexed log.
+    const receipts = context.gasWanted && isEveryLog(context.filter) ? context.gasWanted([...have.values()]) : []
+    let read: Awaited<ReturnType<TipReader['step']>>
+    try {
+      read = await context.tip.step([liveBlock + 1, to], have, filters, receipts)
+    } catch (error) {
+      if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
+      throw error
+    }
+    const headers = read.blocks
     if (headers[0]!.parentHash !== liveHash) return [await reorg(liveBlock, liveHash, headers[0]!.parentHash)]
     for (let i = 1; i < headers.length; i++) {
       if (headers[i]!.parentHash !== headers[i - 1]!.hash) return [{ type: 'retry', reason: `chain changed under block ${headers[i]!.number}` }]
@@ -142,14 +174,14 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const hashAt = new Map(headers.map((h) => [h.number, h]))
     let logs: LogInput[]
     try {
-      logs = await fetchFollowedLogs([liveBlock + 1, to], hashAt)
+      logs = followedLogs(read.logs, hashAt)
     } catch (error) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
-    const finalized = await context.finalizedBlock()
-    const extraWrites = await context.attribute?.(rows, statusBelow(finalized), [liveBlock + 1, to])
+    const finalized = (await context.finalized())?.number ?? null
+    const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
     const stored = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
@@ -176,7 +208,16 @@ export function createHeadFollower(context: HeadFollowerContext) {
     return { type: 'reorg', forkBlock: forkBlock.number, depth, logsRemoved }
   }
 
-  return { step, initialise }
+  return {
+    step,
+    initialise,
+    /** A head announced by a `newHeads` subscription: the next step starts from it instead of asking the node. */
+    announce(header: Header) {
+      if (!announced || header.number >= announced.number) announced = header
+    },
+    /** The newest head any step saw (announced or read), for the subscription's freshness watchdog. */
+    lastHead: () => lastHead,
+  }
 }
 
 export type HeadFollower = ReturnType<typeof createHeadFollower>

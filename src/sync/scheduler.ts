@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { createLease } from '../queue/schedulerLease.js'
-import { runEvery, sleep } from '../utils/loop.js'
+import { whilePreconfirming, type ChainProfiler } from '../chains/index.js'
+import { createWakeUp, runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
 import type { PendingPoller } from './pending.js'
 import type { RepairRunner } from './repairs.js'
@@ -20,8 +21,13 @@ export type SchedulerContext = {
   poller?: PendingPoller
   /** Turns open repairs into range jobs (see `sync/repairs.ts`). */
   repairs?: RepairRunner
-  headPollMs: number
+  /** How often the head is looked at without a notification (read again each round). */
+  headPollMs: number | (() => number)
   pendingPollMs: number
+  /** Whether the chain pre-confirms: the pending poller runs only while it does. Unset: always. */
+  profiler?: Pick<ChainProfiler, 'current' | 'onChange'>
+  /** A source of new-head notifications (a `newHeads` subscription) run while the lease is held; each wakes the follower. */
+  heads?: (signal: AbortSignal, onHead: () => void) => Promise<void>
   onFollowEvent?: (event: FollowEvent) => void
   /** Extra single-instance loops (e.g. a `pendingLogs` subscription) run while the lease is held. */
   whileLeader?: (signal: AbortSignal) => Promise<void>
@@ -55,8 +61,8 @@ export function startScheduler(context: SchedulerContext) {
       }
     })()
     // Each pending poll also reads the head: a new block is stepped at once, not at the follower's next poll.
-    let nudge = () => {}
-    const nudged = () => new Promise<void>((resolve) => (nudge = resolve))
+    const woken = createWakeUp()
+    const nudge = () => woken.notify()
     let polledHead: number | undefined
     // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
     let nudgeRepairs = () => {}
@@ -64,35 +70,38 @@ export function startScheduler(context: SchedulerContext) {
     const follow = runEvery(
       context.headPollMs,
       async () => {
-        // Catching up: step again at once while each step stores blocks.
+        // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
         for (;;) {
           const events = await context.follower.step()
           for (const event of events) context.onFollowEvent?.(event)
           if (events.some((event) => event.type === 'reorg')) nudgeRepairs()
-          if (term.signal.aborted || !events.some((event) => event.type === 'blocks' || event.type === 'reorg')) break
+          const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))
+          if (term.signal.aborted || !behind) break
         }
       },
-      { signal: term.signal, logger, name: 'head', wake: nudged },
+      { signal: term.signal, logger, name: 'head', wake: woken.wait },
     )
     const poller = context.poller
+    const pollPending = (signal: AbortSignal) =>
+      runEvery(
+        context.pendingPollMs,
+        async () => {
+          const { head } = await poller!.poll()
+          if (polledHead !== undefined && head > polledHead) nudge()
+          polledHead = head
+        },
+        { signal, logger, name: 'pending' },
+      )
+    const profiler = context.profiler
     const poll =
-      poller && context.pendingPollMs > 0
-        ? runEvery(
-            context.pendingPollMs,
-            async () => {
-              const { head } = await poller.poll()
-              if (polledHead !== undefined && head > polledHead) nudge()
-              polledHead = head
-            },
-            { signal: term.signal, logger, name: 'pending' },
-          )
-        : Promise.resolve()
+      poller && context.pendingPollMs > 0 ? (profiler ? whilePreconfirming(profiler, term.signal, pollPending) : pollPending(term.signal)) : Promise.resolve()
+    const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
     const repairs = context.repairs
     const repair = repairs
       ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged })
       : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
-    await Promise.all([renewing, follow, poll, repair, extra])
+    await Promise.all([renewing, follow, poll, heads, repair, extra])
     await context.poller?.settled()
     stopped.signal.removeEventListener('abort', stop)
     leader = false

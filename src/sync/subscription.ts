@@ -1,6 +1,7 @@
 import WebSocket from 'ws'
 import type { Logger } from '../logger.js'
 import type { LogInput } from '../store/index.js'
+import { toBlockHeader, type BlockHeader, type RpcBlockHeader } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'
 import { redactUrl } from '../utils/redact.js'
 
@@ -31,18 +32,87 @@ export type PendingLogsSubscriptionParameters = {
  * subscription only cuts latency — the poller still fills what a lagging subscriber misses.
  */
 export async function followPendingLogs({ url, filter, logger, signal, onLogs }: PendingLogsSubscriptionParameters): Promise<void> {
+  await resubscribing('pendingLogs', url, logger, signal, () => subscribeOnce(url, filter, logger, signal, onLogs))
+}
+
+/** Runs `once` (one subscription, resolving when it closes) again after every drop until `signal` aborts, backing off while drops come fast. */
+async function resubscribing(name: string, url: string, logger: Logger, signal: AbortSignal, once: () => Promise<void>): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
     const startedAt = Date.now()
-    await subscribeOnce(url, filter, logger, signal, onLogs).catch((error: Error) =>
-      logger.warn({ url: redactUrl(url), reason: error.message }, 'pendingLogs subscription failed'),
-    )
+    await once().catch((error: Error) => logger.warn({ url: redactUrl(url), reason: error.message }, `${name} subscription failed`))
     if (signal.aborted) break
     failures = Date.now() - startedAt > RECONNECT_MAX_MS ? 1 : failures + 1
     const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** (failures - 1))
-    logger.info({ url: redactUrl(url), delay_ms: delay }, 'pendingLogs subscription dropped: resubscribing')
+    logger.info({ url: redactUrl(url), delay_ms: delay }, `${name} subscription dropped: resubscribing`)
     await sleep(delay, signal)
   }
+}
+
+export type NewHeadsSubscriptionParameters = {
+  url: string
+  logger: Logger
+  signal: AbortSignal
+  /** Each announced head, decoded. */
+  onHead: (header: BlockHeader) => void
+  /** How long the subscription may stay silent (read each check). */
+  silentAfterMs: () => number
+  /** The newest head seen over HTTP: a silent subscription is reopened only when this moved past what it announced. */
+  httpHead: () => number | undefined
+}
+
+/**
+ * Follows `eth_subscribe ["newHeads"]` until `signal` aborts, resubscribing after every drop. A
+ * freshness watchdog closes a subscription that stays open but announces nothing for `silentAfterMs`
+ * while the head seen over HTTP moves past the last one it announced; it is then opened again.
+ */
+export async function followNewHeads({ url, logger, signal, onHead, silentAfterMs, httpHead }: NewHeadsSubscriptionParameters): Promise<void> {
+  await resubscribing('newHeads', url, logger, signal, () =>
+    new Promise<void>((resolve, reject) => {
+      const socket = new WebSocket(url)
+      let lastMessageAt = Date.now()
+      let announced = -1
+      const watchdog = setInterval(
+        () => {
+          const head = httpHead()
+          if (Date.now() - lastMessageAt > silentAfterMs() && head !== undefined && head > announced) {
+            logger.warn({ url: redactUrl(url), last_announced: announced, http_head: head }, 'newHeads subscription silent while the head moves: reopening')
+            socket.terminate()
+          }
+        },
+        Math.max(50, Math.min(1_000, silentAfterMs() / 4)),
+      )
+      const close = () => socket.close()
+      signal.addEventListener('abort', close, { once: true })
+      socket.on('open', () => socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] })))
+      socket.on('message', (data) => {
+        let message: { id?: number; error?: { message: string }; method?: string; params?: { result?: RpcBlockHeader } }
+        try {
+          message = JSON.parse(data.toString())
+        } catch {
+          return
+        }
+        if (message.id === 1 && message.error) {
+          socket.close()
+          return reject(new Error(`eth_subscribe newHeads: ${message.error.message}`))
+        }
+        if (message.id === 1) lastMessageAt = Date.now()
+        const result = message.method === 'eth_subscription' ? message.params?.result : undefined
+        if (result?.hash && result.number) {
+          lastMessageAt = Date.now()
+          const header = toBlockHeader(result)
+          announced = Math.max(announced, header.number)
+          onHead(header)
+        }
+      })
+      socket.on('error', (error) => reject(error))
+      socket.on('close', () => {
+        clearInterval(watchdog)
+        signal.removeEventListener('abort', close)
+        resolve()
+      })
+    }),
+  )
 }
 
 function subscribeOnce(

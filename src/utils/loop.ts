@@ -1,16 +1,17 @@
 import type { Logger } from '../logger.js'
 
 /**
- * Runs `task` every `intervalMs` (or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
+ * Runs `task` every `every` ms (read again each round when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
  * next run instead of piling up concurrent ones. Errors are reported and the loop goes on.
  */
 export async function runEvery(
-  intervalMs: number,
+  every: number | (() => number),
   task: () => Promise<unknown>,
   { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: () => Promise<void> },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
+    const intervalMs = typeof every === 'number' ? every : every()
     const started = performance.now()
     try {
       await task()

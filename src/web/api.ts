@@ -10,8 +10,11 @@ export type SyncStatus = {
   finalizedBlock: number | null
   lagBlocks: number | null
   lagSeconds: number | null
-  pendingLogsPerSecond: number
+  /** Null on a chain without pre-confirmations. */
+  pendingLogsPerSecond: number | null
   reorgsLastHour: number
+  blockTimeMs: number | null
+  preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null
 }
 
 export type Counts = { attributions: number; confirmed: number; pending: number; distinctSenders: number; gasUsed: string }

@@ -18,6 +18,14 @@ const check = z.object({
   error: z.string().nullable().meta({ description: 'Why the check failed: an error code or "timeout".' }),
 })
 
+const chainFacts = {
+  blockTimeMs: z.number().int().nullable().meta({ description: 'Milliseconds between blocks, as last measured from the node (null before the first probe).' }),
+  preconfirmations: z
+    .object({ enabled: z.boolean(), source: z.enum(['probe', 'config']) })
+    .nullable()
+    .meta({ description: "Whether the chain pre-confirms through `pending` (the node's probe, or PRECONFIRMATIONS); when not, no pending rows are written." }),
+}
+
 const readiness = z
   .object({
     ready: z.boolean(),
@@ -29,6 +37,7 @@ const readiness = z
       indexedBlock: z.number().int().nullable().meta({ description: 'The last block the live follower stored.' }),
       lagBlocks: z.number().int().nullable(),
       lagSeconds: z.number().nullable().meta({ description: 'Head block time minus indexed block time.' }),
+      ...chainFacts,
     }),
   })
   .meta({ id: 'Readiness' })
@@ -44,8 +53,10 @@ const status = z
     lagSeconds: z.number().nullable().meta({ description: 'Head block time minus indexed block time.' }),
     pendingLogsPerSecond: z
       .number()
-      .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second.` }),
+      .nullable()
+      .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.` }),
     reorgsLastHour: z.number().int(),
+    ...chainFacts,
   })
   .meta({ id: 'SyncStatus' })
 
@@ -107,6 +118,8 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
           headBlock: head?.block ?? null,
           indexedBlock: indexed?.block ?? null,
           ...lag(head, indexed ?? { block: null, timestamp: null }),
+          blockTimeMs: indexed?.chain.blockTimeMs ?? null,
+          preconfirmations: indexed?.chain.preconfirmations ?? null,
         },
       }
     },
@@ -134,8 +147,9 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         indexedAt: sync.indexedTimestamp?.toISOString() ?? null,
         finalizedBlock: sync.finalizedBlock,
         ...lag(node.value, indexed),
-        pendingLogsPerSecond: sync.pendingLogsPerSecond,
+        pendingLogsPerSecond: sync.chain.preconfirmations?.enabled === false ? null : sync.pendingLogsPerSecond,
         reorgsLastHour: sync.reorgsLastHour,
+        ...sync.chain,
       }
     },
   )

@@ -53,7 +53,9 @@ function SyncFigures() {
       status?.lagBlocks == null ? '–' : `${formatInteger(status.lagBlocks)} ${status.lagBlocks === 1 ? "block" : "blocks"}`,
       status?.lagSeconds == null ? undefined : formatDuration(status.lagSeconds),
     ],
-    ['Pending logs', status ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
+    status?.preconfirmations?.enabled === false || (status && status.pendingLogsPerSecond === null)
+      ? ['Pending logs', 'no pre-confirmations on this chain', status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`]
+      : ['Pending logs', status?.pendingLogsPerSecond != null ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
     ['Reorgs, last hour', status ? formatInteger(status.reorgsLastHour) : '–'],
   ]
   return (

@@ -1,0 +1,17 @@
+import type pg from 'pg'
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+/** Keeps the chain's probed profile in `chain_state`, where the API (another process) reads it. */
+export async function saveChainProfile(
+  db: Queryable,
+  chainId: number,
+  profile: { blockTimeMs: number; preconfirmations: { enabled: boolean; source: 'probe' | 'config' } },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO chain_state (chain_id, block_time_ms, preconfirmations, preconfirmations_source) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (chain_id) DO UPDATE SET block_time_ms = EXCLUDED.block_time_ms, preconfirmations = EXCLUDED.preconfirmations,
+       preconfirmations_source = EXCLUDED.preconfirmations_source, updated_at = now()`,
+    [chainId, profile.blockTimeMs, profile.preconfirmations.enabled, profile.preconfirmations.source],
+  )
+}
