@@ -9,7 +9,9 @@ import {
   insertSubscription,
   latestEventId,
   markRemovedAbove,
+  publishChanges,
   readEvents,
+  storeTipBlocks,
   withTransaction,
   type WebhookEvent,
 } from '../src/store/index.js'
@@ -95,13 +97,64 @@ describe('the attribution outbox', () => {
     expect(events.map((e) => e.id)).toEqual([...events.map((e) => e.id)].sort((a, b) => a - b))
   })
 
+  it('publishes pending -> confirmed at the tip as one confirmation, never a removal', async () => {
+    const before = await latestEventId(db.store.pool)
+    await dispatcher().step()
+    await store([501, 502], 'bc_tip', 80, 'pending')
+    // The tip's transaction: pending rows up to the block are marked removed, then the sealed ones confirm them.
+    const positions = new Map([501, 502].map((n) => [hash(n), { hash: hash(n), blockNumber: 80, blockHash: hash(80 + 1_000_000), blockTimestamp: 1_700_000_080, transactionIndex: n, status: 'confirmed' as const }]))
+    const rows = [501, 502].map((n) => ({ txHash: hash(n), userOpHash: '', builderCode: 'bc_tip', codeIndex: 0, role: null, registry: null, sender: wallet, schemaId: 0, codes: ['bc_tip'], from: wallet, to: null }))
+    await storeTipBlocks(db.store.pool, {
+      chainId: CHAIN,
+      filterId: 'tip-test',
+      blocks: [{ number: 80, hash: hash(80 + 1_000_000), parentHash: hash(79 + 1_000_000), timestamp: 1_700_000_080 }],
+      rows: [],
+      finalizedBlock: null,
+      extraWrites: (client) => upsertAttributions(client, CHAIN, rows, positions, new Map()),
+    })
+    // A dropped one in the same kind of transaction is a real removal.
+    await store([503], 'bc_tip', 81, 'pending')
+    await storeTipBlocks(db.store.pool, {
+      chainId: CHAIN,
+      filterId: 'tip-test',
+      blocks: [{ number: 81, hash: hash(81 + 1_000_000), parentHash: hash(80 + 1_000_000), timestamp: 1_700_000_081 }],
+      rows: [],
+      finalizedBlock: null,
+    })
+    const events = (await allEvents()).filter((e) => e.id > before && e.builderCode === 'bc_tip')
+    expect(summary(events)).toEqual([
+      'f5 attribution.pending',
+      'f6 attribution.pending',
+      'f5 attribution.confirmed',
+      'f6 attribution.confirmed',
+      'f7 attribution.pending',
+      'f7 attribution.removed',
+    ])
+  })
+
+  it('publishes each transaction whole and netted, however the batch limit cuts it', async () => {
+    await dispatcher().step()
+    const before = await latestEventId(db.store.pool)
+    const txs = Array.from({ length: 30 }, (_, i) => 600 + i)
+    await store(txs, 'bc_cut', 90, 'pending')
+    await withTransaction(db.store.pool, async (client) => {
+      await client.query(`UPDATE attributions SET removed = true WHERE builder_code = 'bc_cut'`)
+      await client.query(`UPDATE attributions SET removed = false, status = 'confirmed' WHERE builder_code = 'bc_cut'`)
+    })
+    for (;;) if (!(await publishChanges(db.store.pool, 7)).more) break
+    const events = await readEvents(db.store.pool, { after: before, limit: 1_000 })
+    expect(events.filter((e) => e.type === 'attribution.pending')).toHaveLength(30)
+    expect(events.filter((e) => e.type === 'attribution.confirmed')).toHaveLength(30)
+    expect(events).toHaveLength(60)
+  })
+
   it('publishes no removal of a row that never had an event (stored before the outbox)', async () => {
-    const before = (await allEvents()).length
+    await allEvents()
     await store([3], 'bc_old', 30, 'confirmed')
     // As if stored before the outbox existed: its change never became an event.
     await db.store.pool.query(`DELETE FROM attribution_changes`)
     await withTransaction(db.store.pool, (client) => markRemovedAbove(client, CHAIN, 29))
-    expect((await allEvents()).length).toBe(before)
+    expect((await allEvents()).filter((e) => e.builderCode === 'bc_old')).toEqual([])
   })
 
   it('records every row of a backfill-sized COPY', async () => {

@@ -420,10 +420,18 @@ const attributionEventColumns = () => ({
  * (migration 0011) in the transaction that made it. Ids follow insertion, not commit, so readers never
  * page through it by id: the dispatcher moves committed rows into `webhook_events` (see there).
  */
-export const attributionChanges = pgTable('attribution_changes', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  ...attributionEventColumns(),
-})
+export const attributionChanges = pgTable(
+  'attribution_changes',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    ...attributionEventColumns(),
+    /** The writing transaction: the publisher nets its changes of one attribution into the final state. */
+    xactId: bigint('xact_id', { mode: 'number' })
+      .notNull()
+      .default(sql`(pg_current_xact_id()::text)::bigint`),
+  },
+  (t) => [index('attribution_changes_xact').on(t.xactId)],
+)
 
 /**
  * Published events: their id is the event id receivers see. One publisher at a time moves committed

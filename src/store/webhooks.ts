@@ -35,32 +35,42 @@ const EVENT_COLUMNS = `id, type, created_at AS "createdAt", chain_id AS "chainId
   block_timestamp AS "blockTimestamp", status, removed`
 
 /**
- * Moves up to `limit` committed outbox changes into `webhook_events`, oldest first, giving them their
- * event ids. A removal is published only after an earlier event of the same attribution (else there is
- * nothing to retract, e.g. a row stored before the outbox existed). Returns the newest id published and
- * whether the batch was full (more may wait).
+ * Moves committed outbox changes into `webhook_events`, oldest first, giving them their event ids: the
+ * writing transactions of the first `limit` changes, whole. Per transaction an attribution publishes only
+ * its final state (a tip write marks a pending row removed, then confirms it: one `confirmed`), and only
+ * when it differs from the state last announced; a removal only retracts an announced state. Returns the
+ * newest id published and whether the batch was full (more may wait).
  */
 export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ published: number; lastId: number | null; more: boolean }> {
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK_KEY])
     const { rows } = await client.query<{ taken: number; published: number; lastId: number | null }>(
-      `WITH batch AS (SELECT id FROM attribution_changes ORDER BY id LIMIT $1),
-       moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*),
+      `WITH head AS (SELECT id, xact_id FROM attribution_changes ORDER BY id LIMIT $1),
+       moved AS (DELETE FROM attribution_changes c WHERE c.xact_id IN (SELECT xact_id FROM head) RETURNING c.*),
+       net AS (
+         SELECT DISTINCT ON (xact_id, chain_id, tx_hash, user_op_hash, builder_code, role) * FROM moved
+         ORDER BY xact_id, chain_id, tx_hash, user_op_hash, builder_code, role, id DESC
+       ),
+       sequenced AS (
+         SELECT n.*, lag(n.type) OVER (PARTITION BY chain_id, tx_hash, user_op_hash, builder_code, role ORDER BY id) AS earlier FROM net n
+       ),
        published AS (
          INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
            block_timestamp, status, removed, created_at)
          SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
            m.block_timestamp, m.status, m.removed, m.created_at
-         FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
-         WHERE m.type <> 'attribution.removed'
-           OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
-             AND e.role IS NOT DISTINCT FROM m.role)
-           OR EXISTS (SELECT 1 FROM moved p WHERE (p.chain_id, p.tx_hash, p.user_op_hash, p.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
-             AND p.role IS NOT DISTINCT FROM m.role AND p.id < m.id)
+         FROM sequenced m
+           CROSS JOIN LATERAL (SELECT COALESCE(m.earlier, (
+             SELECT e.type FROM webhook_events e
+             WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
+               AND e.role IS NOT DISTINCT FROM m.role
+             ORDER BY e.id DESC LIMIT 1)) AS announced) a
+           LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
+         WHERE a.announced IS DISTINCT FROM m.type AND (m.type <> 'attribution.removed' OR a.announced IS NOT NULL)
          ORDER BY m.id
          RETURNING id
        )
-       SELECT (SELECT count(*)::int FROM moved) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
+       SELECT (SELECT count(*)::int FROM head) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
       [limit],
     )
     const { taken, published, lastId } = rows[0]!

@@ -1,0 +1,5 @@
+-- The writing transaction of each outbox change: the publisher nets one transaction's changes of an
+-- attribution into its final state (pending -> confirmed replaces the pending row, never a removal).
+ALTER TABLE "attribution_changes" ADD COLUMN "xact_id" bigint DEFAULT (pg_current_xact_id()::text)::bigint NOT NULL;
+--> statement-breakpoint
+CREATE INDEX "attribution_changes_xact" ON "attribution_changes" USING btree ("xact_id");
