@@ -3,3 +3,6 @@
 ALTER TABLE "attribution_changes" ADD COLUMN "xact_id" bigint DEFAULT (pg_current_xact_id()::text)::bigint NOT NULL;
 --> statement-breakpoint
 CREATE INDEX "attribution_changes_xact" ON "attribution_changes" USING btree ("xact_id");
+--> statement-breakpoint
+-- One drainer per subscription at a time: a lease, so a killed worker's drain is taken over when it lapses.
+ALTER TABLE "webhook_subscriptions" ADD COLUMN "drain_until" timestamp with time zone;

@@ -449,7 +449,6 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
 }
 
 function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): TableRow[] {
-  const stage = ({ p50Ms, p99Ms }: { p50Ms: number; p99Ms: number }) => `${p50Ms.toFixed(0)} / ${p99Ms.toFixed(0)} ms`
   const overhead = run.copy.withTriggerMs / run.copy.withoutTriggerMs - 1
   results.webhooks = { p50Ms: round(run.p50Ms, 1), p99Ms: round(run.p99Ms, 1), barePostsPerSec: round(run.barePostsPerSec), triggerCopyOverhead: round(overhead, 3) }
   return [
@@ -461,8 +460,10 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
     },
     { figure: '', measured: `${count(run.events)} events, max ${run.maxMs.toFixed(0)} ms, ${run.missing} not delivered within the drain time` },
     {
-      figure: '',
-      measured: `p50 / p99: commit → job queued ${stage(run.stages.toQueued)}, queued → taken ${stage(run.stages.queued)}, taken → done ${stage(run.stages.processing)}`,
+      figure: 'webhook backlog recovery',
+      measured: `${(run.recovery.fromFirstSuccessMs / 1000).toFixed(2)} s`,
+      beside: `${count(run.recovery.backlog)} events owed to a receiver that was down, first 2xx → last; ${(run.recovery.fromUpMs / 1000).toFixed(2)} s from it answering again, ${run.recovery.missing} missing, ${run.recovery.deadlocks} deadlocks`,
+      verdict: verdict(run.recovery.fromFirstSuccessMs < 10_000 && run.recovery.missing === 0 && run.recovery.deadlocks === 0),
     },
     {
       figure: '',

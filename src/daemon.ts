@@ -5,7 +5,7 @@ import { createIndexer } from './wiring.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, webhookJobId } from './queue/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -18,7 +18,9 @@ import { createStore } from './store/index.js'
 
 /** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
 const COVERAGE_REFRESH_MS = 15_000
-/** Connections of the webhook deliveries (each holds one per query, two queries per event). */
+/** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
+const DRAIN_LEASE_MS = 10_000
+/** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
@@ -75,8 +77,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           timeoutMs: config.webhookTimeoutMs,
           maxFailures: config.webhookMaxFailures,
           backoffMs: config.webhookBackoffMs,
-          promote: webhookQueue.promote,
-          jobIdOf: webhookJobId,
+          leaseMs: Math.min(config.jobLockMs, DRAIN_LEASE_MS),
+          enqueue: webhookQueue.enqueue,
         }),
       })
       services.push({ name: 'webhook-worker', stop: () => webhookWorker.close() })

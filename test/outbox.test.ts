@@ -169,7 +169,7 @@ describe('the attribution outbox', () => {
 })
 
 describe('the dispatcher', () => {
-  it('queues each event once per matching subscription, even when it dies between queueing and moving its cursor', async () => {
+  it('records owed deliveries in one transaction with its cursor, and the reconciler queues a drain the queue never got', async () => {
     await dispatcher().step()
     const redis = createTestRedisPrefix()
     const queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
@@ -181,23 +181,24 @@ describe('the dispatcher', () => {
       const dying = createDispatcher({
         pool: db.store.pool,
         logger: silentLogger,
-        enqueue: async (jobs) => {
-          await queue.enqueue(jobs)
-          throw new Error('killed after queueing')
+        enqueue: async () => {
+          throw new Error('killed before queueing')
         },
       })
-      await expect(dying.step()).rejects.toThrow('killed after queueing')
-      expect(await getDispatchCursor(db.store.pool)).toBe(before)
-      await createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue }).step()
+      await expect(dying.step()).rejects.toThrow('killed before queueing')
+      // The events are owed (and the cursor past them) though no job was queued.
       expect(await getDispatchCursor(db.store.pool)).toBe(await latestEventId(db.store.pool))
+      const wanted = (await readEvents(db.store.pool, { after: before, limit: 100, filter: { builderCodes: ['bc_crash'] } })).map((e) => e.id)
+      expect(wanted).toHaveLength(3)
+      const owed = await db.store.pool.query(`SELECT event_id AS "eventId" FROM webhook_outstanding WHERE subscription_id = 'wh_00000000000000aa' ORDER BY event_id`)
+      expect(owed.rows.map((r) => r.eventId)).toEqual(wanted)
+      expect(await queue.queue.getJobs(['waiting'])).toHaveLength(0)
+      const reconciling = createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue })
+      expect(await reconciling.reconcile()).toBe(1)
+      // A second sweep while the drain waits adds nothing.
+      await reconciling.reconcile()
       const jobs = await queue.queue.getJobs(['waiting'])
-      expect(jobs.map((job) => job.id).sort()).toEqual(
-        (await readEvents(db.store.pool, { after: before, limit: 100, filter: { builderCodes: ['bc_crash'] } })).map((e) => `wh_00000000000000aa.${e.id}`).sort(),
-      )
-      expect(jobs).toHaveLength(3)
-      // Their outstanding rows were written once as well.
-      const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM webhook_outstanding WHERE subscription_id = 'wh_00000000000000aa'`)
-      expect(rows[0].n).toBe(3)
+      expect(jobs.map((job) => [job.id, job.data])).toEqual([['drain.wh_00000000000000aa', { subscriptionId: 'wh_00000000000000aa' }]])
     } finally {
       await queue.close()
       await redis.cleanup()

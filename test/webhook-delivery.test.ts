@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { createDeliveryProcessor, createDispatcher, verifySignature } from '../src/delivery/index.js'
 import { silentLogger } from '../src/logger.js'
-import { createWebhookQueue, createWebhookWorker, webhookJobId } from '../src/queue/index.js'
+import { clearRedisPrefix, createWebhookQueue, createWebhookWorker } from '../src/queue/index.js'
 import { withTransaction } from '../src/store/index.js'
 import { upsertAttributions } from '../src/store/attributions.js'
 import { waitFor } from './helpers/compare.js'
@@ -19,19 +19,24 @@ const cleanups: (() => Promise<unknown>)[] = []
 let db: TestDatabase
 let base: string
 let healthy = false
-const received: { id: string; signature: string; body: string }[] = []
+const received: { id: string; signature: string; body: string; path: string }[] = []
 let receiverUrl: string
+let redisPrefix: string
+let worker: ReturnType<typeof createWebhookWorker>
+let dispatcher: ReturnType<typeof createDispatcher>
+let queue: ReturnType<typeof createWebhookQueue>
 
 beforeAll(async () => {
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
+  redisPrefix = redis.prefix
   cleanups.push(() => db.drop(), () => redis.cleanup())
   const receiver = createServer((request, response) => {
     let body = ''
     request.on('data', (chunk: Buffer) => (body += chunk.toString()))
     request.on('end', () => {
       if (!healthy) return void response.writeHead(503).end()
-      received.push({ id: String(request.headers['x-codetrail-event-id']), signature: String(request.headers['x-codetrail-signature']), body })
+      received.push({ id: String(request.headers['x-codetrail-event-id']), signature: String(request.headers['x-codetrail-signature']), body, path: request.url ?? '' })
       response.writeHead(200).end('ok')
     })
   })
@@ -39,9 +44,9 @@ beforeAll(async () => {
   cleanups.push(() => new Promise((resolve) => (receiver.closeAllConnections(), receiver.close(resolve))))
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
 
-  const queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
+  queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
   cleanups.push(() => queue.close())
-  const worker = createWebhookWorker({
+  worker = createWebhookWorker({
     redisUrl: REDIS_URL,
     prefix: redis.prefix,
     lockDurationMs: 5_000,
@@ -52,13 +57,14 @@ beforeAll(async () => {
       timeoutMs: 1_000,
       maxFailures: MAX_FAILURES,
       backoffMs: 20,
-      promote: queue.promote,
-      jobIdOf: webhookJobId,
+      leaseMs: 2_000,
+      enqueue: queue.enqueue,
     }),
   })
   cleanups.push(() => worker.close())
   const dispatching = new AbortController()
-  const dispatched = createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue }).run(dispatching.signal)
+  dispatcher = createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue })
+  const dispatched = dispatcher.run(dispatching.signal)
   cleanups.push(async () => {
     dispatching.abort()
     await dispatched
@@ -117,5 +123,62 @@ describe('a receiver that keeps failing', () => {
     expect(new Set(received.map((r) => JSON.parse(r.body).data.txHash))).toEqual(new Set(txs))
     for (const r of received) expect(verifySignature(created.secret, r.body, r.signature)).toBe(true)
     expect(((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status).toBe('active')
+  })
+})
+
+/** Confirmed attributions of `txs` with `code`, in one transaction. */
+async function commit(txs: string[], code: string) {
+  const sender = hash(9).slice(0, 42)
+  await withTransaction(db.store.pool, (client) =>
+    upsertAttributions(
+      client,
+      1,
+      txs.map((tx) => ({ txHash: tx, userOpHash: '', builderCode: code, codeIndex: 0, role: null, registry: null, sender, schemaId: 0, codes: [code], from: sender, to: null })),
+      new Map(txs.map((tx, i) => [tx, { hash: tx, blockNumber: 8, blockHash: hash(8), blockTimestamp: 1_700_000_000, transactionIndex: i, status: 'confirmed' as const }])),
+      new Map(),
+    ),
+  )
+}
+
+async function subscribe(path: string, code: string): Promise<string> {
+  const response = await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: `${receiverUrl}${path}`, events: ['attribution.confirmed'], builderCodes: [code] }) })
+  expect(response.status).toBe(201)
+  return ((await response.json()) as { id: string }).id
+}
+
+const eventIdsOf = async (code: string) =>
+  (await db.store.pool.query<{ id: string }>(`SELECT id::text FROM webhook_events WHERE builder_code = $1 ORDER BY id`, [code])).rows.map((r) => r.id)
+const receivedAt = (path: string) => received.filter((r) => r.path === `/hook${path}`).map((r) => r.id)
+
+describe('owed deliveries live in PostgreSQL', () => {
+  it('are all delivered when the queue loses its jobs mid-backlog (its Redis keys flushed)', async () => {
+    healthy = true
+    const id = await subscribe('-flush', 'bc_flush')
+    const owed = async () => (await db.store.pool.query(`SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1`, [id])).rows.length
+    await worker.worker.pause()
+    const txs = Array.from({ length: 40 }, (_, i) => hash(1_000 + i))
+    await commit(txs, 'bc_flush')
+    await waitFor(async () => (await owed()) === txs.length && (await queue.queue.getWaitingCount()) > 0, 'the owed deliveries and their drain')
+    // Every queued drain is gone, as after a Redis FLUSHALL (only this test's keys: the Redis is shared).
+    await clearRedisPrefix(REDIS_URL, redisPrefix)
+    worker.worker.resume()
+    const expected = await eventIdsOf('bc_flush')
+    expect(expected).toHaveLength(txs.length)
+    await waitFor(async () => new Set(receivedAt('-flush')).size === expected.length, 'every owed event')
+    expect([...new Set(receivedAt('-flush'))].sort()).toEqual([...expected].sort())
+    await waitFor(async () => (await owed()) === 0, 'nothing owed')
+  })
+
+  it('are delivered again when events already delivered are dispatched again', async () => {
+    healthy = true
+    await subscribe('-again', 'bc_again')
+    await commit([hash(2_001), hash(2_002), hash(2_003)], 'bc_again')
+    await waitFor(async () => new Set(receivedAt('-again')).size === 3, 'the first deliveries')
+    const ids = await eventIdsOf('bc_again')
+    expect([...receivedAt('-again')].sort()).toEqual([...ids].sort())
+    // The dispatcher hands the same events out again (its cursor set back): the drain must not be ignored as a duplicate job.
+    await db.store.pool.query(`UPDATE webhook_cursor SET event_id = $1 - 1 WHERE name = 'dispatch'`, [Number(ids[0])])
+    await waitFor(async () => receivedAt('-again').length === 6, 'the second deliveries')
+    expect(receivedAt('-again').sort()).toEqual([...ids, ...ids].sort())
   })
 })

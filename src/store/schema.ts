@@ -463,9 +463,11 @@ export const webhookSubscriptions = pgTable('webhook_subscriptions', {
   retryAt: timestamp('retry_at', { withTimezone: true }),
   disabledAt: timestamp('disabled_at', { withTimezone: true }),
   disabledReason: text('disabled_reason'),
+  /** The lease of the one delivery job draining the subscription's owed events (a killed worker's lapses). */
+  drainUntil: timestamp('drain_until', { withTimezone: true }),
 })
 
-/** Events handed to delivery jobs and not delivered yet, per subscription: keeps one transaction's events in order. */
+/** Events owed to each subscription (written with the dispatcher's cursor), deleted when delivered: the truth the queue only schedules. */
 export const webhookOutstanding = pgTable(
   'webhook_outstanding',
   {

@@ -220,9 +220,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       const wanted = events.filter((event) => matchesSubscription(subscription, event))
       const jobs = wanted.map((event) => ({ subscriptionId: subscription.id, eventId: event.id, txHash: event.txHash }))
       await addOutstanding(pool, jobs)
-      // A job id of its own: the first delivery's job may still be kept under the deterministic one.
-      const run = Date.now()
-      await queue.enqueue(jobs.map(({ subscriptionId, eventId }) => ({ subscriptionId, eventId, jobId: `${subscriptionId}.${eventId}.r${run}` })))
+      await queue.enqueue([{ subscriptionId: subscription.id, jobId: `drain.${subscription.id}.r${Date.now()}` }])
       const last = events.at(-1)
       const more = events.length === MAX_REDELIVER && last !== undefined && last.id < upTo
       return reply.code(202).send({ queued: jobs.length, nextFromEventId: more ? String(last.id + 1) : null })
