@@ -79,6 +79,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           backoffMs: config.webhookBackoffMs,
           leaseMs: Math.min(config.jobLockMs, DRAIN_LEASE_MS),
           enqueue: webhookQueue.enqueue,
+          secretsKey: config.secretsKey,
         }),
       })
       services.push({ name: 'webhook-worker', stop: () => webhookWorker.close() })

@@ -3,7 +3,8 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
-import { createDeliveryProcessor, createDispatcher, verifySignature } from '../src/delivery/index.js'
+import { Webhook } from 'standardwebhooks'
+import { createDeliveryProcessor, createDispatcher, parseSecretsKey } from '../src/delivery/index.js'
 import { silentLogger } from '../src/logger.js'
 import { clearRedisPrefix, createWebhookQueue, createWebhookWorker } from '../src/queue/index.js'
 import { withTransaction } from '../src/store/index.js'
@@ -19,7 +20,9 @@ const cleanups: (() => Promise<unknown>)[] = []
 let db: TestDatabase
 let base: string
 let healthy = false
-const received: { id: string; signature: string; body: string; path: string }[] = []
+const received: { id: string; headers: Record<string, string>; body: string; path: string }[] = []
+/** Secrets are sealed at rest in this file's API and opened by its worker. */
+const SECRETS_KEY = parseSecretsKey('5a'.repeat(32))!
 let receiverUrl: string
 let redisPrefix: string
 let worker: ReturnType<typeof createWebhookWorker>
@@ -36,7 +39,7 @@ beforeAll(async () => {
     request.on('data', (chunk: Buffer) => (body += chunk.toString()))
     request.on('end', () => {
       if (!healthy) return void response.writeHead(503).end()
-      received.push({ id: String(request.headers['x-codetrail-event-id']), signature: String(request.headers['x-codetrail-signature']), body, path: request.url ?? '' })
+      received.push({ id: String(request.headers['webhook-id']), headers: request.headers as Record<string, string>, body, path: request.url ?? '' })
       response.writeHead(200).end('ok')
     })
   })
@@ -59,6 +62,7 @@ beforeAll(async () => {
       backoffMs: 20,
       leaseMs: 2_000,
       enqueue: queue.enqueue,
+      secretsKey: SECRETS_KEY,
     }),
   })
   cleanups.push(() => worker.close())
@@ -70,7 +74,7 @@ beforeAll(async () => {
     await dispatched
   })
   const api: Api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN },
+    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN, secretsKey: SECRETS_KEY },
     chainId: 1,
     store: db.store,
     logger: silentLogger,
@@ -121,7 +125,7 @@ describe('a receiver that keeps failing', () => {
     expect(await redeliver.json()).toEqual({ queued: txs.length, nextFromEventId: null })
     await waitFor(async () => new Set(received.map((r) => r.id)).size === txs.length, 'the redelivered events')
     expect(new Set(received.map((r) => JSON.parse(r.body).data.txHash))).toEqual(new Set(txs))
-    for (const r of received) expect(verifySignature(created.secret, r.body, r.signature)).toBe(true)
+    for (const r of received) expect(new Webhook(created.secret).verify(r.body, r.headers)).toEqual(JSON.parse(r.body))
     expect(((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status).toBe('active')
   })
 })
@@ -180,5 +184,45 @@ describe('owed deliveries live in PostgreSQL', () => {
     await db.store.pool.query(`UPDATE webhook_cursor SET event_id = $1 - 1 WHERE name = 'dispatch'`, [Number(ids[0])])
     await waitFor(async () => receivedAt('-again').length === 6, 'the second deliveries')
     expect(receivedAt('-again').sort()).toEqual([...ids, ...ids].sort())
+  })
+})
+
+describe('signing secrets', () => {
+  it('are sealed at rest, and after a rotation both the old and the new one sign until the overlap ends', async () => {
+    healthy = true
+    const created = (await (
+      await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: `${receiverUrl}-rotate`, events: ['attribution.confirmed'], builderCodes: ['bc_rotate'] }) })
+    ).json()) as { id: string; secret: string }
+    const stored = (await db.store.pool.query(`SELECT secret FROM webhook_subscriptions WHERE id = $1`, [created.id])).rows[0].secret as string
+    expect(stored).toMatch(/^enc:v1:/)
+    expect(stored).not.toContain(created.secret.slice('whsec_'.length))
+
+    const rotated = await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: 3_600 }) })
+    expect(rotated.status).toBe(200)
+    const { secret, previousSecretExpiresAt } = (await rotated.json()) as { secret: string; previousSecretExpiresAt: string }
+    expect(secret).toMatch(/^whsec_/)
+    expect(secret).not.toBe(created.secret)
+    expect(Date.parse(previousSecretExpiresAt)).toBeGreaterThan(Date.now())
+    expect(JSON.stringify(await (await admin(`/v1/webhooks/${created.id}`)).json())).not.toContain('whsec_')
+
+    await commit([hash(3_001)], 'bc_rotate')
+    await waitFor(async () => receivedAt('-rotate').length === 1, 'the delivery signed twice')
+    const delivery = received.find((r) => r.path === '/hook-rotate')!
+    expect(delivery.headers['webhook-signature']!.split(' ')).toHaveLength(2)
+    for (const s of [secret, created.secret]) expect(new Webhook(s).verify(delivery.body, delivery.headers)).toEqual(JSON.parse(delivery.body))
+
+    // Without an overlap the old secret stops signing at once.
+    const again = (await (await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: 0 }) })).json()) as { secret: string }
+    await commit([hash(3_002)], 'bc_rotate')
+    await waitFor(async () => receivedAt('-rotate').length === 2, 'the delivery signed once')
+    const last = received.filter((r) => r.path === '/hook-rotate').at(-1)!
+    expect(last.headers['webhook-signature']!.split(' ')).toHaveLength(1)
+    expect(new Webhook(again.secret).verify(last.body, last.headers)).toEqual(JSON.parse(last.body))
+    expect(() => new Webhook(secret).verify(last.body, last.headers)).toThrow()
+
+    expect((await admin(`/v1/webhooks/wh_0000000000000000/rotate-secret`, { method: 'POST', body: '{}' })).status).toBe(404)
+    const bad = await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: -1 }) })
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ error: { code: expect.any(String), message: expect.stringContaining('overlapSeconds') } })
   })
 })

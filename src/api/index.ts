@@ -37,7 +37,7 @@ const BODY_LIMIT_BYTES = 16 * 1024
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'secretsKey'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -263,7 +263,7 @@ export async function createApi({
         owned.push(() => queue.close())
         webhookQueue = queue
       }
-      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue })
+      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue, secretsKey: config.secretsKey })
     }
 
     if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })

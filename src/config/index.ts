@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { parseSecretsKey } from '../delivery/secrets.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -87,6 +88,10 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
+  SECRETS_KEY: z
+    .string()
+    .transform((value, context) => parseSecretsKey(value) ?? (context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' }), z.NEVER))
+    .optional(),
   DASHBOARD_DIR: z.string().optional(),
 })
 
@@ -129,6 +134,8 @@ export type Config = Readonly<{
   webhookMaxFailures: number
   /** First step of a failing webhook's exponential backoff. */
   webhookBackoffMs: number
+  /** `SECRETS_KEY`: seals webhook secrets at rest (AES-256-GCM); unset, they are stored as they are. */
+  secretsKey: Buffer | undefined
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
 }>
@@ -145,6 +152,7 @@ const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => str
   REDIS_URL: redactUrl,
   BUILDER_API_URL: redactUrl,
   ADMIN_TOKEN: () => MASK,
+  SECRETS_KEY: () => MASK,
 }
 
 /**
@@ -202,6 +210,7 @@ function toConfig(p: Parsed): Config {
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
+    secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,
   }
 }

@@ -18,7 +18,8 @@ import {
 } from '../store/index.js'
 import { briefly } from '../utils/errors.js'
 import { toPayload } from './events.js'
-import { signPayload } from './signature.js'
+import { openSecret } from './secrets.js'
+import { signedHeaders } from './signature.js'
 
 /** Longest wait between attempts of a failing subscription. */
 const MAX_BACKOFF_MS = 24 * 3_600_000
@@ -39,6 +40,8 @@ export type DeliveryContext = {
   leaseMs: number
   /** Queues drain jobs (a failing subscription's next try). */
   enqueue: (jobs: readonly DrainJob[]) => Promise<void>
+  /** `SECRETS_KEY`: opens secrets sealed at rest. */
+  secretsKey?: Buffer | undefined
 }
 
 /** Exponential backoff with jitter: `base · 2^(failures−1)`, capped at 24 h, then a random half to all of it. */
@@ -65,11 +68,12 @@ export function createDeliveryProcessor(context: DeliveryContext) {
       Math.max(100, Math.floor(leaseMs / 3)),
     )
     try {
+      const secrets = [subscription.secret, ...(subscription.previousSecret ? [subscription.previousSecret] : [])].map((s) => openSecret(context.secretsKey, s))
       let probing = subscription.consecutiveFailures > 0
       for (;;) {
         const events = await owedEvents(pool, id, probing ? 1 : DRAIN_WINDOW)
         if (events.length === 0) return { outcome: 'drained' }
-        const attempts = await sendWindow(subscription, events, timeoutMs)
+        const attempts = await sendWindow(subscription, secrets, events, timeoutMs)
         const { recovered } = await recordAttempts(pool, attempts)
         if (recovered) logger.info({ subscription_id: id }, 'webhook receiver answers again')
         const failed = attempts.find((a) => !a.ok)
@@ -112,14 +116,14 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 }
 
 /** Sends a window of owed events: transactions side by side, each one's events in order, stopping at its first failure. */
-async function sendWindow(subscription: WebhookSubscription, events: readonly WebhookEvent[], timeoutMs: number): Promise<DeliveryAttempt[]> {
+async function sendWindow(subscription: WebhookSubscription, secrets: readonly string[], events: readonly WebhookEvent[], timeoutMs: number): Promise<DeliveryAttempt[]> {
   const byTransaction = new Map<string, WebhookEvent[]>()
   for (const event of events) byTransaction.set(event.txHash, [...(byTransaction.get(event.txHash) ?? []), event])
   const attempts: DeliveryAttempt[] = []
   await Promise.all(
     [...byTransaction.values()].map(async (sequence) => {
       for (const event of sequence) {
-        const attempt = await deliverOne(subscription, event, timeoutMs)
+        const attempt = await deliverOne(subscription, secrets, event, timeoutMs)
         attempts.push(attempt)
         if (!attempt.ok) return
       }
@@ -128,13 +132,10 @@ async function sendWindow(subscription: WebhookSubscription, events: readonly We
   return attempts
 }
 
-async function deliverOne(subscription: WebhookSubscription, event: WebhookEvent, timeoutMs: number): Promise<DeliveryAttempt> {
+async function deliverOne(subscription: WebhookSubscription, secrets: readonly string[], event: WebhookEvent, timeoutMs: number): Promise<DeliveryAttempt> {
   const body = JSON.stringify(toPayload(event))
   const started = performance.now()
-  const answer = await post(subscription.url, body, {
-    'X-Codetrail-Event-Id': String(event.id),
-    'X-Codetrail-Signature': signPayload(subscription.secret, body),
-  }, timeoutMs)
+  const answer = await post(subscription.url, body, signedHeaders(secrets, String(event.id), body), timeoutMs)
   return { subscriptionId: subscription.id, eventId: event.id, durationMs: Math.round(performance.now() - started), ...answer }
 }
 

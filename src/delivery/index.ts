@@ -1,5 +1,6 @@
 export { backoffDelay, createDeliveryProcessor, type DeliveryContext, type DrainOutcome, DRAIN_WINDOW } from './deliver.js'
 export { createDispatcher, type Dispatcher, type DispatcherContext } from './dispatcher.js'
 export { matchesSubscription, toPayload, type EventPayload } from './events.js'
-export { signPayload, verifySignature, SIGNATURE_TOLERANCE_SECONDS } from './signature.js'
+export { newWebhookSecret, signedHeaders } from './signature.js'
+export { openSecret, parseSecretsKey, sealSecret } from './secrets.js'
 export { createEventStream, KEEPALIVE_MS, type EventStream, type StreamItem } from './stream.js'

@@ -465,6 +465,9 @@ export const webhookSubscriptions = pgTable('webhook_subscriptions', {
   disabledReason: text('disabled_reason'),
   /** The lease of the one delivery job draining the subscription's owed events (a killed worker's lapses). */
   drainUntil: timestamp('drain_until', { withTimezone: true }),
+  /** The secret a rotation replaced: it signs beside `secret` until `previousSecretUntil`. */
+  previousSecret: text('previous_secret'),
+  previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),
 })
 
 /** Events owed to each subscription (written with the dispatcher's cursor), deleted when delivered: the truth the queue only schedules. */

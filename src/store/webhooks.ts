@@ -125,13 +125,25 @@ export type WebhookSubscription = {
   retryAt: Date | null
   disabledAt: Date | null
   disabledReason: string | null
+  /** The secret a rotation replaced (as stored), while it still signs. */
+  previousSecret: string | null
 }
 
 const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builderCodes", wallet_addresses AS "walletAddresses", roles,
   created_at AS "createdAt", consecutive_failures AS "consecutiveFailures", retry_at AS "retryAt", disabled_at AS "disabledAt",
-  disabled_reason AS "disabledReason"`
+  disabled_reason AS "disabledReason", CASE WHEN previous_secret_until > now() THEN previous_secret END AS "previousSecret"`
 
 export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'>
+
+/** Replaces the secret (as stored); the old one signs beside it for `overlapMs`. Returns until when; null when there is no such subscription. */
+export async function rotateSecret(db: Queryable, id: string, secret: string, overlapMs: number): Promise<Date | null> {
+  const { rows } = await db.query<{ until: Date }>(
+    `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = now() + make_interval(secs => $3 / 1000.0), secret = $2
+     WHERE id = $1 RETURNING previous_secret_until AS until`,
+    [id, secret, overlapMs],
+  )
+  return rows[0]?.until ?? null
+}
 
 export async function insertSubscription(db: Queryable, s: NewWebhookSubscription): Promise<WebhookSubscription> {
   const { rows } = await db.query<WebhookSubscription>(
