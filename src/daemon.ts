@@ -101,7 +101,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       }
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays })
       const repairs = createRepairRunner({
         pool: indexer.store.pool,
         logger,

@@ -51,6 +51,8 @@ const summary = (events: WebhookEvent[]) => events.map((e) => `${e.txHash.slice(
 beforeAll(async () => {
   db = await createTestDatabase()
   await db.store.pool.query(`INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, 'bc_owned', $2, 'local')`, [CHAIN, wallet])
+  // As if a stream client were always around: the outbox records every event type.
+  await db.store.pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity')`)
   api = await createApi({
     config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused' },
     chainId: CHAIN,
@@ -279,5 +281,73 @@ describe('GET /v1/stream', () => {
     const response = await fetch(`${base}/v1/stream?events=attribution.nope`)
     expect(response.status).toBe(400)
     expect(await response.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } })
+  })
+})
+
+describe('the outbox cost and retention', () => {
+  const changesOf = async (code: string) =>
+    (await db.store.pool.query<{ type: string }>(`SELECT type FROM attribution_changes WHERE builder_code = $1 ORDER BY id`, [code])).rows.map((r) => r.type)
+  const subscription = (id: string, events: string[]) =>
+    insertSubscription(db.store.pool, { id, url: 'http://127.0.0.1:9/', secret: 's', events, builderCodes: null, walletAddresses: null, roles: null })
+
+  it('records only the event types an enabled subscription or a recent stream client can want', async () => {
+    await db.store.pool.query(`DELETE FROM outbox_demand`)
+    try {
+      await store([701], 'bc_nobody', 100, 'pending')
+      await store([701], 'bc_nobody', 100, 'confirmed')
+      expect(await changesOf('bc_nobody')).toEqual([])
+
+      await subscription('wh_00000000000000c1', ['attribution.confirmed'])
+      await store([702], 'bc_confirmed', 100, 'pending')
+      await store([702], 'bc_confirmed', 100, 'confirmed')
+      expect(await changesOf('bc_confirmed')).toEqual(['attribution.confirmed'])
+
+      // A removal retracts what was announced: wanting it records every type.
+      await subscription('wh_00000000000000c2', ['attribution.removed'])
+      await store([703], 'bc_removed', 100, 'pending')
+      await store([703], 'bc_removed', 100, 'confirmed')
+      expect(await changesOf('bc_removed')).toEqual(['attribution.pending', 'attribution.confirmed'])
+      await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
+
+      // A stream client that connects says so: from then on (and for a while after) every type is recorded.
+      const client = openSse(`${base}/v1/stream?builderCode=bc_streamed`)
+      await client.opened
+      await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM outbox_demand WHERE until > now()`)).rows.length === 1, 'the stream demand')
+      await client.close()
+      await store([704], 'bc_streamed', 100, 'pending')
+      expect(await changesOf('bc_streamed')).toEqual(['attribution.pending'])
+    } finally {
+      await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
+      await db.store.pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity') ON CONFLICT (name) DO UPDATE SET until = 'infinity'`)
+    }
+  })
+
+  it('prunes events and delivery records past WEBHOOK_RETENTION_DAYS, never an event still owed to an enabled subscription', async () => {
+    await store([801, 802, 803], 'bc_old_events', 110, 'confirmed')
+    await dispatcher().step()
+    const [owed, gone, recent] = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map((e) => e.id)
+    await subscription('wh_00000000000000d1', ['attribution.confirmed'])
+    await subscription('wh_00000000000000d2', ['attribution.confirmed'])
+    await db.store.pool.query(`UPDATE webhook_subscriptions SET disabled_at = now() WHERE id = 'wh_00000000000000d2'`)
+    await db.store.pool.query(
+      `INSERT INTO webhook_outstanding (subscription_id, event_id, tx_hash) VALUES ('wh_00000000000000d1', $1, 'x'), ('wh_00000000000000d2', $2, 'x')`,
+      [owed, gone],
+    )
+    await db.store.pool.query(`UPDATE webhook_events SET created_at = now() - interval '31 days' WHERE id = ANY($1)`, [[owed, gone]])
+    await db.store.pool.query(
+      `INSERT INTO webhook_deliveries (subscription_id, event_id, ok, duration_ms, created_at) VALUES
+         ('wh_00000000000000d1', $1, true, 1, now() - interval '31 days'), ('wh_00000000000000d1', $2, true, 1, now())`,
+      [gone, recent],
+    )
+    try {
+      const pruned = await createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: async () => {}, retentionDays: 30 }).prune()
+      expect(pruned).toEqual({ events: 1, deliveries: 1 })
+      const left = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map((e) => e.id)
+      expect(left).toEqual([owed, recent])
+      const deliveries = await db.store.pool.query(`SELECT event_id AS "eventId" FROM webhook_deliveries WHERE subscription_id = 'wh_00000000000000d1'`)
+      expect(deliveries.rows).toEqual([{ eventId: recent }])
+    } finally {
+      await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
+    }
   })
 })

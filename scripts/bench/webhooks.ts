@@ -47,7 +47,8 @@ export type WebhookRun = {
   missing: number
   barePostsPerSec: number
   barePostP50Ms: number
-  copy: { rows: number; withTriggerMs: number; withoutTriggerMs: number }
+  /** With the trigger when nobody wants the events (gated), when a stream client wants every type, and without it. */
+  copy: { rows: number; withTriggerMs: number; wantedMs: number; withoutTriggerMs: number }
   /** The backlog owed to a receiver that was down, from its first 2xx to its last event; PostgreSQL deadlocks over the whole run. */
   recovery: { backlog: number; fromFirstSuccessMs: number; fromUpMs: number; missing: number; deadlocks: number }
   /** CPU milliseconds per 1,000 events while they were committed and delivered: steadier than latency on a shared machine. */
@@ -79,15 +80,19 @@ async function measureTriggerCost(pool: pg.Pool, rows: number): Promise<WebhookR
     return performance.now() - started
   }
   const withTrigger: number[] = []
+  const wanted: number[] = []
   const withoutTrigger: number[] = []
   for (let round = 0; round < TRIGGER_ROUNDS; round++) {
     withTrigger.push(await time(10_000_000))
+    await pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity')`)
+    wanted.push(await time(30_000_000))
+    await pool.query(`DELETE FROM outbox_demand`)
     await pool.query('ALTER TABLE attributions DISABLE TRIGGER attributions_outbox_insert')
     withoutTrigger.push(await time(20_000_000))
     await pool.query('ALTER TABLE attributions ENABLE TRIGGER attributions_outbox_insert')
   }
   await pool.query('TRUNCATE attributions, attribution_changes')
-  return { rows, withTriggerMs: Math.min(...withTrigger), withoutTriggerMs: Math.min(...withoutTrigger) }
+  return { rows, withTriggerMs: Math.min(...withTrigger), wantedMs: Math.min(...wanted), withoutTriggerMs: Math.min(...withoutTrigger) }
 }
 
 export async function runWebhookLatency(parameters: WebhookRunParameters): Promise<WebhookRun> {

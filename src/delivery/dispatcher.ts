@@ -7,6 +7,7 @@ import {
   listen,
   listSubscriptions,
   publishChanges,
+  pruneWebhookHistory,
   readEvents,
   setDispatchCursor,
   undrainedSubscriptions,
@@ -21,11 +22,16 @@ const BATCH = 2_000
 const POLL_MS = 1_000
 /** How often the leader queues a drain for every subscription owed events that no drain holds (lost jobs, a flushed Redis). */
 export const RECONCILE_MS = 3_000
+/** How often events and delivery records past `WEBHOOK_RETENTION_DAYS` are pruned, and how many rows per statement. */
+const PRUNE_MS = 10 * 60_000
+const PRUNE_BATCH = 10_000
 
 export type DispatcherContext = {
   pool: pg.Pool
   logger: Logger
   enqueue: (jobs: readonly DrainJob[]) => Promise<void>
+  /** `WEBHOOK_RETENTION_DAYS`. */
+  retentionDays?: number
 }
 
 /**
@@ -34,7 +40,7 @@ export type DispatcherContext = {
  * each such subscription. The queue only schedules: a drain lost to a crash or a Redis flush is queued
  * again by {@link reconcile}.
  */
-export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
+export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: DispatcherContext) {
   async function publish(): Promise<number> {
     let published = 0
     for (;;) {
@@ -85,12 +91,20 @@ export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
     return { published, dispatched }
   }
 
+  /** Prunes what is past retention (never an event owed to an enabled subscription). */
+  async function prune(): Promise<{ events: number; deliveries: number }> {
+    const pruned = await pruneWebhookHistory(pool, retentionDays, PRUNE_BATCH)
+    if (pruned.events > 0 || pruned.deliveries > 0) logger.info({ events: pruned.events, deliveries: pruned.deliveries, retention_days: retentionDays }, 'webhook history pruned')
+    return pruned
+  }
+
   return {
     step,
     reconcile,
+    prune,
     /**
      * Runs rounds until `signal` aborts: at once when the outbox trigger notifies, else every second;
-     * beside them the reconciler, every few seconds.
+     * beside them the reconciler, every few seconds, and pruning, every ten minutes.
      */
     async run(signal: AbortSignal): Promise<void> {
       const wakeUp = createWakeUp()
@@ -99,6 +113,7 @@ export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
         await Promise.all([
           runEvery(POLL_MS, step, { signal, logger, name: 'webhook-dispatch', wake: wakeUp.wait }),
           runEvery(RECONCILE_MS, reconcile, { signal, logger, name: 'webhook-reconcile' }),
+          runEvery(PRUNE_MS, prune, { signal, logger, name: 'webhook-prune' }),
         ])
       } finally {
         await unlisten()

@@ -1,11 +1,15 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import { EVENTS_CHANNEL, latestEventId, listen, readEvents, type EventFilter, type WebhookEvent } from '../store/index.js'
+import { EVENTS_CHANNEL, latestEventId, listen, markStreamDemand, readEvents, type EventFilter, type WebhookEvent } from '../store/index.js'
 
 /** Events read per query while a client catches up. */
 const PAGE = 500
 /** Silence after which a stream sends a keep-alive (and looks for events a lost notification hid). */
 export const KEEPALIVE_MS = 10_000
+/** After a client was last connected, how long the outbox keeps recording every event for it to resume with. */
+const RESUME_WINDOW_MS = 3_600_000
+/** How often a connected stream says so again. */
+const DEMAND_REFRESH_MS = 60_000
 
 export type StreamItem = { type: 'event'; event: WebhookEvent } | { type: 'keepalive' }
 
@@ -32,6 +36,17 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
       logger,
     ))
 
+  let demandSaidAt = -Infinity
+  /** Keeps the outbox recording every event type while clients are here, and for a while after (each new client says it at once). */
+  async function sayDemand(now = false): Promise<void> {
+    if (!now && performance.now() - demandSaidAt < DEMAND_REFRESH_MS) return
+    demandSaidAt = performance.now()
+    await markStreamDemand(pool, RESUME_WINDOW_MS).catch((error: unknown) => {
+      demandSaidAt = -Infinity
+      logger.warn({ err: error }, 'stream demand not recorded')
+    })
+  }
+
   function published(signal: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (woken: boolean) => {
@@ -56,8 +71,10 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
     async *follow({ after, filter, signal: clientGone }: { after?: number; filter: EventFilter; signal: AbortSignal }): AsyncGenerator<StreamItem> {
       const signal = AbortSignal.any([clientGone, shutdown.signal])
       startListening()
+      await sayDemand(true)
       let cursor = after ?? (await latestEventId(pool))
       while (!signal.aborted) {
+        await sayDemand()
         // Up to the newest id first: a filter that matches nothing still moves the cursor on.
         const seen = notifications
         const head = await latestEventId(pool)

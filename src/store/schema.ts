@@ -444,7 +444,10 @@ export const webhookEvents = pgTable(
     ...attributionEventColumns(),
     walletAddress: text('wallet_address'),
   },
-  (t) => [index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode)],
+  (t) => [
+    index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode),
+    index('webhook_events_created').using('brin', t.createdAt),
+  ],
 )
 
 /** A webhook subscription; null filters match everything. */
@@ -498,8 +501,14 @@ export const webhookDeliveries = pgTable(
     durationMs: integer('duration_ms').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id)],
+  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id), index('webhook_deliveries_created').using('brin', t.createdAt)],
 )
+
+/** Until when a stream reader may come back for events: the outbox records every type until then. */
+export const outboxDemand = pgTable('outbox_demand', {
+  name: text('name').primaryKey(),
+  until: timestamp('until', { withTimezone: true }).notNull(),
+})
 
 /** How far the dispatcher has handed events to delivery jobs. */
 export const webhookCursor = pgTable('webhook_cursor', {

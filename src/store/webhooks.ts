@@ -344,3 +344,43 @@ export async function listDeliveries(db: Queryable, subscriptionId: string, limi
   )
   return rows
 }
+
+/** Says that a stream reader may come back for events until `untilMs` from now: the outbox records every type until then. */
+export async function markStreamDemand(db: Queryable, untilMs: number): Promise<void> {
+  await db.query(
+    `INSERT INTO outbox_demand (name, until) VALUES ('stream', now() + make_interval(secs => $1 / 1000.0))
+     ON CONFLICT (name) DO UPDATE SET until = greatest(outbox_demand.until, EXCLUDED.until)`,
+    [untilMs],
+  )
+}
+
+/**
+ * Deletes, `batch` rows per statement, the events older than `retentionDays` that the dispatcher has
+ * handed out and no enabled subscription is still owed, and the delivery records older than that.
+ */
+export async function pruneWebhookHistory(db: Queryable, retentionDays: number, batch: number): Promise<{ events: number; deliveries: number }> {
+  let events = 0
+  let deliveries = 0
+  for (;;) {
+    const result = await db.query(
+      `DELETE FROM webhook_events WHERE id IN (
+         SELECT id FROM webhook_events e
+         WHERE created_at < now() - make_interval(days => $1) AND id <= (SELECT event_id FROM webhook_cursor WHERE name = 'dispatch')
+           AND NOT EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id
+                           WHERE o.event_id = e.id AND s.disabled_at IS NULL)
+         LIMIT $2)`,
+      [retentionDays, batch],
+    )
+    events += result.rowCount ?? 0
+    if ((result.rowCount ?? 0) < batch) break
+  }
+  for (;;) {
+    const result = await db.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) LIMIT $2)`,
+      [retentionDays, batch],
+    )
+    deliveries += result.rowCount ?? 0
+    if ((result.rowCount ?? 0) < batch) break
+  }
+  return { events, deliveries }
+}
