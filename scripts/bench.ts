@@ -472,12 +472,12 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
     { figure: 'bare HTTP POST loop (limit)', measured: `${count(run.barePostsPerSec)} posts/s`, beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms` },
     {
       figure: 'outbox trigger on a COPY',
-      measured: `+${pct(overhead)}`,
+      measured: `${overhead >= 0 ? '+' : ''}${pct(overhead)}`,
       beside: `${count(run.copy.rows)} attribution rows nobody subscribes to: ${(run.copy.withTriggerMs / 1000).toFixed(2)} s with, ${(run.copy.withoutTriggerMs / 1000).toFixed(2)} s without`,
     },
     {
       figure: '',
-      measured: `+${pct(run.copy.wantedMs / run.copy.withoutTriggerMs - 1)}`,
+      measured: `${run.copy.wantedMs >= run.copy.withoutTriggerMs ? '+' : ''}${pct(run.copy.wantedMs / run.copy.withoutTriggerMs - 1)}`,
       beside: `the same COPY while a stream client wants every event: ${(run.copy.wantedMs / 1000).toFixed(2)} s`,
     },
   ]

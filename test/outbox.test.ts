@@ -1,3 +1,6 @@
+import { connect } from 'node:net'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { createDispatcher } from '../src/delivery/index.js'
@@ -27,6 +30,9 @@ const wallet = `0x${'ab'.repeat(20)}`
 let db: TestDatabase
 let api: Api
 let base: string
+/** The API's log messages (info and up): a dropped stream client is told there. */
+const apiLog: string[] = []
+const MAX_CLIENTS = 8
 const dispatcher = () => createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: async () => {} })
 
 /** Attributions of transactions `txs` (one code each) at `block` with `status`, through the write path of range jobs and the tip. */
@@ -54,10 +60,10 @@ beforeAll(async () => {
   // As if a stream client were always around: the outbox records every event type.
   await db.store.pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity')`)
   api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused' },
+    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', streamMaxClients: MAX_CLIENTS },
     chainId: CHAIN,
     store: db.store,
-    logger: silentLogger,
+    logger: pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (apiLog.push(JSON.parse(String(chunk)).msg), done()) })),
     host: '127.0.0.1',
   })
   base = `http://${(await api.listen()).replace('http://', '')}`
@@ -349,5 +355,75 @@ describe('the outbox cost and retention', () => {
     } finally {
       await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
     }
+  })
+})
+
+describe('the stream under load', () => {
+  const latest = async () => String(await latestEventId(db.store.pool))
+
+  it('serves every live client from one query per wake-up, and refuses clients beyond STREAM_MAX_CLIENTS with 503', async () => {
+    const from = await latest()
+    const filters = ['builderCode=bc_fan', 'builderCode=bc_fan,bc_none', 'events=attribution.pending', '', 'builderCode=bc_fan&events=attribution.pending', 'events=attribution.pending,attribution.confirmed']
+    const clients = filters.map((f) => openSse(`${base}/v1/stream?${f}`, { lastEventId: from }))
+    await Promise.all(clients.map((c) => c.opened))
+    await store([901], 'bc_fan', 120, 'pending')
+    await dispatcher().step()
+    await waitFor(async () => clients.every((c) => c.messages.length === 1), 'the first event on every client')
+
+    // Count the stream's reads of the events while one more event goes out to every client.
+    const pool = db.store.pool
+    const query = pool.query.bind(pool)
+    let reads = 0
+    pool.query = ((...args: Parameters<typeof query>) => {
+      if (typeof args[0] === 'string' && args[0].includes('FROM webhook_events')) reads++
+      return query(...args)
+    }) as typeof pool.query
+    try {
+      await store([902], 'bc_fan', 120, 'pending')
+      await dispatcher().step()
+      await waitFor(async () => clients.every((c) => c.messages.length === 2), 'the second event on every client')
+    } finally {
+      pool.query = query
+    }
+    // One per wake-up (a heartbeat falling in between may add one), not one per client.
+    expect(reads).toBeGreaterThanOrEqual(1)
+    expect(reads).toBeLessThanOrEqual(2)
+    expect(clients.map((c) => c.messages.map((m) => m.data.data.txHash))).toEqual(filters.map(() => [hash(901), hash(902)]))
+
+    const more = [openSse(`${base}/v1/stream`), openSse(`${base}/v1/stream`)]
+    await Promise.all(more.map((c) => c.opened))
+    const refused = await fetch(`${base}/v1/stream`)
+    expect(refused.status).toBe(503)
+    expect(await refused.json()).toMatchObject({ error: { code: 'stream_full', message: expect.stringContaining('STREAM_MAX_CLIENTS') } })
+    await Promise.all([...clients, ...more].map((c) => c.close()))
+  })
+
+  it('drops a client that does not read instead of buffering for it, and it resumes with Last-Event-ID missing nothing', async () => {
+    const txs = Array.from({ length: 20_000 }, (_, i) => 200_000 + i)
+    await store(txs, 'bc_slow', 130, 'finalized')
+    await dispatcher().step()
+    const expected = (await readEvents(db.store.pool, { after: 0, limit: 100_000, filter: { builderCodes: ['bc_slow'] } })).map((e) => String(e.id))
+    expect(expected).toHaveLength(txs.length)
+
+    // A client that asks for the whole history and reads nothing.
+    const { hostname, port } = new URL(base)
+    const socket = connect(Number(port), hostname)
+    socket.pause()
+    socket.write(`GET /v1/stream?builderCode=bc_slow HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n`)
+    const dropped = apiLog.length
+    await waitFor(async () => apiLog.slice(dropped).includes('stream client dropped'), 'the slow client to be dropped', 60_000)
+
+    // It reads what it was sent, up to the end of the connection, then resumes after the last whole message.
+    let raw = ''
+    socket.on('data', (chunk: Buffer) => (raw += chunk.toString()))
+    const ended = new Promise((resolve) => socket.once('close', resolve))
+    socket.resume()
+    await ended
+    const firstIds = [...raw.matchAll(/^id: (\d+)\ndata: .*\n\n/gm)].map((m) => m[1]!)
+    expect(firstIds.length).toBeLessThan(expected.length)
+    const resumed = openSse(`${base}/v1/stream?builderCode=bc_slow`, { lastEventId: firstIds.at(-1) ?? '0' })
+    await waitFor(async () => firstIds.length + resumed.messages.length >= expected.length, 'the rest after resuming')
+    await resumed.close()
+    expect([...firstIds, ...resumed.messages.map((m) => m.id)]).toEqual(expected)
   })
 })

@@ -37,7 +37,7 @@ const BODY_LIMIT_BYTES = 16 * 1024
 const REDIS_CONNECT_TIMEOUT_MS = 2_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'secretsKey'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'secretsKey' | 'streamMaxClients'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -250,7 +250,7 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
-    const stream = createEventStream({ pool: store.pool, logger })
+    const stream = createEventStream({ pool: store.pool, logger, maxClients: config.streamMaxClients })
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })

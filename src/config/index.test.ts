@@ -77,6 +77,7 @@ describe('loadConfig', () => {
     ['RPC_BATCH_SIZE', 'many', 'invalid RPC_BATCH_SIZE="many": expected an integer from 1 to 10000'],
     ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
     ['WEBHOOK_RETENTION_DAYS', '0', 'invalid WEBHOOK_RETENTION_DAYS="0": expected an integer from 1 to 36500'],
+    ['STREAM_MAX_CLIENTS', '0', 'invalid STREAM_MAX_CLIENTS="0": expected an integer from 1 to 1000000'],
     ['SECRETS_KEY', 'c2hvcnQtYnV0LXNlY3JldA==', 'invalid SECRETS_KEY="***": expected 32 bytes, as 64 hex digits or base64'],
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)

@@ -89,6 +89,7 @@ const schema = z.object({
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
   WEBHOOK_RETENTION_DAYS: integer(1, 36_500).default(30),
+  STREAM_MAX_CLIENTS: integer(1, 1_000_000).default(1_000),
   SECRETS_KEY: z
     .string()
     .transform((value, context) => parseSecretsKey(value) ?? (context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' }), z.NEVER))
@@ -137,6 +138,8 @@ export type Config = Readonly<{
   webhookBackoffMs: number
   /** Days webhook events and delivery records are kept (an event still owed to an enabled subscription stays). */
   webhookRetentionDays: number
+  /** `STREAM_MAX_CLIENTS`: `/v1/stream` connections one API process serves at once (beyond: 503). */
+  streamMaxClients: number
   /** `SECRETS_KEY`: seals webhook secrets at rest (AES-256-GCM); unset, they are stored as they are. */
   secretsKey: Buffer | undefined
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
@@ -214,6 +217,7 @@ function toConfig(p: Parsed): Config {
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
     webhookRetentionDays: p.WEBHOOK_RETENTION_DAYS,
+    streamMaxClients: p.STREAM_MAX_CLIENTS,
     secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,
   }

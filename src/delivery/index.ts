@@ -3,4 +3,4 @@ export { createDispatcher, type Dispatcher, type DispatcherContext } from './dis
 export { matchesSubscription, toPayload, type EventPayload } from './events.js'
 export { newWebhookSecret, signedHeaders } from './signature.js'
 export { openSecret, parseSecretsKey, sealSecret } from './secrets.js'
-export { createEventStream, KEEPALIVE_MS, type EventStream, type StreamItem } from './stream.js'
+export { createEventStream, KEEPALIVE_MS, STREAM_CLIENT_BUFFER_BYTES, type EventStream, type StreamSink } from './stream.js'
