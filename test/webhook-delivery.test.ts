@@ -39,6 +39,8 @@ beforeAll(async () => {
     request.on('data', (chunk: Buffer) => (body += chunk.toString()))
     request.on('end', () => {
       if (!healthy) return void response.writeHead(503).end()
+      // A receiver that never answers: each attempt runs into the timeout.
+      if (request.url === '/hook-dead') return
       received.push({ id: String(request.headers['webhook-id']), headers: request.headers as Record<string, string>, body, path: request.url ?? '' })
       response.writeHead(200).end('ok')
     })
@@ -184,6 +186,29 @@ describe('owed deliveries live in PostgreSQL', () => {
     await db.store.pool.query(`UPDATE webhook_cursor SET event_id = $1 - 1 WHERE name = 'dispatch'`, [Number(ids[0])])
     await waitFor(async () => receivedAt('-again').length === 6, 'the second deliveries')
     expect(receivedAt('-again').sort()).toEqual([...ids, ...ids].sort())
+  })
+})
+
+describe('fairness', () => {
+  it('a dead subscription with a backlog delays no other: the healthy one gets every event while the dead one still fails', async () => {
+    healthy = true
+    const dead = await subscribe('-dead', 'bc_fair')
+    await subscribe('-alive', 'bc_fair')
+    const txs = Array.from({ length: 200 }, (_, i) => hash(4_000 + i))
+    await commit(txs, 'bc_fair')
+    await waitFor(async () => new Set(receivedAt('-alive')).size === txs.length, 'every event at the healthy receiver')
+    const state = async () =>
+      (
+        await db.store.pool.query(
+          `SELECT consecutive_failures AS failures, (SELECT count(*)::int FROM webhook_outstanding WHERE subscription_id = $1) AS owed FROM webhook_subscriptions WHERE id = $1`,
+          [dead],
+        )
+      ).rows[0] as { failures: number; owed: number }
+    expect((await state()).owed).toBe(txs.length)
+    expect([...new Set(receivedAt('-alive'))].sort()).toEqual([...(await eventIdsOf('bc_fair'))].sort())
+    // The dead one keeps every event owed and backs off.
+    await waitFor(async () => (await state()).failures > 0, 'the dead subscription failing')
+    expect((await state()).owed).toBe(txs.length)
   })
 })
 
