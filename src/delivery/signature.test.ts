@@ -18,6 +18,12 @@ describe('webhook signatures', () => {
     // A forged, non-base64 signature is refused, not a crash.
     expect(() => new Webhook(current).verify(body, { ...headers, 'webhook-signature': 'v1,zz not-base64!' })).toThrow()
   })
+
+  it('sign with a secret issued in base64url before (the same key in standard base64 verifies)', () => {
+    const key = Buffer.from('fb'.repeat(24), 'hex')
+    const headers = signedHeaders([`whsec_${key.toString('base64url')}`], '7', body)
+    expect(new Webhook(`whsec_${key.toString('base64')}`).verify(body, headers)).toEqual(JSON.parse(body))
+  })
 })
 
 describe('webhook secrets at rest', () => {
