@@ -189,6 +189,25 @@ describe('owed deliveries live in PostgreSQL', () => {
   })
 })
 
+describe('database errors', () => {
+  it('fail a delivery only for now: it is tried again, like any transient error, until it is recorded', async () => {
+    healthy = true
+    const id = await subscribe('-dberror', 'bc_dberror')
+    const owed = async () => (await db.store.pool.query(`SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1`, [id])).rows.length
+    // Recording this subscription's attempts fails while the constraint is there.
+    await db.store.pool.query(`ALTER TABLE webhook_deliveries ADD CONSTRAINT test_refuse_attempts CHECK (subscription_id <> '${id}') NOT VALID`)
+    try {
+      await commit([hash(5_001)], 'bc_dberror')
+      await waitFor(async () => receivedAt('-dberror').length >= 2, 'attempts whose recording failed')
+      expect(await owed()).toBe(1)
+    } finally {
+      await db.store.pool.query(`ALTER TABLE webhook_deliveries DROP CONSTRAINT test_refuse_attempts`)
+    }
+    await waitFor(async () => (await owed()) === 0, 'the delivery recorded')
+    expect(new Set(receivedAt('-dberror'))).toEqual(new Set(await eventIdsOf('bc_dberror')))
+  })
+})
+
 describe('fairness', () => {
   it('a dead subscription with a backlog delays no other: the healthy one gets every event while the dead one still fails', async () => {
     healthy = true
