@@ -6,7 +6,7 @@ import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId, webhookJobId } from './queue/index.js'
+import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -22,7 +22,9 @@ import { createStore } from './store/index.js'
 const COVERAGE_REFRESH_MS = 15_000
 /** How often the leader plans what is missing of the BuilderCodes registry's range (planning is idempotent). */
 const REGISTRY_BACKFILL_CHECK_MS = 60_000
-/** Connections of the webhook deliveries (each holds one per query, two queries per event). */
+/** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
+const DRAIN_LEASE_MS = 10_000
+/** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
 
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
@@ -80,8 +82,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           maxFailures: config.webhookMaxFailures,
           backoffMs: config.webhookBackoffMs,
           allowPrivate: config.webhookAllowPrivate,
-          promote: webhookQueue.promote,
-          jobIdOf: webhookJobId,
+          leaseMs: Math.min(config.jobLockMs, DRAIN_LEASE_MS),
+          enqueue: webhookQueue.enqueue,
+          secretsKey: config.secretsKey,
         }),
       })
       services.push({ name: 'webhook-worker', stop: () => webhookWorker.close() })
@@ -93,7 +96,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays })
       const repairRunner = createRepairRunner({
         pool: indexer.store.pool,
         logger,

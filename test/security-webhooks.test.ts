@@ -178,12 +178,12 @@ describe('the delivery job', () => {
       maxFailures: 100,
       backoffMs: 1_000,
       allowPrivate,
-      promote: async () => {},
-      jobIdOf: (data) => `${data.subscriptionId}:${data.eventId}`,
+      leaseMs: 2_000,
+      // A failed drain queues its retry; nothing else of BullMQ is involved.
+      enqueue: async () => {},
     })
-    // A job that a failed delivery moves to delayed; nothing else of BullMQ is involved.
-    const job = { data: { subscriptionId: id, eventId }, moveToDelayed: async () => {} } as unknown as Job<WebhookJobData>
-    const outcome = await process(job, undefined).catch((error: Error) => error.name)
+    const job = { data: { subscriptionId: id } } as unknown as Job<WebhookJobData>
+    const outcome = await process(job)
     const [delivery] = await listDeliveries(db.store.pool, id, 1)
     return { outcome, delivery }
   }
@@ -191,7 +191,7 @@ describe('the delivery job', () => {
   it('records a refusal for a stored URL the policy no longer allows, without connecting', async () => {
     const { port, seen } = await receiver()
     const { outcome, delivery } = await deliverOnce(`http://127.0.0.1:${port}/hook`, false)
-    expect(outcome).toBe('DelayedError')
+    expect(outcome).toBe('failed')
     expect(delivery).toMatchObject({ ok: false, httpStatus: null, error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback address/) })
     const byName = await deliverOnce(`http://localhost:${port}/hook`, false)
     expect(byName.delivery).toMatchObject({ ok: false, httpStatus: null, error: expect.stringMatching(/loopback address/) })
@@ -202,7 +202,7 @@ describe('the delivery job', () => {
     const target = await receiver()
     const redirecting = await receiver(() => ({ status: 302, headers: { location: `http://127.0.0.1:${target.port}/internal` } }))
     const { outcome, delivery } = await deliverOnce(`http://127.0.0.1:${redirecting.port}/hook`, true)
-    expect(outcome).toBe('DelayedError')
+    expect(outcome).toBe('failed')
     expect(delivery).toMatchObject({ ok: false, httpStatus: 302, error: 'HTTP 302 (redirects are not followed)' })
     expect(redirecting.seen.requests).toEqual(['/hook'])
     expect(target.seen.connections).toBe(0)

@@ -2,14 +2,14 @@
  * Webhook delivery latency: this process commits attributions at a steady rate (the outbox trigger
  * records their events), the daemon (`--role all`: dispatcher and delivery worker) delivers them to a
  * receiver here, and each event's latency is from its transaction's COMMIT returning to the receiver
- * answering 2xx. Beside it: a bare sequential HTTP POST loop to the same receiver, and the cost of the
- * outbox trigger on a backfill-sized COPY (the same COPY with the trigger disabled).
+ * answering 2xx. Beside it: a bare sequential HTTP POST loop to the same receiver, the cost of the
+ * outbox trigger on a backfill-sized COPY (the same COPY with the trigger disabled), and the recovery of a
+ * receiver that was down: how long its backlog of `RECOVERY_BACKLOG` events takes from its first 2xx.
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import pg from 'pg'
 import { startAnvil } from '../../src/devnet/index.js'
-import { createWebhookQueue } from '../../src/queue/index.js'
 import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
@@ -25,6 +25,9 @@ const BARE_POST_MS = 3_000
 const CHAIN_ID = 31337
 const TRIGGER_ROUNDS = 2
 const SENDER = `0x${'5e'.repeat(20)}`
+/** Events owed to the receiver while it is down. */
+const RECOVERY_BACKLOG = 1_000
+const RECOVERY_FIRST_TX = 50_000_000
 
 export type WebhookRunParameters = {
   adminDatabaseUrl: string
@@ -44,9 +47,10 @@ export type WebhookRun = {
   missing: number
   barePostsPerSec: number
   barePostP50Ms: number
-  copy: { rows: number; withTriggerMs: number; withoutTriggerMs: number }
-  /** Where the time went (p50 and p99), from the delivery jobs' own timestamps. */
-  stages: Record<'toQueued' | 'queued' | 'processing', { p50Ms: number; p99Ms: number }>
+  /** With the trigger when nobody wants the events (gated), when a stream client wants every type, and without it. */
+  copy: { rows: number; withTriggerMs: number; wantedMs: number; withoutTriggerMs: number }
+  /** The backlog owed to a receiver that was down, from its first 2xx to its last event; PostgreSQL deadlocks over the whole run. */
+  recovery: { backlog: number; fromFirstSuccessMs: number; fromUpMs: number; missing: number; deadlocks: number }
   /** CPU milliseconds per 1,000 events while they were committed and delivered: steadier than latency on a shared machine. */
   cpuMsPerThousand: { daemon: number; postgres: number }
 }
@@ -76,15 +80,19 @@ async function measureTriggerCost(pool: pg.Pool, rows: number): Promise<WebhookR
     return performance.now() - started
   }
   const withTrigger: number[] = []
+  const wanted: number[] = []
   const withoutTrigger: number[] = []
   for (let round = 0; round < TRIGGER_ROUNDS; round++) {
     withTrigger.push(await time(10_000_000))
+    await pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity')`)
+    wanted.push(await time(30_000_000))
+    await pool.query(`DELETE FROM outbox_demand`)
     await pool.query('ALTER TABLE attributions DISABLE TRIGGER attributions_outbox_insert')
     withoutTrigger.push(await time(20_000_000))
     await pool.query('ALTER TABLE attributions ENABLE TRIGGER attributions_outbox_insert')
   }
   await pool.query('TRUNCATE attributions, attribution_changes')
-  return { rows, withTriggerMs: Math.min(...withTrigger), withoutTriggerMs: Math.min(...withoutTrigger) }
+  return { rows, withTriggerMs: Math.min(...withTrigger), wantedMs: Math.min(...wanted), withoutTriggerMs: Math.min(...withoutTrigger) }
 }
 
 export async function runWebhookLatency(parameters: WebhookRunParameters): Promise<WebhookRun> {
@@ -101,18 +109,16 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
 
     const committedAt = new Map<string, number>()
     const answeredAt = new Map<string, number>()
-    const eventOf = new Map<string, string>()
+    let down = false
     const receiver = createServer((request, response) => {
       let body = ''
       request.on('data', (chunk: Buffer) => (body += chunk.toString()))
       request.on('end', () => {
+        if (down) return void response.writeHead(503).end()
         response.writeHead(204).end()
         const event = JSON.parse(body) as { id: string; data: { txHash?: string } }
         const tx = event.data.txHash
-        if (tx && !answeredAt.has(tx)) {
-          answeredAt.set(tx, Date.now())
-          eventOf.set(tx, event.id)
-        }
+        if (tx && !answeredAt.has(tx)) answeredAt.set(tx, Date.now())
       })
     })
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
@@ -174,7 +180,28 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
       postgres: perThousand(postgresCpuSecondsOf(db.name) - cpuBefore.postgres),
     }
 
-    const stages = await jobStages(parameters.redisUrl, redis.prefix, committedAt, eventOf)
+    // Recovery: the receiver goes down, a backlog is owed to it, and it answers again after its first failure.
+    down = true
+    const deadlocksBefore = await deadlocksOf(db.pool)
+    await commitAttributions(db.pool, RECOVERY_FIRST_TX, RECOVERY_BACKLOG, 2 + commits)
+    const backlog = Array.from({ length: RECOVERY_BACKLOG }, (_, i) => hash(RECOVERY_FIRST_TX + i))
+    const failing = async () => (await db.pool.query(`SELECT 1 FROM webhook_subscriptions WHERE consecutive_failures > 0`)).rows.length > 0
+    const owedAll = async () => (await db.pool.query(`SELECT count(*)::int AS n FROM webhook_outstanding`)).rows[0].n >= RECOVERY_BACKLOG
+    while (!((await owedAll()) && (await failing())) && performance.now() < deadline + DRAIN_TIMEOUT_MS) await sleep(50)
+    down = false
+    const upAt = Date.now()
+    const recoveryDeadline = performance.now() + DRAIN_TIMEOUT_MS * 2
+    while (backlog.some((tx) => !answeredAt.has(tx)) && performance.now() < recoveryDeadline) await sleep(50)
+    const backlogAnswers = backlog.flatMap((tx) => (answeredAt.has(tx) ? [answeredAt.get(tx)!] : []))
+    const firstSuccess = Math.min(...backlogAnswers)
+    const lastSuccess = Math.max(...backlogAnswers)
+    const recovery = {
+      backlog: RECOVERY_BACKLOG,
+      fromFirstSuccessMs: lastSuccess - firstSuccess,
+      fromUpMs: lastSuccess - upAt,
+      missing: RECOVERY_BACKLOG - backlogAnswers.length,
+      deadlocks: (await deadlocksOf(db.pool)) - deadlocksBefore,
+    }
     const latenciesMs = [...committedAt].flatMap(([tx, at]) => (answeredAt.has(tx) ? [answeredAt.get(tx)! - at] : [])).sort((a, b) => a - b)
     return {
       events: committedAt.size,
@@ -186,7 +213,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
       barePostsPerSec: bare.postsPerSec,
       barePostP50Ms: bare.p50Ms,
       copy,
-      stages,
+      recovery,
       cpuMsPerThousand,
     }
   } finally {
@@ -194,30 +221,10 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
   }
 }
 
-/** Time from commit to the job being queued (publish and dispatch), waiting in the queue, and being processed. */
-async function jobStages(redisUrl: string, prefix: string, committedAt: Map<string, number>, eventOf: Map<string, string>): Promise<WebhookRun['stages']> {
-  const queue = createWebhookQueue({ redisUrl, prefix })
-  try {
-    const jobs = await queue.queue.getJobs(['completed'], 0, -1)
-    const byEvent = new Map(jobs.map((job) => [String(job.data.eventId), job]))
-    const toQueued: number[] = []
-    const queued: number[] = []
-    const processing: number[] = []
-    for (const [tx, at] of committedAt) {
-      const job = byEvent.get(eventOf.get(tx) ?? '')
-      if (!job?.processedOn || !job.finishedOn) continue
-      toQueued.push(job.timestamp - at)
-      queued.push(job.processedOn - job.timestamp)
-      processing.push(job.finishedOn - job.processedOn)
-    }
-    const figures = (values: number[]) => {
-      const sorted = [...values].sort((a, b) => a - b)
-      return { p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) }
-    }
-    return { toQueued: figures(toQueued), queued: figures(queued), processing: figures(processing) }
-  } finally {
-    await queue.close()
-  }
+/** Deadlocks PostgreSQL detected in the current database so far. */
+async function deadlocksOf(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`)
+  return rows[0]?.n ?? 0
 }
 
 /** Sequential POSTs of an event-sized JSON body with fetch (as deliveries go), for `BARE_POST_MS`. */

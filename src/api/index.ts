@@ -42,7 +42,7 @@ const REDIS_CONNECT_TIMEOUT_MS = 2_000
 const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -297,7 +297,7 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
-    const stream = createEventStream({ pool: store.pool, logger })
+    const stream = createEventStream({ pool: store.pool, logger, maxClients: config.streamMaxClients })
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })
@@ -310,7 +310,7 @@ export async function createApi({
         owned.push(() => queue.close())
         webhookQueue = queue
       }
-      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue, allowPrivate: config.webhookAllowPrivate })
+      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue, allowPrivate: config.webhookAllowPrivate, secretsKey: config.secretsKey })
     }
 
     if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })

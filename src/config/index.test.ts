@@ -86,6 +86,9 @@ describe('loadConfig', () => {
     ['PRECONFIRMATIONS', 'maybe', 'invalid PRECONFIRMATIONS="maybe": expected auto, on, off'],
     ['FINALITY_SECONDS', '0', 'invalid FINALITY_SECONDS="0": expected an integer from 1 to 86400'],
     ['LOG_LEVEL', 'loud', 'invalid LOG_LEVEL="loud": expected fatal, error, warn, info, debug, trace, silent'],
+    ['WEBHOOK_RETENTION_DAYS', '0', 'invalid WEBHOOK_RETENTION_DAYS="0": expected an integer from 1 to 36500'],
+    ['STREAM_MAX_CLIENTS', '0', 'invalid STREAM_MAX_CLIENTS="0": expected an integer from 1 to 1000000'],
+    ['SECRETS_KEY', 'c2hvcnQtYnV0LXNlY3JldA==', 'invalid SECRETS_KEY="***": expected 32 bytes, as 64 hex digits or base64'],
   ])('rejects %s=%s with one line naming it', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(message)

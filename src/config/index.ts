@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
 import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { parseSecretsKey } from '../delivery/secrets.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -124,6 +125,12 @@ const schema = z.object({
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
+  WEBHOOK_RETENTION_DAYS: integer(1, 36_500).default(30),
+  STREAM_MAX_CLIENTS: integer(1, 1_000_000).default(1_000),
+  SECRETS_KEY: z
+    .string()
+    .transform((value, context) => parseSecretsKey(value) ?? (context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' }), z.NEVER))
+    .optional(),
   DASHBOARD_DIR: z.string().optional(),
 })
 
@@ -182,6 +189,12 @@ export type Config = Readonly<{
   webhookBackoffMs: number
   /** `WEBHOOK_ALLOW_PRIVATE=1`: webhooks may go to loopback and private addresses (never link-local or metadata). */
   webhookAllowPrivate: boolean
+  /** Days webhook events and delivery records are kept (an event still owed to an enabled subscription stays). */
+  webhookRetentionDays: number
+  /** `STREAM_MAX_CLIENTS`: `/v1/stream` connections one API process serves at once (beyond: 503). */
+  streamMaxClients: number
+  /** `SECRETS_KEY`: seals webhook secrets at rest (AES-256-GCM); unset, they are stored as they are. */
+  secretsKey: Buffer | undefined
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
 }>
@@ -198,6 +211,7 @@ const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => str
   REDIS_URL: redactUrl,
   BUILDER_API_URL: redactUrl,
   ADMIN_TOKEN: () => MASK,
+  SECRETS_KEY: () => MASK,
 }
 
 /**
@@ -262,6 +276,9 @@ function toConfig(p: Parsed): Config {
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
     webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
+    webhookRetentionDays: p.WEBHOOK_RETENTION_DAYS,
+    streamMaxClients: p.STREAM_MAX_CLIENTS,
+    secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,
   }
 }

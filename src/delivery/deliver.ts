@@ -1,29 +1,31 @@
 import http from 'node:http'
 import https from 'node:https'
-import { DelayedError, type Job } from 'bullmq'
+import type { Job } from 'bullmq'
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import type { WebhookJobData } from '../queue/index.js'
+import { retryJob, type DrainJob, type WebhookJobData } from '../queue/index.js'
 import {
-  claimProbe,
-  dropOutstanding,
-  loadDelivery,
-  outstandingEvents,
-  recordDelivered,
-  recordFailed,
+  claimDrain,
+  isOwed,
+  owedEvents,
+  recordAttempts,
+  recordFailure,
+  releaseDrain,
+  renewDrain,
   type DeliveryAttempt,
+  type WebhookEvent,
+  type WebhookSubscription,
 } from '../store/index.js'
 import { briefly } from '../utils/errors.js'
 import { toPayload } from './events.js'
-import { signPayload } from './signature.js'
-import { refusedUrl, webhookTargets, type WebhookTargets } from './targets.js'
+import { openSecret } from './secrets.js'
+import { signedHeaders } from './signature.js'
+import { refusedUrl, webhookTargets, type TargetPolicy, type WebhookTargets } from './targets.js'
 
 /** Longest wait between attempts of a failing subscription. */
 const MAX_BACKOFF_MS = 24 * 3_600_000
-/** How soon an event asks again whether the earlier event of its transaction is delivered. */
-const ORDER_WAIT_MS = 200
-/** Waiting deliveries woken at once when a failing receiver answers again. */
-const PROMOTE_ON_RECOVERY = 10_000
+/** Deliveries in flight per subscription: a drain sends its owed events in windows of this many. */
+export const DRAIN_WINDOW = 32
 const ERROR_LENGTH = 300
 
 export type DeliveryContext = {
@@ -31,13 +33,16 @@ export type DeliveryContext = {
   logger: Logger
   /** `WEBHOOK_TIMEOUT_MS`: a 2xx must arrive within it. */
   timeoutMs: number
-  /** `WEBHOOK_MAX_FAILURES`: consecutive failures that disable a subscription. */
+  /** `WEBHOOK_MAX_FAILURES`: consecutive failed rounds that disable a subscription. */
   maxFailures: number
   /** First backoff step; doubles with each consecutive failure, up to 24 h. */
   backoffMs: number
-  /** Wakes delayed deliveries of a subscription whose receiver recovered (job ids). */
-  promote: (jobIds: readonly string[]) => Promise<void>
-  jobIdOf: (data: WebhookJobData) => string
+  /** How long a drain's lease lasts unrenewed: a killed worker's subscription is drained again after it. */
+  leaseMs: number
+  /** Queues drain jobs (a failing subscription's next try). */
+  enqueue: (jobs: readonly DrainJob[]) => Promise<void>
+  /** `SECRETS_KEY`: opens secrets sealed at rest. */
+  secretsKey?: Buffer | undefined
   /** `WEBHOOK_ALLOW_PRIVATE`: receivers on loopback and private addresses are reached too. */
   allowPrivate?: boolean
 }
@@ -48,65 +53,102 @@ export function backoffDelay(baseMs: number, failures: number, random = Math.ran
   return Math.round(ceiling / 2 + (random() * ceiling) / 2)
 }
 
-export type DeliveryOutcome = 'delivered' | 'failed' | 'skipped'
+export type DrainOutcome = 'drained' | 'failed' | 'disabled' | 'backoff' | 'busy' | 'gone'
 
 /**
- * The delivery job: POSTs the event to the subscription's URL, signed. Events of one transaction go
- * out in order (a later one waits while an earlier one is outstanding); while a subscription is failing
- * only one delivery at a time probes it, after its backoff, and the others wait. A failed attempt waits
- * as a delayed job, never as a BullMQ failure, so the subscription's backoff is the only schedule.
+ * The delivery job: drains what a subscription is owed, oldest first, under its lease (one drain per
+ * subscription at a time). A window of owed events goes out at once, one transaction's events one after
+ * the other; a failure ends the drain and sets the subscription's backoff, and one delayed job tries again
+ * then, with one event (a probe); after a success the backlog goes at full speed.
  */
 export function createDeliveryProcessor(context: DeliveryContext) {
-  const { pool, logger, timeoutMs, maxFailures } = context
+  const { pool, logger, timeoutMs, maxFailures, leaseMs } = context
   const policy = { allowPrivate: context.allowPrivate ?? false }
-  const targets = webhookTargets(policy)
-  const later = async (job: Job<WebhookJobData>, token: string | undefined, delayMs: number): Promise<never> => {
-    await job.moveToDelayed(Date.now() + Math.max(delayMs, 1), token)
-    throw new DelayedError()
+  const reach: Reach = { policy, targets: webhookTargets(policy) }
+
+  async function drainHeld(subscription: WebhookSubscription): Promise<{ outcome: 'drained' | 'disabled' } | { outcome: 'failed'; retryAt: Date }> {
+    const id = subscription.id
+    const renewal = setInterval(
+      () => void renewDrain(pool, id, leaseMs).catch((error: unknown) => logger.warn({ subscription_id: id, reason: briefly(error) }, 'webhook drain lease not renewed')),
+      Math.max(100, Math.floor(leaseMs / 3)),
+    )
+    try {
+      const secrets = [subscription.secret, ...(subscription.previousSecret ? [subscription.previousSecret] : [])].map((s) => openSecret(context.secretsKey, s))
+      let probing = subscription.consecutiveFailures > 0
+      for (;;) {
+        const events = await owedEvents(pool, id, probing ? 1 : DRAIN_WINDOW)
+        if (events.length === 0) return { outcome: 'drained' }
+        const attempts = await sendWindow(reach, subscription, secrets, events, timeoutMs)
+        const { recovered } = await recordAttempts(pool, attempts)
+        if (recovered) logger.info({ subscription_id: id }, 'webhook receiver answers again')
+        const failed = attempts.find((a) => !a.ok)
+        if (failed) {
+          const lastError = failed.error ?? `HTTP ${failed.httpStatus}`
+          const result = await recordFailure(pool, id, lastError, { maxFailures, backoffMs: (failures) => backoffDelay(context.backoffMs, failures) })
+          if (result.disabled || !result.retryAt) {
+            logger.warn({ subscription_id: id, event_id: failed.eventId, reason: lastError }, 'webhook subscription disabled')
+            return { outcome: 'disabled' }
+          }
+          return { outcome: 'failed', retryAt: result.retryAt }
+        }
+        probing = false
+      }
+    } finally {
+      clearInterval(renewal)
+      await releaseDrain(pool, id)
+    }
   }
 
-  return async (job: Job<WebhookJobData>, token: string | undefined): Promise<DeliveryOutcome> => {
-    const { subscriptionId, eventId } = job.data
-    const { subscription, event, waiting } = await loadDelivery(pool, subscriptionId, eventId)
-    if (!subscription || subscription.disabledAt || !event) {
-      if (subscription) await dropOutstanding(pool, subscriptionId, eventId)
-      return 'skipped'
-    }
-    if (waiting) return later(job, token, ORDER_WAIT_MS + waitForBackoff(subscription.retryAt))
-    let probe = false
-    if (subscription.consecutiveFailures > 0) {
-      probe = await claimProbe(pool, subscriptionId, timeoutMs * 2)
-      if (!probe) return later(job, token, waitForBackoff(subscription.retryAt) + Math.random() * context.backoffMs)
-    }
-
-    const body = JSON.stringify(toPayload(event))
-    const started = performance.now()
-    const refusal = refusedUrl(subscription.url, policy)
-    const answer = refusal ? { ok: false, httpStatus: null, error: `refused: ${refusal}` } : await post(targets, subscription.url, body, {
-      'X-Codetrail-Event-Id': String(event.id),
-      'X-Codetrail-Signature': signPayload(subscription.secret, body),
-    }, timeoutMs)
-    const attempt: DeliveryAttempt = { subscriptionId, eventId, durationMs: Math.round(performance.now() - started), ...answer }
-    if (attempt.ok) {
-      const { recovered } = await recordDelivered(pool, attempt)
-      if (recovered) {
-        logger.info({ subscription_id: subscriptionId }, 'webhook receiver answers again')
-        const waiting = await outstandingEvents(pool, subscriptionId, PROMOTE_ON_RECOVERY)
-        await context.promote(waiting.map((id) => context.jobIdOf({ subscriptionId, eventId: id })))
+  return async (job: Job<WebhookJobData>): Promise<DrainOutcome> => {
+    const { subscriptionId } = job.data
+    for (;;) {
+      const claim = await claimDrain(pool, subscriptionId, leaseMs)
+      if (claim.state === 'backoff') {
+        await context.enqueue([retryJob(subscriptionId, claim.retryAt)])
+        return 'backoff'
       }
-      return 'delivered'
+      // Busy: the holder looks again after releasing, so what this job was queued for is not left behind.
+      if (claim.state !== 'claimed') return claim.state
+      const result = await drainHeld(claim.subscription)
+      if (result.outcome === 'failed') {
+        await context.enqueue([retryJob(subscriptionId, result.retryAt)])
+        return 'failed'
+      }
+      if (result.outcome === 'disabled') return 'disabled'
+      if (!(await isOwed(pool, subscriptionId))) return 'drained'
     }
-    const failed = await recordFailed(pool, attempt, { probe, maxFailures, backoffMs: (failures) => backoffDelay(context.backoffMs, failures) })
-    if (failed.disabled) {
-      logger.warn({ subscription_id: subscriptionId, event_id: eventId, reason: attempt.error }, 'webhook subscription disabled')
-      await dropOutstanding(pool, subscriptionId, eventId)
-      return 'failed'
-    }
-    return later(job, token, waitForBackoff(failed.retryAt) + (probe ? 0 : Math.random() * context.backoffMs))
   }
 }
 
-const waitForBackoff = (retryAt: Date | null) => (retryAt ? Math.max(0, retryAt.getTime() - Date.now()) : 0)
+/** Where deliveries may go (`targets.ts`): the policy, and the agents that connect only to allowed addresses. */
+type Reach = { policy: TargetPolicy; targets: WebhookTargets }
+
+/** Sends a window of owed events: transactions side by side, each one's events in order, stopping at its first failure. */
+async function sendWindow(reach: Reach, subscription: WebhookSubscription, secrets: readonly string[], events: readonly WebhookEvent[], timeoutMs: number): Promise<DeliveryAttempt[]> {
+  const byTransaction = new Map<string, WebhookEvent[]>()
+  for (const event of events) byTransaction.set(event.txHash, [...(byTransaction.get(event.txHash) ?? []), event])
+  const attempts: DeliveryAttempt[] = []
+  await Promise.all(
+    [...byTransaction.values()].map(async (sequence) => {
+      for (const event of sequence) {
+        const attempt = await deliverOne(reach, subscription, secrets, event, timeoutMs)
+        attempts.push(attempt)
+        if (!attempt.ok) return
+      }
+    }),
+  )
+  return attempts
+}
+
+async function deliverOne(reach: Reach, subscription: WebhookSubscription, secrets: readonly string[], event: WebhookEvent, timeoutMs: number): Promise<DeliveryAttempt> {
+  const body = JSON.stringify(toPayload(event))
+  const started = performance.now()
+  const refusal = refusedUrl(subscription.url, reach.policy)
+  const answer = refusal
+    ? { ok: false, httpStatus: null, error: `refused: ${refusal}` }
+    : await post(reach.targets, subscription.url, body, signedHeaders(secrets, String(event.id), body), timeoutMs)
+  return { subscriptionId: subscription.id, eventId: event.id, durationMs: Math.round(performance.now() - started), ...answer }
+}
 
 type PostAnswer = { ok: boolean; httpStatus: number | null; error: string | null }
 

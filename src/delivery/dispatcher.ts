@@ -1,15 +1,17 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import type { WebhookJobData } from '../queue/index.js'
+import type { DrainJob } from '../queue/index.js'
 import {
   addOutstanding,
   CHANGES_CHANNEL,
-  getDispatchCursor,
   listen,
   listSubscriptions,
   publishChanges,
+  pruneWebhookHistory,
   readEvents,
   setDispatchCursor,
+  undrainedSubscriptions,
+  withTransaction,
 } from '../store/index.js'
 import { createWakeUp, runEvery } from '../utils/loop.js'
 import { matchesSubscription } from './events.js'
@@ -18,19 +20,27 @@ import { matchesSubscription } from './events.js'
 const BATCH = 2_000
 /** A poll beside the trigger's notifications, which a reconnecting listener may miss. */
 const POLL_MS = 1_000
+/** How often the leader queues a drain for every subscription owed events that no drain holds (lost jobs, a flushed Redis). */
+export const RECONCILE_MS = 3_000
+/** How often events and delivery records past `WEBHOOK_RETENTION_DAYS` are pruned, and how many rows per statement. */
+const PRUNE_MS = 10 * 60_000
+const PRUNE_BATCH = 10_000
 
 export type DispatcherContext = {
   pool: pg.Pool
   logger: Logger
-  enqueue: (jobs: readonly WebhookJobData[]) => Promise<void>
+  enqueue: (jobs: readonly DrainJob[]) => Promise<void>
+  /** `WEBHOOK_RETENTION_DAYS`. */
+  retentionDays?: number
 }
 
 /**
- * The outbox's reader: publishes committed attribution changes as events, then hands each event to a
- * delivery job per subscription that wants it. The cursor moves only after the jobs are queued (with
- * deterministic ids), so a crash in between queues them again as the same jobs: at least once.
+ * The outbox's reader: publishes committed attribution changes as events, then records each event as
+ * owed to every subscription that wants it, in one transaction with its cursor, and queues a drain of
+ * each such subscription. The queue only schedules: a drain lost to a crash or a Redis flush is queued
+ * again by {@link reconcile}.
  */
-export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
+export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: DispatcherContext) {
   async function publish(): Promise<number> {
     let published = 0
     for (;;) {
@@ -43,20 +53,34 @@ export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
   async function dispatch(): Promise<number> {
     let dispatched = 0
     for (;;) {
-      const cursor = await getDispatchCursor(pool)
-      const events = await readEvents(pool, { after: cursor, limit: BATCH })
-      if (events.length === 0) return dispatched
-      const subscriptions = await listSubscriptions(pool, { activeOnly: true })
-      const jobs = events.flatMap((event) =>
-        subscriptions.filter((s) => matchesSubscription(s, event)).map((s) => ({ subscriptionId: s.id, eventId: event.id, txHash: event.txHash })),
-      )
-      // Outstanding first: a job may run as soon as it is queued and must see the earlier events of its transaction.
-      await addOutstanding(pool, jobs)
-      await enqueue(jobs.map(({ subscriptionId, eventId }) => ({ subscriptionId, eventId })))
-      await setDispatchCursor(pool, events.at(-1)!.id)
-      dispatched += jobs.length
-      if (events.length < BATCH) return dispatched
+      const round = await withTransaction(pool, async (client) => {
+        // Locked: a second dispatcher (a lease hand-over) waits instead of owing the same events again.
+        const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = 'dispatch' FOR UPDATE`)
+        const events = await readEvents(client, { after: rows[0]?.eventId ?? 0, limit: BATCH })
+        if (events.length === 0) return null
+        const subscriptions = await listSubscriptions(client, { activeOnly: true })
+        const owed = events.flatMap((event) =>
+          subscriptions.filter((s) => matchesSubscription(s, event)).map((s) => ({ subscriptionId: s.id, eventId: event.id, txHash: event.txHash })),
+        )
+        await addOutstanding(client, owed)
+        const last = events.at(-1)!.id
+        await setDispatchCursor(client, last)
+        return { owed, last, full: events.length === BATCH }
+      })
+      if (!round) return dispatched
+      const subscriptionIds = [...new Set(round.owed.map((o) => o.subscriptionId))]
+      await enqueue(subscriptionIds.map((subscriptionId) => ({ subscriptionId, jobId: `drain.${subscriptionId}.${round.last}` })))
+      dispatched += round.owed.length
+      if (!round.full) return dispatched
     }
+  }
+
+  /** Queues a drain of every subscription owed events that no live drain holds; returns how many. */
+  async function reconcile(): Promise<number> {
+    const ids = await undrainedSubscriptions(pool)
+    // One id per subscription: while such a drain waits, the next sweep adds nothing.
+    await enqueue(ids.map((subscriptionId) => ({ subscriptionId, jobId: `drain.${subscriptionId}` })))
+    return ids.length
   }
 
   /** One round: publish what has committed, then dispatch it. */
@@ -67,14 +91,30 @@ export function createDispatcher({ pool, logger, enqueue }: DispatcherContext) {
     return { published, dispatched }
   }
 
+  /** Prunes what is past retention (never an event owed to an enabled subscription). */
+  async function prune(): Promise<{ events: number; deliveries: number }> {
+    const pruned = await pruneWebhookHistory(pool, retentionDays, PRUNE_BATCH)
+    if (pruned.events > 0 || pruned.deliveries > 0) logger.info({ events: pruned.events, deliveries: pruned.deliveries, retention_days: retentionDays }, 'webhook history pruned')
+    return pruned
+  }
+
   return {
     step,
-    /** Runs rounds until `signal` aborts: at once when the outbox trigger notifies, else every second. */
+    reconcile,
+    prune,
+    /**
+     * Runs rounds until `signal` aborts: at once when the outbox trigger notifies, else every second;
+     * beside them the reconciler, every few seconds, and pruning, every ten minutes.
+     */
     async run(signal: AbortSignal): Promise<void> {
       const wakeUp = createWakeUp()
       const unlisten = listen(pool, CHANGES_CHANNEL, wakeUp.notify, logger)
       try {
-        await runEvery(POLL_MS, step, { signal, logger, name: 'webhook-dispatch', wake: wakeUp.wait })
+        await Promise.all([
+          runEvery(POLL_MS, step, { signal, logger, name: 'webhook-dispatch', wake: wakeUp.wait }),
+          runEvery(RECONCILE_MS, reconcile, { signal, logger, name: 'webhook-reconcile' }),
+          runEvery(PRUNE_MS, prune, { signal, logger, name: 'webhook-prune' }),
+        ])
       } finally {
         await unlisten()
       }

@@ -1,27 +1,23 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { Webhook } from 'standardwebhooks'
 
-/** How far a signature's time may be from now before `verifySignature` refuses it (replays). */
-export const SIGNATURE_TOLERANCE_SECONDS = 300
-
-/** `X-Codetrail-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`. */
-export function signPayload(secret: string, body: string, timestamp = Math.floor(Date.now() / 1000)): string {
-  const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')
-  return `t=${timestamp},v1=${mac}`
+/** A new signing secret: `whsec_` and the base64 of a 24-byte key (Standard Webhooks). */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`
 }
 
-/** Whether `header` signs `body` with `secret` (any of its v1 values) within the tolerance of `now`. */
-export function verifySignature(
-  secret: string,
-  body: string,
-  header: string,
-  { now = Math.floor(Date.now() / 1000), toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS } = {},
-): boolean {
-  const parts = header.split(',').map((part) => part.split('=') as [string, string | undefined])
-  const t = Number(parts.find(([key]) => key === 't')?.[1])
-  if (!Number.isSafeInteger(t) || Math.abs(now - t) > toleranceSeconds) return false
-  const expected = Buffer.from(signPayload(secret, body, t).slice(`t=${t},v1=`.length), 'hex')
-  return parts.some(([key, value]) => {
-    if (key !== 'v1' || !value || !/^[0-9a-f]{64}$/.test(value)) return false
-    return timingSafeEqual(Buffer.from(value, 'hex'), expected)
-  })
+/**
+ * The Standard Webhooks headers of a delivery: `webhook-id` (the event id), `webhook-timestamp` (unix
+ * seconds) and `webhook-signature`, one `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` per live
+ * secret, space-separated (two during a rotation's overlap).
+ */
+/** The library reads standard base64; secrets issued before were base64url (the same key bytes). */
+const standardSecret = (secret: string) => `whsec_${Buffer.from(secret.replace(/^whsec_/, ''), 'base64').toString('base64')}`
+
+export function signedHeaders(secrets: readonly string[], id: string, body: string, at = new Date()): Record<string, string> {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': secrets.map((secret) => new Webhook(standardSecret(secret)).sign(id, at, body)).join(' '),
+  }
 }

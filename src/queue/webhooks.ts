@@ -4,38 +4,41 @@ import { briefly } from '../utils/errors.js'
 import { createRedis, type QueueContext } from './index.js'
 
 export const WEBHOOK_QUEUE = 'webhooks'
-/** Deliveries in flight per worker process: waiting on receivers, not on the CPU. */
+/** Subscriptions drained at once per worker process: waiting on receivers, not on the CPU. */
 const WEBHOOK_CONCURRENCY = 32
-/** The latest finished jobs are kept, so a re-dispatch after a crash finds their ids taken. */
-const KEEP_COMPLETED = 10_000
+/** A drain that threw (a database error) runs again like any transient failure; the reconciler covers the rest. */
+const DRAIN_ATTEMPTS = 10
+const DRAIN_RETRY_MS = 500
 
-/** One event for one subscription. */
-export type WebhookJobData = { subscriptionId: string; eventId: number }
+/** One drain of the events a subscription is owed (the owed rows are in PostgreSQL; a job only says "look"). */
+export type WebhookJobData = { subscriptionId: string }
 
-/** Deterministic: dispatching the same event to the same subscription again is the same job. */
-export const webhookJobId = ({ subscriptionId, eventId }: WebhookJobData): string => `${subscriptionId}.${eventId}`
+/** A drain to queue: `jobId` dedupes it while it waits; `at` delays it (a failing subscription's next try). */
+export type DrainJob = WebhookJobData & { jobId: string; at?: Date }
+
+/** The job of a failing subscription's next try: one per retry time, however often it is asked for. */
+export const retryJob = (subscriptionId: string, at: Date): DrainJob => ({ subscriptionId, jobId: `retry.${subscriptionId}.${at.getTime()}`, at })
 
 export function createWebhookQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)
   const queue = new Queue<WebhookJobData>(WEBHOOK_QUEUE, {
     connection,
     prefix,
-    // Retries are the delivery's own (per-subscription backoff), not BullMQ attempts.
-    defaultJobOptions: { attempts: 1, removeOnComplete: { count: KEEP_COMPLETED }, removeOnFail: { age: 7 * 24 * 3_600 } },
+    // Finished jobs leave no id behind: PostgreSQL says what is owed, so a later drain must never be ignored as a duplicate.
+    defaultJobOptions: { attempts: DRAIN_ATTEMPTS, backoff: { type: 'exponential', delay: DRAIN_RETRY_MS }, removeOnComplete: true, removeOnFail: true },
   })
   return {
     queue,
-    /** Adds delivery jobs; `jobId` defaults to {@link webhookJobId}. */
-    async enqueue(jobs: readonly (WebhookJobData & { jobId?: string })[]): Promise<void> {
+    /** Adds drain jobs; one whose id waits already is left alone. */
+    async enqueue(jobs: readonly DrainJob[]): Promise<void> {
       if (jobs.length === 0) return
-      await queue.addBulk(jobs.map(({ jobId, ...data }) => ({ name: 'deliver', data, opts: { jobId: jobId ?? webhookJobId(data) } })))
-    },
-    /** Runs these waiting (delayed) deliveries now: a receiver that answers again need not wait out its backoff. */
-    async promote(jobIds: readonly string[]): Promise<void> {
-      for (const id of jobIds) {
-        const job = await queue.getJob(id)
-        if (job && (await job.isDelayed())) await job.promote().catch(() => {})
-      }
+      await queue.addBulk(
+        jobs.map(({ jobId, at, subscriptionId }) => ({
+          name: 'drain',
+          data: { subscriptionId },
+          opts: { jobId, ...(at ? { delay: Math.max(0, at.getTime() - Date.now()) } : {}) },
+        })),
+      )
     },
     async close() {
       await queue.close()
@@ -50,8 +53,8 @@ export type CreateWebhookWorkerParameters = QueueContext & {
   /** A SIGKILLed worker's deliveries are taken over once their lock lapses. */
   lockDurationMs: number
   logger: Logger
-  /** Delivers; may move the job to delayed itself (BullMQ `DelayedError`). */
-  process: (job: Job<WebhookJobData>, token: string | undefined) => Promise<unknown>
+  /** Drains the subscription's owed events. */
+  process: (job: Job<WebhookJobData>) => Promise<unknown>
 }
 
 export function createWebhookWorker({ redisUrl, prefix, lockDurationMs, logger, process }: CreateWebhookWorkerParameters) {
@@ -62,7 +65,7 @@ export function createWebhookWorker({ redisUrl, prefix, lockDurationMs, logger, 
     concurrency: WEBHOOK_CONCURRENCY,
     lockDuration: lockDurationMs,
     stalledInterval: Math.max(1_000, Math.floor(lockDurationMs / 2)),
-    // A stalled delivery is sent again (at least once), however often its workers die.
+    // A stalled drain runs again, however often its workers die (the lease keeps it single).
     maxStalledCount: Number.MAX_SAFE_INTEGER,
   })
   worker.on('failed', (job, error) => logger.warn({ job_id: job?.id, reason: briefly(error) }, 'webhook job failed'))

@@ -442,10 +442,18 @@ const attributionEventColumns = () => ({
  * (migration 0011) in the transaction that made it. Ids follow insertion, not commit, so readers never
  * page through it by id: the dispatcher moves committed rows into `webhook_events` (see there).
  */
-export const attributionChanges = pgTable('attribution_changes', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  ...attributionEventColumns(),
-})
+export const attributionChanges = pgTable(
+  'attribution_changes',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    ...attributionEventColumns(),
+    /** The writing transaction: the publisher nets its changes of one attribution into the final state. */
+    xactId: bigint('xact_id', { mode: 'number' })
+      .notNull()
+      .default(sql`(pg_current_xact_id()::text)::bigint`),
+  },
+  (t) => [index('attribution_changes_xact').on(t.xactId)],
+)
 
 /**
  * Published events: their id is the event id receivers see. One publisher at a time moves committed
@@ -458,7 +466,10 @@ export const webhookEvents = pgTable(
     ...attributionEventColumns(),
     walletAddress: text('wallet_address'),
   },
-  (t) => [index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode)],
+  (t) => [
+    index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode),
+    index('webhook_events_created').using('brin', t.createdAt),
+  ],
 )
 
 /** A webhook subscription; null filters match everything. */
@@ -477,9 +488,14 @@ export const webhookSubscriptions = pgTable('webhook_subscriptions', {
   retryAt: timestamp('retry_at', { withTimezone: true }),
   disabledAt: timestamp('disabled_at', { withTimezone: true }),
   disabledReason: text('disabled_reason'),
+  /** The lease of the one delivery job draining the subscription's owed events (a killed worker's lapses). */
+  drainUntil: timestamp('drain_until', { withTimezone: true }),
+  /** The secret a rotation replaced: it signs beside `secret` until `previousSecretUntil`. */
+  previousSecret: text('previous_secret'),
+  previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),
 })
 
-/** Events handed to delivery jobs and not delivered yet, per subscription: keeps one transaction's events in order. */
+/** Events owed to each subscription (written with the dispatcher's cursor), deleted when delivered: the truth the queue only schedules. */
 export const webhookOutstanding = pgTable(
   'webhook_outstanding',
   {
@@ -507,8 +523,14 @@ export const webhookDeliveries = pgTable(
     durationMs: integer('duration_ms').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id)],
+  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id), index('webhook_deliveries_created').using('brin', t.createdAt)],
 )
+
+/** Until when a stream reader may come back for events: the outbox records every type until then. */
+export const outboxDemand = pgTable('outbox_demand', {
+  name: text('name').primaryKey(),
+  until: timestamp('until', { withTimezone: true }).notNull(),
+})
 
 /** How far the dispatcher has handed events to delivery jobs. */
 export const webhookCursor = pgTable('webhook_cursor', {

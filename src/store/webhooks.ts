@@ -37,32 +37,42 @@ const EVENT_COLUMNS = `id, type, created_at AS "createdAt", chain_id AS "chainId
   block_timestamp AS "blockTimestamp", block_timestamp_ms AS "blockTimestampMs", status, removed`
 
 /**
- * Moves up to `limit` committed outbox changes into `webhook_events`, oldest first, giving them their
- * event ids. A removal is published only after an earlier event of the same attribution (else there is
- * nothing to retract, e.g. a row stored before the outbox existed). Returns the newest id published and
- * whether the batch was full (more may wait).
+ * Moves committed outbox changes into `webhook_events`, oldest first, giving them their event ids: the
+ * writing transactions of the first `limit` changes, whole. Per transaction an attribution publishes only
+ * its final state (a tip write marks a pending row removed, then confirms it: one `confirmed`), and only
+ * when it differs from the state last announced; a removal only retracts an announced state. Returns the
+ * newest id published and whether the batch was full (more may wait).
  */
 export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ published: number; lastId: number | null; more: boolean }> {
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK_KEY])
     const { rows } = await client.query<{ taken: number; published: number; lastId: number | null }>(
-      `WITH batch AS (SELECT id FROM attribution_changes ORDER BY id LIMIT $1),
-       moved AS (DELETE FROM attribution_changes c USING batch b WHERE c.id = b.id RETURNING c.*),
+      `WITH head AS (SELECT id, xact_id FROM attribution_changes ORDER BY id LIMIT $1),
+       moved AS (DELETE FROM attribution_changes c WHERE c.xact_id IN (SELECT xact_id FROM head) RETURNING c.*),
+       net AS (
+         SELECT DISTINCT ON (xact_id, chain_id, tx_hash, user_op_hash, builder_code, role) * FROM moved
+         ORDER BY xact_id, chain_id, tx_hash, user_op_hash, builder_code, role, id DESC
+       ),
+       sequenced AS (
+         SELECT n.*, lag(n.type) OVER (PARTITION BY chain_id, tx_hash, user_op_hash, builder_code, role ORDER BY id) AS earlier FROM net n
+       ),
        published AS (
          INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, role, wallet_address, sender, block_number,
            block_timestamp, block_timestamp_ms, status, removed, created_at)
          SELECT m.type, m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code, m.role, bc.wallet_address, m.sender, m.block_number,
            m.block_timestamp, m.block_timestamp_ms, m.status, m.removed, m.created_at
-         FROM moved m LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
-         WHERE m.type <> 'attribution.removed'
-           OR EXISTS (SELECT 1 FROM webhook_events e WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
-             AND e.role IS NOT DISTINCT FROM m.role)
-           OR EXISTS (SELECT 1 FROM moved p WHERE (p.chain_id, p.tx_hash, p.user_op_hash, p.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
-             AND p.role IS NOT DISTINCT FROM m.role AND p.id < m.id)
+         FROM sequenced m
+           CROSS JOIN LATERAL (SELECT COALESCE(m.earlier, (
+             SELECT e.type FROM webhook_events e
+             WHERE (e.chain_id, e.tx_hash, e.user_op_hash, e.builder_code) = (m.chain_id, m.tx_hash, m.user_op_hash, m.builder_code)
+               AND e.role IS NOT DISTINCT FROM m.role
+             ORDER BY e.id DESC LIMIT 1)) AS announced) a
+           LEFT JOIN builder_codes bc ON bc.chain_id = m.chain_id AND bc.builder_code = m.builder_code
+         WHERE a.announced IS DISTINCT FROM m.type AND (m.type <> 'attribution.removed' OR a.announced IS NOT NULL)
          ORDER BY m.id
          RETURNING id
        )
-       SELECT (SELECT count(*)::int FROM moved) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
+       SELECT (SELECT count(*)::int FROM head) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
       [limit],
     )
     const { taken, published, lastId } = rows[0]!
@@ -117,13 +127,25 @@ export type WebhookSubscription = {
   retryAt: Date | null
   disabledAt: Date | null
   disabledReason: string | null
+  /** The secret a rotation replaced (as stored), while it still signs. */
+  previousSecret: string | null
 }
 
 const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builderCodes", wallet_addresses AS "walletAddresses", roles,
   created_at AS "createdAt", consecutive_failures AS "consecutiveFailures", retry_at AS "retryAt", disabled_at AS "disabledAt",
-  disabled_reason AS "disabledReason"`
+  disabled_reason AS "disabledReason", CASE WHEN previous_secret_until > now() THEN previous_secret END AS "previousSecret"`
 
 export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'>
+
+/** Replaces the secret (as stored); the old one signs beside it for `overlapMs`. Returns until when; null when there is no such subscription. */
+export async function rotateSecret(db: Queryable, id: string, secret: string, overlapMs: number): Promise<Date | null> {
+  const { rows } = await db.query<{ until: Date }>(
+    `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = now() + make_interval(secs => $3 / 1000.0), secret = $2
+     WHERE id = $1 RETURNING previous_secret_until AS until`,
+    [id, secret, overlapMs],
+  )
+  return rows[0]?.until ?? null
+}
 
 export async function insertSubscription(db: Queryable, s: NewWebhookSubscription): Promise<WebhookSubscription> {
   const { rows } = await db.query<WebhookSubscription>(
@@ -162,7 +184,7 @@ export async function enableSubscription(db: Queryable, id: string): Promise<voi
 
 export type Outstanding = { subscriptionId: string; eventId: number; txHash: string }
 
-/** Records events handed to delivery jobs (again: a repeat changes nothing). */
+/** Records events owed to subscriptions (again: a repeat changes nothing). */
 export async function addOutstanding(db: Queryable, rows: readonly Outstanding[]): Promise<void> {
   if (rows.length === 0) return
   await db.query(
@@ -172,53 +194,76 @@ export async function addOutstanding(db: Queryable, rows: readonly Outstanding[]
   )
 }
 
-/** What a delivery job needs in one round trip: the subscription, the event, and whether an earlier event of its transaction is outstanding. */
-export async function loadDelivery(
-  db: Queryable,
-  subscriptionId: string,
-  eventId: number,
-): Promise<{ subscription: WebhookSubscription | null; event: WebhookEvent | null; waiting: boolean }> {
-  const { rows } = await db.query<{ subscription: WebhookSubscription | null; event: WebhookEvent | null; waiting: boolean }>(
-    `SELECT (SELECT row_to_json(s) FROM (SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE id = $1) s) AS subscription,
-       (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM webhook_events WHERE id = $2) e) AS event,
-       EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_events e ON e.id = $2
-               WHERE o.subscription_id = $1 AND o.tx_hash = e.tx_hash AND o.event_id < $2) AS waiting`,
-    [subscriptionId, eventId],
-  )
-  const { subscription, event, waiting } = rows[0]!
-  return { subscription: subscription && reviveDates(subscription, ['createdAt', 'retryAt', 'disabledAt']), event: event && reviveDates(event, ['createdAt', 'blockTimestamp']), waiting }
-}
-
 /** `row_to_json` gives timestamps as strings. */
 function reviveDates<T extends object>(row: T, keys: (keyof T)[]): T {
   for (const key of keys) if (typeof row[key] === 'string') (row as Record<keyof T, unknown>)[key] = new Date(row[key] as string)
   return row
 }
 
-/** Events still outstanding for a subscription, oldest first. */
-export async function outstandingEvents(db: Queryable, subscriptionId: string, limit: number): Promise<number[]> {
-  const { rows } = await db.query<{ eventId: number }>(
-    `SELECT event_id AS "eventId" FROM webhook_outstanding WHERE subscription_id = $1 ORDER BY event_id LIMIT $2`,
-    [subscriptionId, limit],
-  )
-  return rows.map((row) => row.eventId)
-}
-
-export async function dropOutstanding(db: Queryable, subscriptionId: string, eventId: number): Promise<void> {
-  await db.query('DELETE FROM webhook_outstanding WHERE subscription_id = $1 AND event_id = $2', [subscriptionId, eventId])
-}
+export type DrainClaim =
+  | { state: 'claimed'; subscription: WebhookSubscription }
+  | { state: 'busy' | 'gone' | 'disabled' }
+  | { state: 'backoff'; retryAt: Date; consecutiveFailures: number }
 
 /**
- * Takes the failing subscription's single probe slot when its backoff is over: the slot is held until
- * `holdMs` from now (a probe whose worker died frees it then). False when another attempt holds it.
+ * Takes the subscription's drain lease for `leaseMs` when it is free (or lapsed), the subscription is
+ * enabled and its backoff is over; otherwise says why not.
  */
-export async function claimProbe(db: Queryable, subscriptionId: string, holdMs: number): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE webhook_subscriptions SET retry_at = now() + make_interval(secs => $2 / 1000.0)
-     WHERE id = $1 AND consecutive_failures > 0 AND disabled_at IS NULL AND retry_at <= now()`,
-    [subscriptionId, holdMs],
+export async function claimDrain(db: Queryable, subscriptionId: string, leaseMs: number): Promise<DrainClaim> {
+  const { rows } = await db.query<{ subscription: WebhookSubscription | null; state: WebhookSubscription | null }>(
+    `WITH claimed AS (
+       UPDATE webhook_subscriptions SET drain_until = now() + make_interval(secs => $2 / 1000.0)
+       WHERE id = $1 AND disabled_at IS NULL AND (drain_until IS NULL OR drain_until < now()) AND (retry_at IS NULL OR retry_at <= now())
+       RETURNING ${SUBSCRIPTION_COLUMNS}
+     )
+     SELECT (SELECT row_to_json(c) FROM claimed c) AS subscription,
+       (SELECT row_to_json(s) FROM (SELECT ${SUBSCRIPTION_COLUMNS}, drain_until > now() AS busy FROM webhook_subscriptions WHERE id = $1) s) AS state`,
+    [subscriptionId, leaseMs],
   )
-  return (result.rowCount ?? 0) > 0
+  const { subscription, state } = rows[0]!
+  const dates: (keyof WebhookSubscription)[] = ['createdAt', 'retryAt', 'disabledAt']
+  if (subscription) return { state: 'claimed', subscription: reviveDates(subscription, dates) }
+  if (!state) return { state: 'gone' }
+  const current = reviveDates(state, dates) as WebhookSubscription & { busy: boolean | null }
+  if (current.disabledAt) return { state: 'disabled' }
+  if (current.busy) return { state: 'busy' }
+  return { state: 'backoff', retryAt: current.retryAt ?? new Date(), consecutiveFailures: current.consecutiveFailures }
+}
+
+/** Extends a held drain lease. */
+export async function renewDrain(db: Queryable, subscriptionId: string, leaseMs: number): Promise<void> {
+  await db.query(`UPDATE webhook_subscriptions SET drain_until = now() + make_interval(secs => $2 / 1000.0) WHERE id = $1`, [subscriptionId, leaseMs])
+}
+
+export async function releaseDrain(db: Queryable, subscriptionId: string): Promise<void> {
+  await db.query(`UPDATE webhook_subscriptions SET drain_until = NULL WHERE id = $1`, [subscriptionId])
+}
+
+/** The oldest events owed to a subscription, at most `limit`. */
+export async function owedEvents(db: Queryable, subscriptionId: string, limit: number): Promise<WebhookEvent[]> {
+  const { rows } = await db.query<WebhookEvent>(
+    `SELECT ${EVENT_COLUMNS} FROM webhook_events WHERE id IN (
+       SELECT event_id FROM webhook_outstanding WHERE subscription_id = $1 ORDER BY event_id LIMIT $2)
+     ORDER BY id`,
+    [subscriptionId, limit],
+  )
+  return rows
+}
+
+/** Whether anything is owed to the subscription. */
+export async function isOwed(db: Queryable, subscriptionId: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1 LIMIT 1', [subscriptionId])
+  return rows.length > 0
+}
+
+/** Enabled subscriptions that are owed events and that no live drain holds: the reconciler queues a drain for each. */
+export async function undrainedSubscriptions(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM webhook_subscriptions s
+     WHERE disabled_at IS NULL AND (drain_until IS NULL OR drain_until < now())
+       AND EXISTS (SELECT 1 FROM webhook_outstanding o WHERE o.subscription_id = s.id)`,
+  )
+  return rows.map((row) => row.id)
 }
 
 export type DeliveryAttempt = {
@@ -231,60 +276,63 @@ export type DeliveryAttempt = {
 }
 
 /**
- * Records a successful attempt in one statement: the attempt, the event no longer outstanding, and the
- * subscription healthy again. Returns whether it was failing.
+ * Records a drain round's attempts in one statement: each attempt, the delivered events no longer owed,
+ * and, when one succeeded, the subscription healthy again. Returns whether it was failing.
  */
-export async function recordDelivered(db: Queryable, a: DeliveryAttempt): Promise<{ recovered: boolean }> {
+export async function recordAttempts(db: Queryable, attempts: readonly DeliveryAttempt[]): Promise<{ recovered: boolean }> {
+  if (attempts.length === 0) return { recovered: false }
+  const subscriptionId = attempts[0]!.subscriptionId
   const { rows } = await db.query(
     `WITH attempt AS (
-       INSERT INTO webhook_deliveries (subscription_id, event_id, ok, http_status, error, duration_ms) VALUES ($1, $2, true, $3, NULL, $4)
+       INSERT INTO webhook_deliveries (subscription_id, event_id, ok, http_status, error, duration_ms)
+       SELECT $1, * FROM unnest($2::bigint[], $3::boolean[], $4::int[], $5::text[], $6::int[])
      ),
-     delivered AS (DELETE FROM webhook_outstanding WHERE subscription_id = $1 AND event_id = $2)
-     UPDATE webhook_subscriptions SET consecutive_failures = 0, retry_at = NULL WHERE id = $1 AND consecutive_failures > 0 RETURNING id`,
-    [a.subscriptionId, a.eventId, a.httpStatus, a.durationMs],
+     delivered AS (
+       DELETE FROM webhook_outstanding WHERE subscription_id = $1 AND event_id IN (SELECT e FROM unnest($2::bigint[], $3::boolean[]) AS d(e, ok) WHERE ok)
+     )
+     UPDATE webhook_subscriptions SET consecutive_failures = 0, retry_at = NULL
+     WHERE id = $1 AND consecutive_failures > 0 AND true = ANY($3::boolean[]) RETURNING id`,
+    [
+      subscriptionId,
+      attempts.map((a) => a.eventId),
+      attempts.map((a) => a.ok),
+      attempts.map((a) => a.httpStatus),
+      attempts.map((a) => a.error),
+      attempts.map((a) => a.durationMs),
+    ],
   )
   return { recovered: rows.length > 0 }
 }
 
 /**
- * Records a failed attempt. A probe, or the attempt that finds the subscription healthy, counts one
- * more consecutive failure and sets the next try `backoffMs` away; others that were in flight at the
- * same time count nothing. At `maxFailures` the subscription is disabled with the reason.
+ * Counts one more consecutive failure of a drain round and sets the next try `backoffMs` away. At
+ * `maxFailures` the subscription is disabled with the reason, and nothing is owed to it any more (a
+ * redeliver owes it again).
  */
-export async function recordFailed(
+export async function recordFailure(
   pool: pg.Pool,
-  attempt: DeliveryAttempt,
-  { probe, backoffMs, maxFailures }: { probe: boolean; backoffMs: (failures: number) => number; maxFailures: number },
+  subscriptionId: string,
+  lastError: string,
+  { backoffMs, maxFailures }: { backoffMs: (failures: number) => number; maxFailures: number },
 ): Promise<{ retryAt: Date | null; disabled: boolean }> {
   return withTransaction(pool, async (client) => {
-    await insertAttempt(client, attempt)
-    const { rows } = await client.query<{ failures: number; retryAt: Date | null; disabledAt: Date | null }>(
-      `SELECT consecutive_failures AS failures, retry_at AS "retryAt", disabled_at AS "disabledAt" FROM webhook_subscriptions WHERE id = $1 FOR UPDATE`,
-      [attempt.subscriptionId],
+    const { rows } = await client.query<{ failures: number }>(
+      `UPDATE webhook_subscriptions SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 AND disabled_at IS NULL
+       RETURNING consecutive_failures AS failures`,
+      [subscriptionId],
     )
-    const current = rows[0]
-    if (!current || current.disabledAt) return { retryAt: null, disabled: true }
-    if (!probe && current.failures > 0) return { retryAt: current.retryAt, disabled: false }
-    const failures = current.failures + 1
+    const failures = rows[0]?.failures
+    if (failures === undefined) return { retryAt: null, disabled: true }
     if (failures >= maxFailures) {
-      const reason = `${failures} consecutive failed deliveries; last: ${attempt.error ?? `HTTP ${attempt.httpStatus}`}`
-      await client.query(
-        `UPDATE webhook_subscriptions SET consecutive_failures = $2, retry_at = NULL, disabled_at = now(), disabled_reason = $3 WHERE id = $1`,
-        [attempt.subscriptionId, failures, reason],
-      )
+      const reason = `${failures} consecutive failed deliveries; last: ${lastError}`
+      await client.query(`UPDATE webhook_subscriptions SET retry_at = NULL, disabled_at = now(), disabled_reason = $2 WHERE id = $1`, [subscriptionId, reason])
+      await client.query('DELETE FROM webhook_outstanding WHERE subscription_id = $1', [subscriptionId])
       return { retryAt: null, disabled: true }
     }
     const retryAt = new Date(Date.now() + backoffMs(failures))
-    await client.query(`UPDATE webhook_subscriptions SET consecutive_failures = $2, retry_at = $3 WHERE id = $1`, [attempt.subscriptionId, failures, retryAt])
+    await client.query(`UPDATE webhook_subscriptions SET retry_at = $2 WHERE id = $1`, [subscriptionId, retryAt])
     return { retryAt, disabled: false }
   })
-}
-
-async function insertAttempt(client: pg.PoolClient, a: DeliveryAttempt): Promise<void> {
-  await client.query(
-    `INSERT INTO webhook_deliveries (subscription_id, event_id, ok, http_status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [a.subscriptionId, a.eventId, a.ok, a.httpStatus, a.error, a.durationMs],
-  )
 }
 
 export type DeliveryRecord = Omit<DeliveryAttempt, 'subscriptionId'> & { id: number; createdAt: Date }
@@ -297,4 +345,44 @@ export async function listDeliveries(db: Queryable, subscriptionId: string, limi
     [subscriptionId, limit],
   )
   return rows
+}
+
+/** Says that a stream reader may come back for events until `untilMs` from now: the outbox records every type until then. */
+export async function markStreamDemand(db: Queryable, untilMs: number): Promise<void> {
+  await db.query(
+    `INSERT INTO outbox_demand (name, until) VALUES ('stream', now() + make_interval(secs => $1 / 1000.0))
+     ON CONFLICT (name) DO UPDATE SET until = greatest(outbox_demand.until, EXCLUDED.until)`,
+    [untilMs],
+  )
+}
+
+/**
+ * Deletes, `batch` rows per statement, the events older than `retentionDays` that the dispatcher has
+ * handed out and no enabled subscription is still owed, and the delivery records older than that.
+ */
+export async function pruneWebhookHistory(db: Queryable, retentionDays: number, batch: number): Promise<{ events: number; deliveries: number }> {
+  let events = 0
+  let deliveries = 0
+  for (;;) {
+    const result = await db.query(
+      `DELETE FROM webhook_events WHERE id IN (
+         SELECT id FROM webhook_events e
+         WHERE created_at < now() - make_interval(days => $1) AND id <= (SELECT event_id FROM webhook_cursor WHERE name = 'dispatch')
+           AND NOT EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id
+                           WHERE o.event_id = e.id AND s.disabled_at IS NULL)
+         LIMIT $2)`,
+      [retentionDays, batch],
+    )
+    events += result.rowCount ?? 0
+    if ((result.rowCount ?? 0) < batch) break
+  }
+  for (;;) {
+    const result = await db.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) LIMIT $2)`,
+      [retentionDays, batch],
+    )
+    deliveries += result.rowCount ?? 0
+    if ((result.rowCount ?? 0) < batch) break
+  }
+  return { events, deliveries }
 }

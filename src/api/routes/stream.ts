@@ -1,8 +1,9 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { KEEPALIVE_MS, toPayload, type EventStream } from '../../delivery/index.js'
+import { KEEPALIVE_MS, type EventStream } from '../../delivery/index.js'
 import { WEBHOOK_EVENTS } from '../../store/index.js'
+import { ApiError } from '../errors.js'
 import { builderCode, errorResponses, list, walletAddress } from '../schemas.js'
 
 const eventId = z
@@ -28,7 +29,8 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
         description:
           'Each message is one event: `id:` is the event id and `data:` the JSON body webhooks receive ({id, type, createdAt, data}). ' +
           'Without Last-Event-ID (header, or lastEventId in the query) the stream starts with the next event; with it, every ' +
-          `event after that id comes first. A comment line is sent after ${KEEPALIVE_MS / 1000} s of silence to keep proxies from closing the connection.`,
+          `event after that id comes first. A comment line is sent every ${KEEPALIVE_MS / 1000} s to keep proxies from closing the connection. ` +
+          'A client that leaves too much unread is disconnected (it resumes with Last-Event-ID); beyond STREAM_MAX_CLIENTS connections the answer is 503.',
         querystring: z.strictObject({
           builderCode: list(builderCode, 'builder code').optional(),
           walletAddress: list(walletAddress, 'wallet address').optional(),
@@ -36,10 +38,11 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
           lastEventId: eventId.optional(),
         }),
         headers: z.object({ 'last-event-id': eventId.optional() }),
-        response: { 200: z.string().meta({ description: 'text/event-stream' }), ...errorResponses(400, 429) },
+        response: { 200: z.string().meta({ description: 'text/event-stream' }), ...errorResponses(400, 429, 503) },
       },
     },
     async (request, reply) => {
+      if (stream.full()) throw new ApiError(503, 'stream_full', `The stream serves at most ${stream.maxClients} clients (STREAM_MAX_CLIENTS); try again later.`)
       const q = request.query
       const after = request.headers['last-event-id'] ?? q.lastEventId
       const closed = new AbortController()
@@ -56,16 +59,26 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
         'X-Accel-Buffering': 'no',
       })
       out.write(`retry: ${RETRY_MS}\n\n`)
+      let ended: 'gone' | 'dropped' = 'gone'
       try {
         const filter = { builderCodes: q.builderCode, walletAddresses: q.walletAddress, types: q.events }
-        for await (const item of stream.follow({ after, filter, signal: closed.signal })) {
-          if (item.type === 'keepalive') out.write(': keep-alive\n\n')
-          else out.write(`id: ${item.event.id}\ndata: ${JSON.stringify(toPayload(item.event))}\n\n`)
+        const sink = {
+          write: (chunk: string) => out.write(chunk),
+          buffered: () => out.writableLength,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              if (!out.writableNeedDrain || closed.signal.aborted) return resolve()
+              out.once('drain', resolve)
+              closed.signal.addEventListener('abort', () => resolve(), { once: true })
+            }),
         }
+        ended = await stream.serve({ after, filter, sink, signal: closed.signal })
       } catch (error) {
         if (!closed.signal.aborted) request.log.warn({ err: error }, 'event stream ended by an error')
       } finally {
-        out.end()
+        // A dropped client's unread buffer is thrown away, not sent: it resumes with Last-Event-ID.
+        if (ended === 'dropped') out.destroy()
+        else out.end()
       }
     },
   )

@@ -13,10 +13,11 @@ import {
   listDeliveries,
   listSubscriptions,
   readEvents,
+  rotateSecret,
   WEBHOOK_EVENTS,
   type WebhookSubscription,
 } from '../../store/index.js'
-import { matchesSubscription } from '../../delivery/index.js'
+import { matchesSubscription, newWebhookSecret, sealSecret } from '../../delivery/index.js'
 import { ApiError } from '../errors.js'
 import { builderCode, errorResponses, isoTime, MAX_LIST_ITEMS, walletAddress } from '../schemas.js'
 import { ADMIN_SECURITY, requireBearerToken } from '../admin.js'
@@ -97,10 +98,16 @@ export type WebhookRoutesOptions = {
   queue: Pick<WebhookQueue, 'enqueue'>
   /** `WEBHOOK_ALLOW_PRIVATE`: URLs on loopback and private addresses are accepted too. */
   allowPrivate?: boolean
+  /** `SECRETS_KEY`: secrets are sealed with it before they are stored. */
+  secretsKey?: Buffer | undefined
 }
 
+/** How long a replaced secret keeps signing, unless the rotation says otherwise. */
+const DEFAULT_OVERLAP_SECONDS = 24 * 3_600
+const MAX_OVERLAP_SECONDS = 7 * 24 * 3_600
+
 /** Webhook subscriptions (SPEC §7), served only with `ADMIN_TOKEN` and only to its bearer. */
-export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue, allowPrivate = false }) => {
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue, allowPrivate = false, secretsKey }) => {
   app.addHook('onRequest', requireBearerToken(adminToken))
   const targets = webhookTargets({ allowPrivate })
   const found = async (id: string) => {
@@ -130,16 +137,50 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       const body = request.body
       const refusal = await targets.check(body.url)
       if (refusal) throw new ApiError(400, 'webhook_url_refused', `Body field url is refused: ${refusal}.`)
+      const secret = newWebhookSecret()
       const subscription = await insertSubscription(pool, {
         id: `wh_${randomBytes(8).toString('hex')}`,
-        secret: `whsec_${randomBytes(24).toString('base64url')}`,
+        secret: sealSecret(secretsKey, secret),
         url: body.url,
         events: [...new Set(body.events)],
         builderCodes: body.builderCodes ? [...new Set(body.builderCodes)] : null,
         walletAddresses: body.walletAddresses ? [...new Set(body.walletAddresses)] : null,
         roles: body.roles ? [...new Set(body.roles)] : null,
       })
-      return reply.code(201).send({ ...toAnswer(subscription), secret: subscription.secret })
+      return reply.code(201).send({ ...toAnswer(subscription), secret })
+    },
+  )
+
+  app.post(
+    '/v1/webhooks/:id/rotate-secret',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'rotateWebhookSecret',
+        summary: 'Replace the signing secret, with an overlap',
+        description:
+          `Answers the new secret, once. Until previousSecretExpiresAt (overlapSeconds from now, default ${DEFAULT_OVERLAP_SECONDS}) ` +
+          'deliveries carry two signatures, one per secret, so receivers can switch without missing an event.',
+        params: subscriptionId,
+        body: z
+          .strictObject({
+            overlapSeconds: z
+              .number()
+              .int(`must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
+              .min(0, `must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
+              .max(MAX_OVERLAP_SECONDS, `must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
+              .optional(),
+          })
+          .optional(),
+        response: { 200: z.object({ secret: z.string(), previousSecretExpiresAt: isoTime }), ...errorResponses(400, 404, 415, 429) },
+      },
+    },
+    async (request) => {
+      const secret = newWebhookSecret()
+      const until = await rotateSecret(pool, request.params.id, sealSecret(secretsKey, secret), (request.body?.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS) * 1000)
+      if (!until) throw new ApiError(404, 'webhook_not_found', `There is no webhook ${request.params.id}.`)
+      return { secret, previousSecretExpiresAt: until.toISOString() }
     },
   )
 
@@ -232,9 +273,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       const wanted = events.filter((event) => matchesSubscription(subscription, event))
       const jobs = wanted.map((event) => ({ subscriptionId: subscription.id, eventId: event.id, txHash: event.txHash }))
       await addOutstanding(pool, jobs)
-      // A job id of its own: the first delivery's job may still be kept under the deterministic one.
-      const run = Date.now()
-      await queue.enqueue(jobs.map(({ subscriptionId, eventId }) => ({ subscriptionId, eventId, jobId: `${subscriptionId}.${eventId}.r${run}` })))
+      await queue.enqueue([{ subscriptionId: subscription.id, jobId: `drain.${subscription.id}.r${Date.now()}` }])
       const last = events.at(-1)
       const more = events.length === MAX_REDELIVER && last !== undefined && last.id < upTo
       return reply.code(202).send({ queued: jobs.length, nextFromEventId: more ? String(last.id + 1) : null })
