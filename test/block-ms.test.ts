@@ -154,6 +154,8 @@ describe('block milliseconds on a Base (Denim) node', () => {
       HEAD_POLL_MS: '100',
       PORT: String(port),
       ADMIN_TOKEN,
+      // The receiver listens on 127.0.0.1.
+      WEBHOOK_ALLOW_PRIVATE: '1',
     })
     const daemon = spawnTs('src/main.ts', [], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
