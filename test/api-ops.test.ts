@@ -118,7 +118,9 @@ describe('chain profile in status and readiness', () => {
     expect(ready.sync).toMatchObject({ blockTimeMs: 200, preconfirmations: { enabled: false, source: 'probe' } })
 
     await db.store.pool.query(`UPDATE chain_state SET block_time_ms = 2000, preconfirmations = true, preconfirmations_source = 'config' WHERE chain_id = $1`, [chainId])
-    const preconfirming = (await api.app.inject({ url: '/v1/status' })).json()
+    // A new process: the first one serves its status snapshot for a few seconds more.
+    const restarted = await startApi({ chainId, rpc: createRpcClient({ url: anvil.url }), redis: redisClient() })
+    const preconfirming = (await restarted.app.inject({ url: '/v1/status' })).json()
     expect(preconfirming).toMatchObject({ pendingLogsPerSecond: 0, blockTimeMs: 2000, preconfirmations: { enabled: true, source: 'config' } })
   })
 })

@@ -3,6 +3,7 @@
  * configured origins, slow clients cut off, the connection cap, and rate limits per real client behind
  * a proxy (TRUST_PROXY), per IPv6 /64, and for registration (REGISTRATION_RATE_LIMIT).
  */
+import { SNAPSHOT_MAX_AGE_MS } from '../src/api/snapshot.js'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { connect, type Socket } from 'node:net'
@@ -278,6 +279,7 @@ describe('readiness and status from a snapshot', () => {
     const { url } = await startApi({ rpc: createRpcClient({ url: node.url }), rateLimit: 1_000_000 })
     const seconds = 4
     const statuses = new Map<number, number>()
+    const began = performance.now()
     for (let tick = 0; tick < seconds * 10; tick++) {
       const started = performance.now()
       // 20 requests every 100 ms: 200 a second, half of them /readyz, half /v1/status.
@@ -288,10 +290,11 @@ describe('readiness and status from a snapshot', () => {
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 100 - (performance.now() - started))))
     }
     expect(Object.fromEntries(statuses)).toEqual({ 200: seconds * 200 })
-    // One refresh per 3 s snapshot: 2 or 3 in 4 s (and a slow run only means fewer).
+    // One refresh per snapshot age, whatever the request rate: 2 or 3 in 4 s (a loaded machine stretches the 800 requests over more snapshots).
+    const snapshots = Math.floor((performance.now() - began) / SNAPSHOT_MAX_AGE_MS) + 1
     expect(node.calls.every((method) => method === 'eth_getBlockByNumber')).toBe(true)
     expect(node.calls.length).toBeGreaterThanOrEqual(1)
-    expect(node.calls.length).toBeLessThanOrEqual(3)
+    expect(node.calls.length).toBeLessThanOrEqual(snapshots)
   })
 
   it('answers 503 not_ready only when the database is down', async () => {
