@@ -1,11 +1,14 @@
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
 import { EVENTS_CHANNEL, latestEventId, listen, readEvents, type EventFilter, type WebhookEvent } from '../store/index.js'
+import { sleep } from '../utils/loop.js'
 
 /** Events read per query while a client catches up. */
 const PAGE = 500
 /** Silence after which a stream sends a keep-alive (and looks for events a lost notification hid). */
 export const KEEPALIVE_MS = 10_000
+/** How often a stream reading a replica looks again for an event the primary announced but the replica has not replayed yet. */
+const REPLAY_WAIT_MS = 100
 
 export type StreamItem = { type: 'event'; event: WebhookEvent } | { type: 'keepalive' }
 
@@ -14,18 +17,21 @@ export type StreamItem = { type: 'event'; event: WebhookEvent } | { type: 'keepa
  * reading the events it wants from `webhook_events` after its own cursor, so a resumed client gets
  * every event after the id it names.
  */
-export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Logger }) {
+export function createEventStream({ pool, notifyPool = pool, logger }: { pool: pg.Pool; notifyPool?: pg.Pool; logger: Logger }) {
   const shutdown = new AbortController()
   const waiting = new Set<() => void>()
   // Counts notifications, so one that lands between a client's read and its wait is not slept through.
   let notifications = 0
+  // The newest event id announced: reads from a replica that has not reached it yet look again soon.
+  let announced = 0
   // Started by the first client: an API nobody streams from holds no extra connection.
   let unlisten: (() => Promise<void>) | undefined
   const startListening = () =>
     (unlisten ??= listen(
-      pool,
+      notifyPool,
       EVENTS_CHANNEL,
-      () => {
+      (payload) => {
+        announced = Math.max(announced, Number(payload) || 0)
         notifications++
         for (const wake of waiting) wake()
       },
@@ -65,6 +71,10 @@ export function createEventStream({ pool, logger }: { pool: pg.Pool; logger: Log
         for (const event of events) yield { type: 'event', event }
         cursor = events.length === PAGE ? events.at(-1)!.id : Math.max(cursor, head)
         if (events.length === PAGE) continue
+        if (head < announced) {
+          await sleep(REPLAY_WAIT_MS, signal)
+          continue
+        }
         const woken = notifications !== seen || (await published(signal))
         if (!woken && !signal.aborted) yield { type: 'keepalive' }
       }

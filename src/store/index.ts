@@ -31,3 +31,4 @@ export { saveWalletNonces, walletsToRefresh, type WalletNonces } from './wallets
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
+export { createReadRouting, REPLICA_CHECK_MS, type ReadRouting, type ReplicaStatus } from './replica.js'
