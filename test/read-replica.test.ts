@@ -1,0 +1,161 @@
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApi, type Api, type ApiConfig } from '../src/api/index.js'
+import { freePort } from '../src/devnet/anvil.js'
+import { silentLogger, type Logger } from '../src/logger.js'
+import { startReplica, type Replica } from './helpers/replica.js'
+import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+const CHAIN_ID = 8453
+/** Far more than any test takes: the replica keeps serving however long replay is paused. */
+const PATIENT_MS = 600_000
+
+let db: TestDatabase
+let replica: Replica
+const cleanups: (() => Promise<void>)[] = []
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  replica = await startReplica()
+  // A transaction replayed since the standby started, so its lag is measurable from the first test on.
+  await insertLog(0)
+  await replica.caughtUp()
+}, 120_000)
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup()
+  await replica?.resumeReplay().catch(() => {})
+  // The standby first: dropping the database on the primary would wait for its sessions there.
+  await replica?.stop()
+  await db?.drop()
+})
+
+async function startApi(config: Partial<ApiConfig>, logger: Logger = silentLogger): Promise<Api> {
+  const api = await createApi({
+    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', ...config },
+    chainId: CHAIN_ID,
+    store: db.store,
+    logger,
+  })
+  cleanups.push(() => api.close())
+  return api
+}
+
+/** One confirmed log in `block`, written on the primary. */
+async function insertLog(block: number): Promise<void> {
+  await db.store.pool.query(
+    `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal, address, topic0, data, status, removed)
+     VALUES ($1, $2, $3, now(), $4, 0, 0, 0, '0x4200000000000000000000000000000000000006', '0x' || repeat('a', 64), '0x', 'confirmed', false)`,
+    [CHAIN_ID, block, `0x${block.toString(16).padStart(64, 'b')}`, `0x${block.toString(16).padStart(64, '0')}`],
+  )
+}
+
+async function blocksServed(api: Api, fromBlock: number, toBlock: number): Promise<number[]> {
+  const response = await api.app.inject({ url: `/v1/logs?fromBlock=${fromBlock}&toBlock=${toBlock}` })
+  expect(response.statusCode).toBe(200)
+  return (response.json() as { items: { blockNumber: number }[] }).items.map((item) => item.blockNumber).sort((a, b) => a - b)
+}
+
+type ReadReplica = { state: string; lagMs: number | null; maxLagMs: number; checkedAt: string | null }
+async function readReplica(api: Api): Promise<ReadReplica | null> {
+  const response = await api.app.inject({ url: '/v1/status' })
+  expect(response.statusCode).toBe(200)
+  return (response.json() as { readReplica: ReadReplica | null }).readReplica
+}
+
+/** Polls until `done` holds (the lag is measured every second, so states change within a few). */
+async function until<T>(look: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (;;) {
+    const value = await look()
+    if (done(value)) return value
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+describe('read replica (DATABASE_READ_URL)', () => {
+  it('serves reads from the replica: a row it has not replayed yet is not served while it stays within READ_MAX_LAG_MS', async () => {
+    await insertLog(1)
+    await replica.caughtUp()
+    const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS })
+    expect(await readReplica(api)).toMatchObject({ state: 'serving', lagMs: 0, maxLagMs: PATIENT_MS })
+    expect(await blocksServed(api, 1, 2)).toEqual([1])
+
+    await replica.pauseReplay()
+    try {
+      await insertLog(2)
+      // The primary has block 2; the replica, still within its allowed lag, does not, and serves the reads.
+      const status = await until(() => readReplica(api), (value) => (value?.lagMs ?? 0) > 0)
+      expect(status).toMatchObject({ state: 'serving' })
+      expect(await blocksServed(api, 1, 2)).toEqual([1])
+      expect((await db.store.pool.query('SELECT 1 FROM logs WHERE chain_id = $1 AND block_number = 2', [CHAIN_ID])).rowCount).toBe(1)
+    } finally {
+      await replica.resumeReplay()
+    }
+    await replica.caughtUp()
+    expect(await blocksServed(api, 1, 2)).toEqual([1, 2])
+  }, 60_000)
+
+  it('bypasses a replica further behind than READ_MAX_LAG_MS, reading the primary until it catches up', async () => {
+    const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: 300 })
+    await replica.pauseReplay()
+    try {
+      await insertLog(3)
+      const status = await until(() => readReplica(api), (value) => value?.state === 'lagging')
+      expect(status!.lagMs).toBeGreaterThan(300)
+      // The replica has not replayed block 3; the primary answers.
+      expect(await replica.query(db.name, 'SELECT 1 FROM logs WHERE block_number = 3')).toEqual([])
+      expect(await blocksServed(api, 3, 3)).toEqual([3])
+    } finally {
+      await replica.resumeReplay()
+    }
+    expect(await until(() => readReplica(api), (value) => value?.state === 'serving')).toMatchObject({ lagMs: 0 })
+    expect(await blocksServed(api, 3, 3)).toEqual([3])
+  }, 60_000)
+
+  it('registration reads its own write: register, then GET the wallet and its code at once while replay is paused', async () => {
+    const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS })
+    const wallet = '0x' + 'c4'.repeat(20)
+    await replica.pauseReplay()
+    try {
+      const registered = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload: { walletAddress: wallet } })
+      expect(registered.statusCode).toBe(200)
+      const { builderCode } = registered.json() as { builderCode: string }
+      const byWallet = await api.app.inject({ url: `/v1/agents/builder-codes/${wallet}` })
+      expect([byWallet.statusCode, byWallet.json()]).toMatchObject([200, { builderCode, walletAddress: wallet }])
+      const byCode = await api.app.inject({ url: `/v1/builder-codes/${builderCode}` })
+      expect([byCode.statusCode, byCode.json()]).toMatchObject([200, { builderCode, walletAddress: wallet, source: 'local' }])
+      // The replica serves reads and has not got the registration.
+      expect(await readReplica(api)).toMatchObject({ state: 'serving' })
+      expect(await replica.query(db.name, 'SELECT 1 FROM builder_codes WHERE wallet_address = $1', [wallet])).toEqual([])
+    } finally {
+      await replica.resumeReplay()
+    }
+  }, 60_000)
+
+  it('an unreachable replica: reads go to the primary, /v1/status says down, and its password shows in no output', async () => {
+    const lines: string[] = []
+    const logger = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk))
+          done()
+        },
+      }),
+    )
+    const password = 'replica-pw-7f3k2q'
+    const api = await startApi({ databaseReadUrl: `postgres://postgres:${password}@127.0.0.1:${await freePort()}/${db.name}`, readMaxLagMs: 1_000 }, logger)
+    await insertLog(4)
+    expect(await blocksServed(api, 4, 4)).toEqual([4])
+    const status = await api.app.inject({ url: '/v1/status' })
+    expect(status.json()).toMatchObject({ readReplica: { state: 'down', lagMs: null, maxLagMs: 1_000 } })
+    expect(lines.some((line) => line.includes('read replica unreachable'))).toBe(true)
+    expect([...lines, status.body].filter((text) => text.includes(password))).toEqual([])
+  }, 60_000)
+
+  it('without DATABASE_READ_URL, /v1/status has readReplica null', async () => {
+    const api = await startApi({})
+    expect(await readReplica(api)).toBeNull()
+  })
+})
