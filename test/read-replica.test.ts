@@ -21,7 +21,8 @@ beforeAll(async () => {
   // A transaction replayed since the standby started, so its lag is measurable from the first test on.
   await insertLog(0)
   await replica.caughtUp()
-}, 120_000)
+  // pg_basebackup copies the whole cluster, other test databases too: on a busy machine that takes minutes.
+}, 300_000)
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup()
@@ -78,15 +79,18 @@ describe('read replica (DATABASE_READ_URL)', () => {
     await insertLog(1)
     await replica.caughtUp()
     const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS })
-    expect(await readReplica(api)).toMatchObject({ state: 'serving', lagMs: 0, maxLagMs: PATIENT_MS })
+    // Other tests write to the same cluster meanwhile: the replica may trail by a little.
+    expect(await readReplica(api)).toMatchObject({ state: 'serving', lagMs: expect.any(Number), maxLagMs: PATIENT_MS })
     expect(await blocksServed(api, 1, 2)).toEqual([1])
 
     await replica.pauseReplay()
     try {
       await insertLog(2)
-      // The primary has block 2; the replica, still within its allowed lag, does not, and serves the reads.
-      const status = await until(() => readReplica(api), (value) => (value?.lagMs ?? 0) > 0)
+      const written = Date.now()
+      // The primary has block 2; the replica, behind but within its allowed lag, does not, and serves the reads.
+      const status = await until(() => readReplica(api), (value) => Date.parse(value?.checkedAt ?? '') > written)
       expect(status).toMatchObject({ state: 'serving' })
+      expect(status!.lagMs).toBeGreaterThan(0)
       expect(await blocksServed(api, 1, 2)).toEqual([1])
       expect((await db.store.pool.query('SELECT 1 FROM logs WHERE chain_id = $1 AND block_number = 2', [CHAIN_ID])).rowCount).toBe(1)
     } finally {
@@ -94,7 +98,7 @@ describe('read replica (DATABASE_READ_URL)', () => {
     }
     await replica.caughtUp()
     expect(await blocksServed(api, 1, 2)).toEqual([1, 2])
-  }, 60_000)
+  }, 120_000)
 
   it('bypasses a replica further behind than READ_MAX_LAG_MS, reading the primary until it catches up', async () => {
     const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: 300 })
@@ -109,9 +113,9 @@ describe('read replica (DATABASE_READ_URL)', () => {
     } finally {
       await replica.resumeReplay()
     }
-    expect(await until(() => readReplica(api), (value) => value?.state === 'serving')).toMatchObject({ lagMs: 0 })
+    expect((await until(() => readReplica(api), (value) => value?.state === 'serving'))!.lagMs).toBeLessThanOrEqual(300)
     expect(await blocksServed(api, 3, 3)).toEqual([3])
-  }, 60_000)
+  }, 120_000)
 
   it('registration reads its own write: register, then GET the wallet and its code at once while replay is paused', async () => {
     const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS })
@@ -131,7 +135,7 @@ describe('read replica (DATABASE_READ_URL)', () => {
     } finally {
       await replica.resumeReplay()
     }
-  }, 60_000)
+  }, 120_000)
 
   it('an unreachable replica: reads go to the primary, /v1/status says down, and its password shows in no output', async () => {
     const lines: string[] = []
@@ -152,7 +156,7 @@ describe('read replica (DATABASE_READ_URL)', () => {
     expect(status.json()).toMatchObject({ readReplica: { state: 'down', lagMs: null, maxLagMs: 1_000 } })
     expect(lines.some((line) => line.includes('read replica unreachable'))).toBe(true)
     expect([...lines, status.body].filter((text) => text.includes(password))).toEqual([])
-  }, 60_000)
+  }, 120_000)
 
   it('without DATABASE_READ_URL, /v1/status has readReplica null', async () => {
     const api = await startApi({})
