@@ -5,6 +5,7 @@ import { createApi, type Api, type ApiConfig } from '../src/api/index.js'
 import { freePort } from '../src/devnet/anvil.js'
 import { silentLogger, type Logger } from '../src/logger.js'
 import { startReplica, type Replica } from './helpers/replica.js'
+import { openSse } from './helpers/sse.js'
 import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
 
 const CHAIN_ID = 8453
@@ -32,8 +33,9 @@ afterAll(async () => {
   await db?.drop()
 })
 
-async function startApi(config: Partial<ApiConfig>, logger: Logger = silentLogger): Promise<Api> {
+async function startApi(config: Partial<ApiConfig>, logger: Logger = silentLogger, host?: string): Promise<Api> {
   const api = await createApi({
+    ...(host && { host }),
     config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', ...config },
     chainId: CHAIN_ID,
     store: db.store,
@@ -156,6 +158,40 @@ describe('read replica (DATABASE_READ_URL)', () => {
     expect(status.json()).toMatchObject({ readReplica: { state: 'down', lagMs: null, maxLagMs: 1_000 } })
     expect(lines.some((line) => line.includes('read replica unreachable'))).toBe(true)
     expect([...lines, status.body].filter((text) => text.includes(password))).toEqual([])
+  }, 120_000)
+
+  it('streams events from the replica: /v1/stream listens on the primary and sends an event once the replica has replayed it', async () => {
+    const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS }, silentLogger, '127.0.0.1')
+    const address = await api.listen()
+    const client = openSse(`${address}/v1/stream?builderCode=bc_replica1`)
+    try {
+      expect((await client.opened).status).toBe(200)
+      // A standby cannot LISTEN: the stream's one listening connection is on the primary.
+      await until(
+        async () => (await db.store.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rowCount,
+        (listeners) => listeners === 1,
+      )
+      await replica.pauseReplay()
+      let id: number
+      try {
+        const { rows } = await db.store.pool.query<{ id: number }>(
+          `INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, sender, block_number, block_timestamp, status, removed)
+           VALUES ('attribution.pending', $1, $2, $3, 'bc_replica1', $4, 7, now(), 'pending', false) RETURNING id`,
+          [CHAIN_ID, `0x${'e7'.repeat(32)}`, `0x${'0'.repeat(64)}`, `0x${'a1'.repeat(20)}`],
+        )
+        id = rows[0]!.id
+        await db.store.pool.query(`SELECT pg_notify('codetrail_webhook_events', $1)`, [String(id)])
+        expect(await replica.query(db.name, 'SELECT 1 FROM webhook_events WHERE id = $1', [id])).toEqual([])
+      } finally {
+        await replica.resumeReplay()
+      }
+      await until(async () => client.messages.length, (received) => received > 0)
+      expect(client.messages.map((message) => [message.id, message.data.type, message.data.data.builderCode])).toEqual([
+        [String(id), 'attribution.pending', 'bc_replica1'],
+      ])
+    } finally {
+      await client.close()
+    }
   }, 120_000)
 
   it('without DATABASE_READ_URL, /v1/status has readReplica null', async () => {
