@@ -12,6 +12,8 @@ export type SyncStatus = {
   lagSeconds: number | null
   pendingLogsPerSecond: number
   reorgsLastHour: number
+  /** The read replica the API reads from (`DATABASE_READ_URL`); null without one. */
+  readReplica: { state: 'serving' | 'lagging' | 'down'; lagMs: number | null; maxLagMs: number; checkedAt: string | null } | null
 }
 
 export type Counts = { attributions: number; confirmed: number; pending: number; distinctSenders: number; gasUsed: string }
