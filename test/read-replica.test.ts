@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api, type ApiConfig } from '../src/api/index.js'
 import { freePort } from '../src/devnet/anvil.js'
 import { silentLogger, type Logger } from '../src/logger.js'
+import { createReadRouting } from '../src/store/index.js'
 import { startReplica, type Replica } from './helpers/replica.js'
 import { openSse } from './helpers/sse.js'
 import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
@@ -192,6 +193,23 @@ describe('read replica (DATABASE_READ_URL)', () => {
     } finally {
       await client.close()
     }
+  }, 120_000)
+
+  it('a read the replica cancels in a conflict with replay is answered by the primary', async () => {
+    const routing = createReadRouting({ primary: db.store.pool, replicaUrl: replica.urlOf(db.name), maxLagMs: PATIENT_MS, logger: silentLogger })
+    cleanups.push(() => routing.close())
+    expect(await routing.check()).toMatchObject({ state: 'serving' })
+    const conflicts = () => replica.query<{ n: number }>(db.name, `SELECT confl_lock::int AS n FROM pg_stat_database_conflicts WHERE datname = current_database()`)
+    const [before] = await conflicts()
+    const read = routing.pool.query<{ n: number }>(`SELECT count(*)::int AS n, pg_sleep(2)::text AS slept FROM logs WHERE chain_id = $1 AND block_number = 1`, [CHAIN_ID])
+    await until(
+      () => replica.query(db.name, `SELECT 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()`),
+      (rows) => rows.length === 1,
+    )
+    // Replaying this lock conflicts with the read holding the table on the replica, which cancels it.
+    await db.store.pool.query('BEGIN; LOCK TABLE logs IN ACCESS EXCLUSIVE MODE; COMMIT')
+    expect((await read).rows).toEqual([{ n: 1, slept: '' }])
+    expect((await conflicts())[0]!.n).toBe(before!.n + 1)
   }, 120_000)
 
   it('without DATABASE_READ_URL, /v1/status has readReplica null', async () => {

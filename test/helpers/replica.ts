@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process'
 import { appendFileSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -11,6 +12,10 @@ const run = promisify(execFile)
 
 /** The line `pg_basebackup` needs in the primary's pg_hba.conf (the `all` database does not match replication connections). */
 const REPLICATION_RULE = 'host replication all 127.0.0.1/32 trust'
+/** Slots of these replicas: the primary keeps the WAL a standby still needs, however busy other tests keep it. */
+const SLOT_PREFIX = 'codetrail_test_replica_'
+/** Longest wait for the replica to replay what the primary wrote. */
+const CATCH_UP_MS = 120_000
 /** Settings a hot standby must hold at least at the primary's values, or it refuses to start. */
 const STANDBY_MINIMUMS = ['max_connections', 'max_worker_processes', 'max_wal_senders', 'max_prepared_transactions', 'max_locks_per_transaction']
 
@@ -54,6 +59,8 @@ export async function startReplica(): Promise<Replica> {
   let binDir: string
   try {
     await allowReplication(admin)
+    // A slot left by a killed run would hold the primary's WAL for ever.
+    await admin.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE $1 AND NOT active`, [`${SLOT_PREFIX}%`])
     ;({ rows: settings } = await admin.query('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [STANDBY_MINIMUMS]))
     const { rows } = await admin.query<{ major: string }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)
     binDir = `/usr/lib/postgresql/${rows[0]!.major}/bin`
@@ -67,11 +74,18 @@ export async function startReplica(): Promise<Replica> {
   const own = (path: string) => owner !== undefined && chownSync(path, Number(owner), Number(owner))
   own(dir)
   const port = await freePort()
+  const slot = `${SLOT_PREFIX}${randomBytes(4).toString('hex')}`
   let started = false
   const stop = async () => {
     if (started) await asPostgres(`${binDir}/pg_ctl`, ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => {})
     started = false
     rmSync(dir, { recursive: true, force: true })
+    await dropSlot()
+  }
+  async function dropSlot() {
+    const primary = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+    await primary.connect()
+    await primary.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, [slot]).finally(() => primary.end())
   }
   try {
     // The rule just added takes effect once the postmaster has reloaded: try again shortly.
@@ -80,11 +94,12 @@ export async function startReplica(): Promise<Replica> {
         await asPostgres(`${binDir}/pg_basebackup`, [
           '-h', primaryUrl.hostname, '-p', primaryUrl.port || '5432', '-U', decodeURIComponent(primaryUrl.username) || 'postgres',
           // A throwaway copy: no fsync, which on a busy machine is most of its time.
-          '-D', data, '-X', 'stream', '-R', '--checkpoint=fast', '--no-sync',
+          '-D', data, '-X', 'stream', '-R', '--checkpoint=fast', '--no-sync', '-C', '-S', slot,
         ])
         break
       } catch (error) {
         rmSync(data, { recursive: true, force: true })
+        await dropSlot()
         if (attempt === 5) throw error
         await new Promise((resolve) => setTimeout(resolve, 500))
       }
@@ -96,6 +111,8 @@ export async function startReplica(): Promise<Replica> {
         `unix_socket_directories = '${dir}'`,
         'hot_standby = on',
         'fsync = off',
+        // Replay cancels a conflicting read at once rather than after 30 s, so tests meet conflicts quickly.
+        'max_standby_streaming_delay = 0',
         'shared_buffers = 16MB',
         ...settings.map(({ name, setting }) => `${name} = ${setting}`),
         '',
@@ -139,11 +156,13 @@ export async function startReplica(): Promise<Replica> {
       const primary = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
       await primary.connect()
       const { rows } = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn').finally(() => primary.end())
-      for (;;) {
+      for (const deadline = Date.now() + CATCH_UP_MS; Date.now() < deadline; ) {
         const [row] = await query<{ done: boolean }>(database, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [rows[0]!.lsn])
         if (row!.done) return
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
+      const log = readFileSync(join(dir, 'server.log'), 'utf8').split('\n').slice(-10).join('\n')
+      throw new Error(`the replica did not replay up to ${rows[0]!.lsn} in ${CATCH_UP_MS} ms; its log ends:\n${log}`)
     },
     stop,
   }
