@@ -11,7 +11,7 @@ import { API_DEFAULTS, type Config } from '../config/index.js'
 import type { Logger } from '../logger.js'
 import { createRangeQueue } from '../queue/index.js'
 import type { RpcClient } from '../rpc/index.js'
-import { createStore, type Store } from '../store/index.js'
+import { createReadRouting, createStore, type ReadRouting, type Store } from '../store/index.js'
 import { ADMIN_SECURITY_SCHEME, adminRoutes, withAdminDocs } from './admin.js'
 import type { ApiContext } from './context.js'
 import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
@@ -42,7 +42,7 @@ const REDIS_CONNECT_TIMEOUT_MS = 2_000
 const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -50,7 +50,8 @@ export type CreateApiParameters = {
   chainId: number
   /**
    * The database. Omitted: the API opens a pool of its own on `config.databaseUrl` with
-   * `statementTimeoutMs`; a store passed in should have been created with one.
+   * `statementTimeoutMs`; a store passed in should have been created with one. With
+   * `config.databaseReadUrl`, reads go to that replica, on a pool with this one's settings.
    */
   store?: Store
   /** Shared rate-limit counters and the readiness check; see {@link createApiRedis}. Omitted: per-process limits. */
@@ -156,6 +157,13 @@ export async function createApi({
     givenStore ??
     createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs, acquireTimeoutMs: dbAcquireTimeoutMs })
   if (!givenStore) owned.push(() => store.close())
+  let replica: ReadRouting | undefined
+  if (config.databaseReadUrl) {
+    replica = createReadRouting({ primary: store.pool, replicaUrl: config.databaseReadUrl, maxLagMs: config.readMaxLagMs ?? API_DEFAULTS.readMaxLagMs, logger })
+    owned.push(() => replica!.close())
+    // Serve from the replica from the first request when it is current.
+    await replica.check()
+  }
 
   const closeOwned = async () => {
     for (const close of owned.reverse()) await close()
@@ -278,7 +286,9 @@ export async function createApi({
     app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
 
     const context: ApiContext = {
-      db: store.db,
+      db: replica?.db ?? store.db,
+      primaryDb: store.db,
+      replica: replica?.status,
       chainId,
       logger,
       rpc,
@@ -297,7 +307,8 @@ export async function createApi({
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
-    const stream = createEventStream({ pool: store.pool, logger, maxClients: config.streamMaxClients })
+    // Notifications come from the primary only: a standby cannot LISTEN.
+    const stream = createEventStream({ pool: replica?.pool ?? store.pool, notifyPool: store.pool, logger, maxClients: config.streamMaxClients })
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })

@@ -9,6 +9,8 @@ describe('loadConfig', () => {
       rpcUrl: 'http://127.0.0.1:8545',
       rpcWsUrl: undefined,
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+      databaseReadUrl: undefined,
+      readMaxLagMs: 5000,
       redisUrl: 'redis://127.0.0.1:6379',
       builderApiUrl: undefined,
       indexAddresses: [],
@@ -50,7 +52,10 @@ describe('loadConfig', () => {
       FINALITY_SECONDS: '1200',
       FINALITY_DEPTH: '64',
       HEAD_POLL_MS: '250',
+      DATABASE_READ_URL: 'postgresql://reader@replica.example:5433/codetrail',
+      READ_MAX_LAG_MS: '250',
     })
+    expect([config.databaseReadUrl, config.readMaxLagMs]).toEqual(['postgresql://reader@replica.example:5433/codetrail', 250])
     expect([config.preconfirmations, config.finalitySeconds, config.finalityDepth, config.headPollMs]).toEqual(['off', 1200, 64, 250])
     expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
     expect(config.indexAddresses).toEqual([
@@ -74,6 +79,8 @@ describe('loadConfig', () => {
     ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:***": expected a http or https URL'],
     ['RPC_URL', 'ftp://user:hunter22@node.example:2121/v2/key0123?apikey=key4567', 'invalid RPC_URL="ftp://node.example:2121/***": expected a http or https URL'],
     ['DATABASE_URL', 'mysql://app:hunter22@db.example/app', 'invalid DATABASE_URL="mysql://db.example/***": expected a postgres or postgresql URL'],
+    ['DATABASE_READ_URL', 'http://reader:hunter22@replica.example/app', 'invalid DATABASE_READ_URL="http://replica.example/***": expected a postgres or postgresql URL'],
+    ['READ_MAX_LAG_MS', '50', 'invalid READ_MAX_LAG_MS="50": expected an integer from 100 to 3600000'],
     ['ADMIN_TOKEN', 'short-secret', 'invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces'],
     ['METRICS_PORT', '70000', 'invalid METRICS_PORT="70000": expected an integer from 0 to 65535'],
     ['RPC_WS_URL', 'http://x', 'invalid RPC_WS_URL="http://x": expected a ws or wss URL'],
@@ -100,9 +107,10 @@ describe('loadConfig', () => {
       RPC_WS_URL: 'wss://rpc.example/ws/wskey4567',
       BUILDER_API_URL: 'https://builder.example/?apikey=bldkey89',
       DATABASE_URL: 'postgres://codetrail:dbpass12@db.example/codetrail',
+      DATABASE_READ_URL: 'postgres://codetrail:replpass7@replica.example/codetrail',
       REDIS_URL: 'redis://default:redispw3@cache.example',
       ADMIN_TOKEN: 'admin-token-0123456789',
     })
-    expect(secretsOf(config).sort()).toEqual(['admin-token-0123456789', 'apikey=bldkey89', 'bldkey89', 'dbpass12', 'redispw3', 'rpckey123', 'wskey4567'])
+    expect(secretsOf(config).sort()).toEqual(['admin-token-0123456789', 'apikey=bldkey89', 'bldkey89', 'dbpass12', 'redispw3', 'replpass7', 'rpckey123', 'wskey4567'])
   })
 })

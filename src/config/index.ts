@@ -13,7 +13,7 @@ const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
  * The API's defaults, also where the API is created without a full configuration (tests, bench). Its
  * pool has as many connections as this machine has cores (2 to 16): sized for a database server like it.
  */
-export const API_DEFAULTS = { rateLimit: 600, registrationRateLimit: 30, statementTimeoutMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
+export const API_DEFAULTS = { rateLimit: 600, registrationRateLimit: 30, statementTimeoutMs: 5_000, readMaxLagMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -78,6 +78,8 @@ const schema = z.object({
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).default('postgres://postgres@127.0.0.1:5432/postgres'),
+  DATABASE_READ_URL: url(['postgres:', 'postgresql:']).optional(),
+  READ_MAX_LAG_MS: integer(100, 3_600_000).default(API_DEFAULTS.readMaxLagMs),
   REDIS_URL: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1–64)').default('codetrail'),
   BUILDER_API_URL: url(['http:', 'https:']).optional(),
@@ -140,6 +142,10 @@ export type Config = Readonly<{
   rpcUrl: string
   rpcWsUrl: string | undefined
   databaseUrl: string
+  /** `DATABASE_READ_URL`: a streaming replica the `api` role reads from; unset: it reads the primary. */
+  databaseReadUrl: string | undefined
+  /** `READ_MAX_LAG_MS`: a replica further behind is bypassed until it catches up. */
+  readMaxLagMs: number
   redisUrl: string
   redisPrefix: string
   builderApiUrl: string | undefined
@@ -208,6 +214,7 @@ const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => str
   RPC_URL: redactUrl,
   RPC_WS_URL: redactUrl,
   DATABASE_URL: redactUrl,
+  DATABASE_READ_URL: redactUrl,
   REDIS_URL: redactUrl,
   BUILDER_API_URL: redactUrl,
   ADMIN_TOKEN: () => MASK,
@@ -241,6 +248,8 @@ function toConfig(p: Parsed): Config {
     rpcUrl: p.RPC_URL,
     rpcWsUrl: p.RPC_WS_URL,
     databaseUrl: p.DATABASE_URL,
+    databaseReadUrl: p.DATABASE_READ_URL,
+    readMaxLagMs: p.READ_MAX_LAG_MS,
     redisUrl: p.REDIS_URL,
     redisPrefix: p.REDIS_PREFIX,
     builderApiUrl: p.BUILDER_API_URL?.replace(/\/+$/, ''),
@@ -284,12 +293,15 @@ function toConfig(p: Parsed): Config {
 }
 
 /** Every secret the configuration holds (URL keys and passwords, the admin token), for masking output. */
-export function secretsOf(config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'>): string[] {
+export function secretsOf(
+  config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'> & Partial<Pick<Config, 'databaseReadUrl'>>,
+): string[] {
   return [
     ...secretsOfUrl(config.rpcUrl),
     ...secretsOfUrl(config.rpcWsUrl),
     ...secretsOfUrl(config.builderApiUrl),
     ...secretsOfUrl(config.databaseUrl, { credentialsOnly: true }),
+    ...secretsOfUrl(config.databaseReadUrl, { credentialsOnly: true }),
     ...secretsOfUrl(config.redisUrl, { credentialsOnly: true }),
     ...(config.adminToken ? [config.adminToken] : []),
   ]

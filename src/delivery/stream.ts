@@ -16,6 +16,8 @@ const DEMAND_REFRESH_MS = 60_000
 export const STREAM_CLIENT_BUFFER_BYTES = 1024 * 1024
 /** How long a client catching up may leave a full buffer unread before it is dropped. */
 const CATCH_UP_DRAIN_MS = KEEPALIVE_MS
+/** How often a stream reading a replica looks again for an event the primary announced but the replica has not replayed yet. */
+const REPLAY_WAIT_MS = 100
 
 /** Where a client's messages go: the response, as far as the stream needs it. */
 export type StreamSink = {
@@ -45,9 +47,20 @@ function wants(filter: EventFilter, event: WebhookEvent): boolean {
  * every live client, the events fanned out in memory by each client's filter. A client resuming from
  * an older id first catches up with queries of its own, honouring backpressure, then joins. A client
  * that leaves more than {@link STREAM_CLIENT_BUFFER_BYTES} unread is dropped: it resumes with
- * Last-Event-ID and misses nothing.
+ * Last-Event-ID and misses nothing. Events are read from `pool` (a read replica, where one serves);
+ * notifications and the demand mark go to `notifyPool`, the primary: a standby can neither LISTEN nor write.
  */
-export function createEventStream({ pool, logger, maxClients = 1_000 }: { pool: pg.Pool; logger: Logger; maxClients?: number }) {
+export function createEventStream({
+  pool,
+  notifyPool = pool,
+  logger,
+  maxClients = 1_000,
+}: {
+  pool: pg.Pool
+  notifyPool?: pg.Pool
+  logger: Logger
+  maxClients?: number
+}) {
   const clients = new Set<Client>()
   /** The newest event id fanned out to the live clients; unset while nobody is connected. */
   let cursor: number | undefined
@@ -55,13 +68,16 @@ export function createEventStream({ pool, logger, maxClients = 1_000 }: { pool: 
   let readAgain = false
   let unlisten: (() => Promise<void>) | undefined
   let heartbeat: NodeJS.Timeout | undefined
+  // The newest event id announced: a read from a replica that has not replayed it yet looks again soon.
+  let announced = 0
+  let replayWait: NodeJS.Timeout | undefined
 
   let demandSaidAt = -Infinity
   /** Keeps the outbox recording every event type while clients are here, and for a while after (each new client says it at once). */
   async function sayDemand(now = false): Promise<void> {
     if (!now && performance.now() - demandSaidAt < DEMAND_REFRESH_MS) return
     demandSaidAt = performance.now()
-    await markStreamDemand(pool, RESUME_WINDOW_MS).catch((error: unknown) => {
+    await markStreamDemand(notifyPool, RESUME_WINDOW_MS).catch((error: unknown) => {
       demandSaidAt = -Infinity
       logger.warn({ err: error }, 'stream demand not recorded')
     })
@@ -101,6 +117,12 @@ export function createEventStream({ pool, logger, maxClients = 1_000 }: { pool: 
           readAgain = false
           await fanOut()
         } while (readAgain)
+        if (cursor !== undefined && cursor < announced && !replayWait) {
+          replayWait = setTimeout(() => {
+            replayWait = undefined
+            void wake()
+          }, REPLAY_WAIT_MS)
+        }
       } catch (error) {
         logger.warn({ reason: briefly(error) }, 'event stream read failed')
       } finally {
@@ -111,7 +133,15 @@ export function createEventStream({ pool, logger, maxClients = 1_000 }: { pool: 
   }
 
   function start(): void {
-    unlisten ??= listen(pool, EVENTS_CHANNEL, () => void wake(), logger)
+    unlisten ??= listen(
+      notifyPool,
+      EVENTS_CHANNEL,
+      (payload) => {
+        announced = Math.max(announced, Number(payload) || 0)
+        void wake()
+      },
+      logger,
+    )
     heartbeat ??= setInterval(() => {
       for (const client of clients) if (client.live) send(client, ': keep-alive\n\n')
       void sayDemand()
@@ -121,7 +151,9 @@ export function createEventStream({ pool, logger, maxClients = 1_000 }: { pool: 
 
   function stop(): void {
     clearInterval(heartbeat)
+    clearTimeout(replayWait)
     heartbeat = undefined
+    replayWait = undefined
     cursor = undefined
   }
 

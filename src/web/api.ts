@@ -15,6 +15,8 @@ export type SyncStatus = {
   reorgsLastHour: number
   blockTimeMs: number | null
   preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null
+  /** The read replica the API reads from (`DATABASE_READ_URL`); null without one. */
+  readReplica: { state: 'serving' | 'lagging' | 'down'; lagMs: number | null; maxLagMs: number; checkedAt: string | null } | null
 }
 
 export type Counts = { attributions: number; confirmed: number; pending: number; distinctSenders: number; gasUsed: string }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import type { Hex } from 'viem'
 import { z } from 'zod'
+import type { Database } from '../../store/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../queries/builderCodes.js'
@@ -62,7 +63,10 @@ const registrationBody = z.preprocess((body) => {
 }, z.strictObject({ walletAddress }))
 
 /** `POST /v1/agents/builder-codes`, `GET /v1/agents/builder-codes/{walletAddress}` and `GET /v1/builder-codes/{code}`. */
-export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId, rpc, registrar, registrationRateLimit }) => {
+export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, primaryDb, chainId, rpc, registrar, registrationRateLimit }) => {
+  // A replica may not have replayed a registration made just now: a miss there is asked of the primary.
+  const readOwnWrite = async <T>(read: (from: Database) => Promise<T | null | undefined>) => (await read(db)) ?? (db === primaryDb ? null : await read(primaryDb))
+
   app.post(
     '/v1/agents/builder-codes',
     {
@@ -97,7 +101,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     },
     async (request) => {
       const wallet = request.params.walletAddress
-      const record = await findBuilderCodeByWallet(db, chainId, wallet)
+      const record = await readOwnWrite((from) => findBuilderCodeByWallet(from, chainId, wallet))
       if (!record) throw new ApiError(404, 'not_found', `No builder code is registered for ${wallet}.`)
       const [counts, nonces] = await Promise.all([
         countWalletAttributions(db, { chainId, walletAddress: wallet, builderCode: record.builderCode }),
@@ -136,7 +140,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     },
     async (request) => {
       const code = request.params.code
-      const found = await findBuilderCode(db, chainId, code)
+      const found = await readOwnWrite((from) => findBuilderCode(from, chainId, code))
       if (!found) throw new ApiError(404, 'not_found', `No source knows the builder code ${code}.`)
       return {
         builderCode: code,

@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import type { Redis } from 'ioredis'
 import { z } from 'zod'
+import type { ReplicaStatus } from '../../store/index.js'
 import type { ApiContext } from '../context.js'
 import type { Metrics } from '../../metrics.js'
 import { PENDING_RATE_WINDOW_SECONDS } from '../queries/status.js'
@@ -57,6 +58,15 @@ const status = z
       .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.` }),
     reorgsLastHour: z.number().int(),
     ...chainFacts,
+    readReplica: z
+      .object({
+        state: z.enum(['serving', 'lagging', 'down']).meta({ description: 'serving: reads go to the replica; lagging or down: to the primary until it catches up.' }),
+        lagMs: z.number().int().nullable().meta({ description: 'How far the replica trails the primary, in ms; null while it cannot be measured.' }),
+        maxLagMs: z.number().int().meta({ description: 'READ_MAX_LAG_MS: beyond this the replica is bypassed.' }),
+        checkedAt: isoTime.nullable(),
+      })
+      .nullable()
+      .meta({ description: 'The read replica (DATABASE_READ_URL), measured every second; null when none is configured.' }),
   })
   .meta({ id: 'SyncStatus' })
 
@@ -69,8 +79,12 @@ function lag(head: Head | null, indexed: { block: number | null; timestamp: Date
   }
 }
 
+function readReplica({ state, lagMs, maxLagMs, checkedAt }: ReplicaStatus) {
+  return { state, lagMs, maxLagMs, checkedAt: checkedAt?.toISOString() ?? null }
+}
+
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
-export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs }) => {
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica }) => {
   const exempt = { rateLimit: false } as const
   const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
 
@@ -150,6 +164,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         pendingLogsPerSecond: sync.chain.preconfirmations?.enabled === false ? null : sync.pendingLogsPerSecond,
         reorgsLastHour: sync.reorgsLastHour,
         ...sync.chain,
+        readReplica: replica ? readReplica(replica()) : null,
       }
     },
   )

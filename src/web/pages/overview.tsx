@@ -41,6 +41,9 @@ export function Overview() {
   )
 }
 
+/** How far the read replica trails: milliseconds while that is the scale that matters. */
+const replicaLag = (ms: number | null) => (ms == null ? undefined : ms < 120_000 ? `${formatInteger(ms)} ms behind` : `${formatDuration(ms / 1000)} behind`)
+
 function SyncFigures() {
   const { data: status, error } = useLoad((signal) => getJson<SyncStatus>('/v1/status', {}, signal), 'status', STATUS_REFRESH_MS)
   const block = (value: number | null | undefined) => (value == null ? '–' : formatInteger(value))
@@ -57,6 +60,9 @@ function SyncFigures() {
       ? ['Pending logs', 'no pre-confirmations on this chain', status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`]
       : ['Pending logs', status?.pendingLogsPerSecond != null ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
     ['Reorgs, last hour', status ? formatInteger(status.reorgsLastHour) : '–'],
+    ...(status?.readReplica
+      ? [['Read replica', status.readReplica.state, replicaLag(status.readReplica.lagMs)] as [string, string, string?]]
+      : []),
   ]
   return (
     <section aria-labelledby="sync-heading">
