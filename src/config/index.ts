@@ -123,6 +123,8 @@ const schema = z.object({
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
   DASHBOARD_DIR: z.string().optional(),
+  MIGRATE_ON_START: z.enum(['0', '1']).transform((value) => value === '1').optional(),
+  SHUTDOWN_TIMEOUT_MS: integer(1, 3_600_000).default(25_000),
 })
 
 type Parsed = z.output<typeof schema>
@@ -176,7 +178,16 @@ export type Config = Readonly<{
   webhookAllowPrivate: boolean
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
+  /** `MIGRATE_ON_START`; unset: the role decides (see {@link migratesOnStart}). */
+  migrateOnStart: boolean | undefined
+  /** After a stop signal, the process exits 1 once this passes, naming what has not stopped. */
+  shutdownTimeoutMs: number
 }>
+
+/** Whether a daemon of this role applies migrations at start: `MIGRATE_ON_START`, else only the roles that write the index's state. */
+export function migratesOnStart(config: Pick<Config, 'migrateOnStart'>, role: Role): boolean {
+  return config.migrateOnStart ?? (role === 'all' || role === 'scheduler')
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -253,6 +264,8 @@ function toConfig(p: Parsed): Config {
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
     webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
     dashboardDir: p.DASHBOARD_DIR,
+    migrateOnStart: p.MIGRATE_ON_START,
+    shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_MS,
   }
 }
 
