@@ -1,7 +1,6 @@
 /** The daemon's roles: which parts run in this process, and how they stop. */
-import { parseArgs } from 'node:util'
-import { ConfigError, ROLES, type Config, type Role } from './config/index.js'
-import { createIndexer } from './wiring.js'
+import { migratesOnStart, type Config, type Role } from './config/index.js'
+import { createIndexer, createNodeClient } from './wiring.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
@@ -16,7 +15,10 @@ import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { whilePreconfirming } from './chains/index.js'
 import { runEvery } from './utils/loop.js'
-import { createStore } from './store/index.js'
+import { createStore, indexedChainIds, runMigrations } from './store/index.js'
+import type { RpcClient } from './rpc/index.js'
+import { briefly } from './utils/errors.js'
+import { redactUrl } from './utils/redact.js'
 
 /** How often the scheduler reads registered wallets' nonces for `analytics.wallet_coverage`. */
 const COVERAGE_REFRESH_MS = 15_000
@@ -30,17 +32,12 @@ const WEBHOOK_POOL_SIZE = 8
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
 
-export function parseRole(argv: string[]): Role {
-  const { values } = parseArgs({ args: argv, options: { role: { type: 'string', default: 'all' } }, strict: true })
-  const role = values.role as Role
-  if (!ROLES.includes(role)) throw new ConfigError(`invalid --role "${values.role}": expected ${ROLES.join(', ')}`)
-  return role
-}
-
 export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
+  const migrate = migratesOnStart(config, role)
+  if (role === 'api') return startApiRole(config, logger, { migrate })
   await checkRedis(config.redisUrl)
   const metrics = createMetrics()
-  const indexer = await createIndexer(config, logger, metrics)
+  const indexer = await createIndexer(config, logger, metrics, { migrate })
   const chain = { chain_id: String(indexer.chainId) }
   const services: Service[] = [{ name: 'store', stop: () => indexer.close() }]
   const runs = (part: Role) => role === 'all' || role === part
@@ -200,35 +197,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       })
       services.push({ name: 'scheduler', stop: () => scheduler.stop() })
     }
-    if (runs('api')) {
-      const redis = createApiRedis(config.redisUrl, logger)
-      const queue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
-      const api = await createApi({
-        config,
-        chainId: indexer.chainId,
-        redis,
-        rpc: indexer.rpc,
-        logger,
-        metrics,
-        queues: [queue.queue],
-        rateLimit: config.apiRateLimit,
-        statementTimeoutMs: config.apiStatementTimeoutMs,
-        dbPoolSize: config.apiDbPoolSize,
-        trustProxy: config.trustProxy,
-        corsOrigins: config.corsOrigins,
-        registrationRateLimit: config.registrationRateLimit,
-      })
-      const address = await api.listen()
-      logger.info({ address }, 'api listening')
-      services.push({
-        name: 'api',
-        stop: async () => {
-          await api.close()
-          await queue.close()
-          redis.disconnect()
-        },
-      })
-    }
+    if (runs('api')) services.push(await startApi(config, logger, metrics, { chainId: indexer.chainId, rpc: indexer.rpc }))
     if (!runs('api') && config.metricsPort !== undefined) {
       const server = await serveMetrics({ metrics, port: config.metricsPort })
       logger.info({ address: server.address }, 'metrics listening')
@@ -240,6 +209,69 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
   }
   logger.info({ role, chain_id: indexer.chainId, services: services.map((s) => s.name) }, 'codetrail started')
   return services
+}
+
+/** The HTTP API on `config.port`, serving `chainId`'s rows; `rpc` answers wallet nonces and readiness. */
+async function startApi(config: Config, logger: Logger, metrics: Metrics, { chainId, rpc }: { chainId: number; rpc: RpcClient }): Promise<Service> {
+  const redis = createApiRedis(config.redisUrl, logger)
+  const queue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+  const api = await createApi({
+    config,
+    chainId,
+    redis,
+    rpc,
+    logger,
+    metrics,
+    queues: [queue.queue],
+    rateLimit: config.apiRateLimit,
+    statementTimeoutMs: config.apiStatementTimeoutMs,
+    dbPoolSize: config.apiDbPoolSize,
+    trustProxy: config.trustProxy,
+    corsOrigins: config.corsOrigins,
+    registrationRateLimit: config.registrationRateLimit,
+  })
+  const address = await api.listen()
+  logger.info({ address }, 'api listening')
+  return {
+    name: 'api',
+    stop: async () => {
+      await api.close()
+      await queue.close()
+      redis.disconnect()
+    },
+  }
+}
+
+/**
+ * The `api` role alone: needs only the database (Redis backs its rate limits when it is there). It
+ * serves the one chain the database indexes, and asks the node only when the database holds none.
+ */
+async function startApiRole(config: Config, logger: Logger, { migrate }: { migrate: boolean }): Promise<Service[]> {
+  const metrics = createMetrics()
+  const store = createStore({ databaseUrl: config.databaseUrl, max: 1, applicationName: 'codetrail-api-start' })
+  let chainIds: number[]
+  try {
+    if (migrate) await runMigrations(store.pool)
+    chainIds = await indexedChainIds(store.pool).catch((error: Error & { code?: string }) => {
+      // 42P01 undefined_table: reachable, never migrated.
+      if (error.code !== '42P01') throw new Error(`PostgreSQL is not reachable at ${redactUrl(config.databaseUrl)} (${briefly(error)}): start it, or set DATABASE_URL`)
+      throw new Error(`the database at ${redactUrl(config.databaseUrl)} has no codetrail tables: run codetrail migrate, or set MIGRATE_ON_START=1`)
+    })
+  } finally {
+    await store.close()
+  }
+  const rpc = createNodeClient(config, logger, metrics)
+  const chainId =
+    chainIds.length === 1
+      ? chainIds[0]!
+      : await rpc.chainId().catch((error: unknown) => {
+          throw new Error(
+            `the database indexes ${chainIds.length === 0 ? 'no chain yet' : `chains ${chainIds.join(', ')}`} and the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start an indexing role first, or set RPC_URL`,
+          )
+        })
+  const api = await startApi(config, logger, metrics, { chainId, rpc })
+  logger.info({ role: 'api', chain_id: chainId, services: [api.name] }, 'codetrail started')
+  return [api]
 }
 
 function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event: FollowEvent) {

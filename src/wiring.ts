@@ -32,19 +32,9 @@ function messagesOf(error: unknown): string {
 }
 
 
-/**
- * The parts every role shares, wired from the configuration: the database (migrated), the node client,
- * the chain id and the configured log filter, and the sync parts built on them.
- */
-export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics) {
-  const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
-  try {
-    await runMigrations(store.pool)
-  } catch (error) {
-    await store.close()
-    throw error
-  }
-  const rpc: RpcClient = createRpcClient({
+/** The node client of the configuration; creating it sends nothing. */
+export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics): RpcClient {
+  return createRpcClient({
     url: config.rpcUrl,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
@@ -52,6 +42,21 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     logger,
     ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
   })
+}
+
+/**
+ * The parts the indexing roles share, wired from the configuration: the database (migrated unless
+ * `migrate` is false), the node client, the chain id and the configured log filter, and the sync parts built on them.
+ */
+export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics, { migrate = true }: { migrate?: boolean } = {}) {
+  const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
+  try {
+    if (migrate) await runMigrations(store.pool)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  const rpc = createNodeClient(config, logger, metrics)
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
   const reliable = {
     request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),

@@ -93,7 +93,7 @@ describe('npm run backfill', () => {
     expect(bad.output).not.toMatch(/\n\s+at /)
     const unknown = await runTs('scripts/backfill.ts', ['--from', '1', '--to', '2', '--chunk', '5'], env)
     expect(unknown.code).toBe(2)
-    expect(unknown.output).toContain("Unknown option '--chunk'")
+    expect(unknown.output).toContain("unknown option '--chunk'")
     const reversed = await runTs('scripts/backfill.ts', ['--from', '9', '--to', '2'], env)
     expect(reversed.code).toBe(2)
     expect(reversed.output).toContain('--to (2) is below --from (9)')
@@ -131,12 +131,12 @@ describe('npm run backfill', () => {
 
   it('a worker told to stop while it is still starting stops cleanly once started', async () => {
     const { db, env } = await environment()
-    // Holding the migration lock keeps the worker in its start-up.
+    // Holding the migration lock keeps the worker in its start-up (a worker migrates only when told to).
     const lock = new pg.Client({ connectionString: db.url })
     await lock.connect()
     try {
       await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
-      const worker = spawnTs('src/main.ts', ['--role', 'worker'], { ...env, LOG_LEVEL: 'info' })
+      const worker = spawnTs('src/main.ts', ['--role', 'worker'], { ...env, LOG_LEVEL: 'info', MIGRATE_ON_START: '1' })
       cleanups.push(() => worker.kill('SIGKILL'))
       await waitFor(async () => worker.output().includes('"msg":"starting"'), 'the worker to start starting')
       worker.child.kill('SIGTERM')

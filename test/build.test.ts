@@ -82,7 +82,13 @@ describe('npm run build', () => {
     const unknown = spawnNode([CLI, 'serve'], {})
     expect(await none.exited).toBe(2)
     expect(await unknown.exited).toBe(2)
-    expect(none.output()).toContain('usage: codetrail <command>')
-    expect(unknown.output()).toMatch(/unknown command "serve"[\s\S]*usage: codetrail <command>/)
+    expect(none.output()).toContain('Usage: codetrail [options] [command]')
+    expect(unknown.output()).toContain("error: unknown command 'serve'")
+  })
+
+  it('codetrail --version prints the package version from dist', async () => {
+    const version = spawnNode([CLI, '--version'], {})
+    expect(await version.exited).toBe(0)
+    expect(version.output().trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
   })
 })

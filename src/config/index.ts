@@ -134,6 +134,8 @@ const schema = z.object({
     .transform((value, context) => parseSecretsKey(value) ?? (context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' }), z.NEVER))
     .optional(),
   DASHBOARD_DIR: z.string().optional(),
+  MIGRATE_ON_START: z.enum(['0', '1']).transform((value) => value === '1').optional(),
+  SHUTDOWN_TIMEOUT_MS: integer(1, 3_600_000).default(25_000),
 })
 
 type Parsed = z.output<typeof schema>
@@ -203,7 +205,16 @@ export type Config = Readonly<{
   secretsKey: Buffer | undefined
   /** The dashboard bundle the API serves at `/`; unset: the one `npm run build` wrote to dist/web. */
   dashboardDir: string | undefined
+  /** `MIGRATE_ON_START`; unset: the role decides (see {@link migratesOnStart}). */
+  migrateOnStart: boolean | undefined
+  /** After a stop signal, the process exits 1 once this passes, naming what has not stopped. */
+  shutdownTimeoutMs: number
 }>
+
+/** Whether a daemon of this role applies migrations at start: `MIGRATE_ON_START`, else only the roles that write the index's state. */
+export function migratesOnStart(config: Pick<Config, 'migrateOnStart'>, role: Role): boolean {
+  return config.migrateOnStart ?? (role === 'all' || role === 'scheduler')
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -289,6 +300,8 @@ function toConfig(p: Parsed): Config {
     streamMaxClients: p.STREAM_MAX_CLIENTS,
     secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,
+    migrateOnStart: p.MIGRATE_ON_START,
+    shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_MS,
   }
 }
 

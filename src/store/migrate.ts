@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import { drizzle } from 'drizzle-orm/node-postgres'
@@ -27,4 +28,20 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
   } finally {
     client.release()
   }
+}
+
+export type MigrationStatus = { tag: string; applied: boolean }
+
+/**
+ * Every migration of `migrations/` in order and whether the database has it, by drizzle's own rule
+ * (a migration is pending when it is newer than the last one applied); applies nothing.
+ */
+export async function migrationStatus(pool: pg.Pool): Promise<MigrationStatus[]> {
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string; when: number }[] }
+  const { rows: table } = await pool.query<{ exists: boolean }>(`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`)
+  const { rows } = table[0]!.exists
+    ? await pool.query<{ last: string | null }>('SELECT max(created_at)::text AS last FROM drizzle.__drizzle_migrations')
+    : { rows: [{ last: null }] }
+  const last = rows[0]!.last === null ? -Infinity : Number(rows[0]!.last)
+  return journal.entries.map((entry) => ({ tag: entry.tag, applied: entry.when <= last }))
 }

@@ -97,3 +97,9 @@ export async function listFilters(db: Queryable, chainId: number): Promise<Filte
   )
   return rows as FilterRecord[]
 }
+
+/** The chains the database holds filters for, ascending: what an API without a node serves. */
+export async function indexedChainIds(db: Queryable): Promise<number[]> {
+  const { rows } = await db.query<{ chain_id: number }>(`SELECT DISTINCT chain_id FROM sync_filters ORDER BY chain_id`)
+  return rows.map((row) => row.chain_id)
+}

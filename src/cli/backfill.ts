@@ -1,0 +1,216 @@
+/**
+ * `codetrail backfill --from <block> --to <block> [--address 0x..]... [--topic0 0x..]... [--no-wait] [--json]`
+ *
+ * Enqueues the missing part of the range as chunk jobs and, unless --no-wait, works on them itself
+ * while showing progress, so it completes with or without daemons running. Exit 0 only when every
+ * block of the range is stored.
+ */
+import cliProgress from 'cli-progress'
+import { ConfigError, loadConfig, secretsOf } from '../config/index.js'
+import { createIndexer } from '../wiring.js'
+import { createLogger } from '../logger.js'
+import { createMetrics, type Metrics } from '../metrics.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
+import { planBackfill, storedBlocks } from '../sync/historical.js'
+import { sleep } from '../utils/loop.js'
+import { createRedactor } from '../utils/redact.js'
+
+const POLL_MS = 500
+const REPLAN_MS = 5_000
+
+/** A flag value the command cannot use: reported with exit 2, like an unknown flag. */
+export class UsageError extends Error {}
+
+export type BackfillOptions = { from: number; to: number | 'latest' | 'safe' | 'finalized'; addresses: string[]; topics: string[]; wait: boolean; json: boolean }
+
+/** Checks the flags' values; throws a `UsageError` naming the first bad one. */
+export function parseBackfillOptions(values: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean }): BackfillOptions {
+  const block = (flag: string, value: string) => {
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${flag} must be a block number, got "${value}"`)
+    return Number(value)
+  }
+  const from = block('from', values.from)
+  const to = values.to === 'latest' || values.to === 'safe' || values.to === 'finalized' ? values.to : block('to', values.to)
+  if (typeof to === 'number' && to < from) throw new UsageError(`--to (${to}) is below --from (${from})`)
+  for (const address of values.address) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new UsageError(`--address must be a 0x-prefixed 20-byte address, got "${address}"`)
+  }
+  for (const topic of values.topic0) {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new UsageError(`--topic0 must be a 0x-prefixed 32-byte topic, got "${topic}"`)
+  }
+  return { from, to, addresses: values.address, topics: values.topic0, wait: values.wait, json: values.json ?? false }
+}
+
+/** The chunk jobs Redis no longer holds in any state. */
+async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs: readonly RangeJobData[]): Promise<RangeJobData[]> {
+  const held = await Promise.all(jobs.map((job) => rangeQueue.queue.getJob(rangeJobId(job))))
+  return jobs.filter((_, i) => !held[i])
+}
+
+function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`
+}
+
+/** Masks the configuration's secrets in what this command prints; set once the configuration is read. */
+let redact = (text: string) => text
+
+/** Runs the backfill; resolves to the exit code (a failure other than the configuration's is one masked line and 1). */
+export async function backfill(options: BackfillOptions): Promise<number> {
+  try {
+    return await run(options)
+  } catch (error) {
+    if (error instanceof ConfigError) throw error
+    process.stderr.write(`${redact(`backfill failed: ${(error as Error).message}`)}\n`)
+    return 1
+  }
+}
+
+async function run(options: BackfillOptions): Promise<number> {
+  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env })
+  const secrets = secretsOf(config)
+  redact = createRedactor(secrets)
+  const logger = createLogger(config.logLevel, { role: 'backfill' }, { fd: 2, secrets })
+  const say = (text: string, fields: Record<string, unknown> = {}) => {
+    const message = redact(text)
+    options.json ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`) : process.stderr.write(`${message}\n`)
+  }
+
+  await checkRedis(config.redisUrl)
+  // Counts the node calls this process sends, for the summary line.
+  const metrics = createMetrics({ defaultMetrics: false })
+  const indexer = await createIndexer(config, logger, metrics)
+  const cleanups: (() => Promise<unknown>)[] = [() => indexer.close()]
+  const cleanup = async () => {
+    for (const close of cleanups.reverse()) await close().catch(() => {})
+  }
+  try {
+    const to = typeof options.to === 'number' ? options.to : await indexer.blockNumberAt(options.to)
+    if (to < options.from) {
+      say(`backfill: the node's ${options.to} block (${to}) is below --from (${options.from})`)
+      return 2
+    }
+    const range = [options.from, to] as const
+    const filter = options.addresses.length || options.topics.length ? { addresses: options.addresses, topics: options.topics } : indexer.filter
+    const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
+    if (plan.jobs.length === 0) {
+      say(`blocks ${range[0]}–${range[1]} are already indexed (filter ${plan.filterId}); nothing to do`, { done: true })
+      return 0
+    }
+    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    cleanups.push(() => rangeQueue.close())
+    const { added, retried } = await rangeQueue.enqueue(plan.jobs)
+    say(`enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`, {
+      jobs: plan.jobs.length,
+      added,
+      retried,
+    })
+    if (!options.wait) return 0
+
+    const ids = new Set(plan.jobs.map(rangeJobId))
+    const events = createRangeEvents({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    cleanups.push(() => events.close())
+    let logs = 0
+    events.events.on('completed', ({ jobId, returnvalue }) => {
+      if (!ids.has(jobId)) return
+      const result = typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue
+      logs += Number(result?.logs ?? 0)
+    })
+    const worker = createRangeWorker({
+      redisUrl: config.redisUrl,
+      prefix: config.redisPrefix,
+      concurrency: config.workerConcurrency,
+      lockDurationMs: config.jobLockMs,
+      logger,
+      process: indexer.processRange,
+    })
+    cleanups.push(() => worker.close())
+    let interrupted = false
+    const interrupt = () => (interrupted = true)
+    process.once('SIGINT', interrupt)
+    process.once('SIGTERM', interrupt)
+
+    const started = Date.now()
+    let lastPlanned = started
+    const startDone = plan.doneBlocks
+    const bar = options.json
+      ? undefined
+      : new cliProgress.SingleBar(
+          {
+            format: 'backfill |{bar}| {value}/{total} blocks | {logs} logs | {rate} logs/s | ETA {etaText}',
+            noTTYOutput: true,
+            notTTYSchedule: 2_000,
+            etaBuffer: 20,
+            stream: process.stderr,
+          },
+          cliProgress.Presets.shades_classic,
+        )
+    bar?.start(plan.totalBlocks, plan.doneBlocks, { logs: 0, rate: 0, etaText: '…' })
+    for (;;) {
+      const done = await storedBlocks(indexer.store.pool, indexer.chainId, plan.filterId, range)
+      const seconds = (Date.now() - started) / 1000
+      const rate = Math.round(logs / Math.max(seconds, 0.001))
+      const blocksPerSec = (done - startDone) / Math.max(seconds, 0.001)
+      const etaSec = blocksPerSec > 0 ? Math.round((plan.totalBlocks - done) / blocksPerSec) : null
+      bar?.update(done, { logs, rate, etaText: etaSec === null ? '…' : formatDuration(etaSec) })
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify({ event: 'progress', blocksDone: done, blocksTotal: plan.totalBlocks, logs, logsPerSec: rate, etaSec })}\n`)
+      }
+      if (done === plan.totalBlocks) {
+        bar?.stop()
+        const node = await nodeCalls(metrics)
+        const perThousandLogs = logs > 0 ? ` (${((node.calls * 1000) / logs).toFixed(1)} per 1,000 logs)` : ''
+        say(`done: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`, {
+          done: true,
+          blocks: plan.totalBlocks,
+          logs,
+          seconds,
+          nodeCalls: node.byMethod,
+          nodeRequests: node.requests,
+        })
+        return 0
+      }
+      const failed = await rangeQueue.failedJobs([...ids])
+      if (failed.length > 0 || interrupted) {
+        bar?.stop()
+        for (const job of failed) {
+          const fatal = job.failedReason.startsWith(FATAL_REASON_PREFIX)
+          say(`chunk ${job.data.fromBlock}–${job.data.toBlock} failed after ${job.attemptsMade} attempt(s): ${job.failedReason}`, {
+            failed: job.id,
+            fromBlock: job.data.fromBlock,
+            toBlock: job.data.toBlock,
+            attempts: job.attemptsMade,
+            fatal,
+            reason: job.failedReason,
+          })
+        }
+        const fatal = failed.filter((job) => job.failedReason.startsWith(FATAL_REASON_PREFIX)).length
+        say(
+          interrupted
+            ? `interrupted with ${plan.totalBlocks - done} blocks left; run the same command again to resume`
+            : `${failed.length} chunk(s) failed (${fatal} at once on an error asking again cannot fix, ${failed.length - fatal} after retries); fix the cause and run the same command again to resume`,
+          { done: false },
+        )
+        return 1
+      }
+      // Jobs lost with Redis (a restart without persistence) are planned again from what the database lacks; ids are deterministic, so live jobs are not doubled.
+      if (Date.now() - lastPlanned > REPLAN_MS) {
+        lastPlanned = Date.now()
+        const again = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
+        const missing = await missingJobs(rangeQueue, again.jobs)
+        if (missing.length > 0) await rangeQueue.enqueue(missing)
+      }
+      await sleep(POLL_MS)
+    }
+  } finally {
+    await cleanup()
+  }
+}
+
+/** JSON-RPC calls (by method, and in all) and HTTP requests this process sent to the node. */
+async function nodeCalls(metrics: Metrics): Promise<{ byMethod: Record<string, number>; calls: number; requests: number }> {
+  const byMethod = Object.fromEntries((await metrics.rpcCalls.get()).values.map((v) => [String(v.labels.method), v.value]))
+  const requests = (await metrics.rpcDuration.get()).values.filter((v) => v.metricName?.endsWith('_count')).reduce((sum, v) => sum + v.value, 0)
+  return { byMethod, calls: Object.values(byMethod).reduce((sum, n) => sum + n, 0), requests }
+}

@@ -1,0 +1,36 @@
+/** `codetrail migrate` and `codetrail migrate status`. */
+import { loadConfig, secretsOf } from '../config/index.js'
+import { createStore, migrationStatus, runMigrations, type Store } from '../store/index.js'
+import { createRedactor } from '../utils/redact.js'
+
+/** Runs `work` on a one-connection store of DATABASE_URL; any failure is one masked line and exit 1. */
+async function withDatabase(work: (store: Store, database: string) => Promise<void>): Promise<number> {
+  const config = loadConfig()
+  const redact = createRedactor(secretsOf(config))
+  const store = createStore({ databaseUrl: config.databaseUrl, max: 1 })
+  try {
+    await work(store, new URL(config.databaseUrl).pathname.slice(1) || 'postgres')
+    return 0
+  } catch (error) {
+    process.stderr.write(`migrate: ${redact((error as Error).message)}\n`)
+    return 1
+  } finally {
+    await store.close()
+  }
+}
+
+export function migrate(): Promise<number> {
+  return withDatabase(async (store, database) => {
+    await runMigrations(store.pool)
+    process.stdout.write(`migrations applied to ${database}\n`)
+  })
+}
+
+export function migrateStatus(): Promise<number> {
+  return withDatabase(async (store, database) => {
+    const migrations = await migrationStatus(store.pool)
+    for (const { tag, applied } of migrations) process.stdout.write(`${applied ? 'applied' : 'pending'}  ${tag}\n`)
+    const pending = migrations.filter((m) => !m.applied).length
+    process.stdout.write(`${database}: ${migrations.length - pending} applied, ${pending} pending\n`)
+  })
+}
