@@ -71,6 +71,13 @@ export const logs = pgTable(
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // One registry token's events, for the triggers that keep `registry_tokens` (migration 0021).
+    index('logs_registry_token')
+      .on(t.chainId, t.topic1)
+      .where(sql`topic0 IN ('0xa40b6458b572771734739539dfd7c77d6c2a8970136e92c607ca50d90dbad410', '0x579a3b4ca7558a4f7fbbe4d6d29175c8f8910f7b112a235b14564f32f9949b43')`),
+    index('logs_registry_transfer')
+      .on(t.chainId, t.topic3)
+      .where(sql`topic0 = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef' AND topic3 IS NOT NULL`),
     statusCheck('logs_status_check', t.status),
   ],
 )
@@ -244,7 +251,7 @@ export const builderCodeRoleBuckets = pgTable(
 
 /**
  * The BuilderCodes registry (ERC-721) whose events this chain's index reads (`BUILDER_CODES_REGISTRY`):
- * the views `public.registry_codes` and `analytics.builder_codes` decode its logs that are not removed.
+ * `registry_tokens` (behind `public.registry_codes` and `analytics.builder_codes`) decodes its logs that are not removed.
  */
 export const builderCodeRegistries = pgTable(
   'builder_code_registries',
@@ -255,6 +262,26 @@ export const builderCodeRegistries = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.chainId, t.address] })],
+)
+
+/**
+ * Each token of the configured registries as their logs that are not removed say (`public.registry_codes`
+ * reads it). Kept by the row triggers on `logs` (migration 0021), so every writer updates it in its transaction.
+ */
+export const registryTokens = pgTable(
+  'registry_tokens',
+  {
+    chainId: integer('chain_id').notNull(),
+    /** The token id as the logs' topic (32-byte hex). */
+    tokenTopic: text('token_topic').notNull(),
+    builderCode: text('builder_code').notNull(),
+    tokenId: numeric('token_id').notNull(),
+    owner: text('owner'),
+    payoutAddress: text('payout_address'),
+    registeredBlock: bigint('registered_block', { mode: 'number' }).notNull(),
+    registeredAt: timestamp('registered_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'registry_tokens_pkey', columns: [t.chainId, t.tokenTopic] }), index('registry_tokens_code').on(t.chainId, t.builderCode)],
 )
 
 /** Bucket sizes of the stats rollup: UTC hours and days. */

@@ -1,0 +1,139 @@
+import { drizzle } from 'drizzle-orm/node-postgres'
+import type pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/api/queries/attributions.js'
+import { findBuilderCode, findBuilderCodeByWallet, findRegistryCode } from '../src/api/queries/builderCodes.js'
+import { getIndexedHead } from '../src/api/queries/health.js'
+import { listLogs } from '../src/api/queries/logs.js'
+import { openRepairsIn } from '../src/api/queries/status.js'
+import { getTransactionAttribution } from '../src/api/queries/transactions.js'
+import { schema, type Database } from '../src/store/index.js'
+import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+
+const CHAIN_ID = 8453
+/** Tables that grow with history: a plan may reach them only through an index. */
+const LARGE = new Set(['logs', 'transactions', 'attributions', 'builder_code_buckets', 'builder_code_role_buckets', 'builder_code_bucket_senders', 'builder_code_senders'])
+const LOGS = 200_000
+const ATTRIBUTIONS = 120_000
+const T0 = Date.UTC(2026, 9, 1) / 1000
+
+let db: TestDatabase
+/** The statements the API queries ran since the last `take()`, each with its plan for the values it ran with. */
+let plans: { text: string; plan: unknown }[] = []
+let explained: Database
+
+const hash = (expression: string) => `'0x' || md5(${expression}) || md5('x' || ${expression})`
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  const pool = db.store.pool
+  await pool.query(
+    `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+       address, topic0, topic1, topic2, topic3, data, status)
+     SELECT ${CHAIN_ID}, i / 20, ${hash('(i / 20)::text')}, to_timestamp(${T0} + i / 10), ${hash('(i / 2)::text')}, i % 20, i % 20, i % 2,
+       '0x' || lpad(to_hex(i % 300), 40, '0'), '0x' || lpad(to_hex(i % 40), 64, '0'), ${hash('(i % 5000)::text')},
+       ${hash('(i % 7000)::text')}, CASE WHEN i % 3 = 0 THEN '0x' || lpad(to_hex(i % 9000), 64, '0') END, '0x',
+       CASE WHEN i > ${LOGS - 200} THEN 'confirmed' ELSE 'finalized' END
+     FROM generate_series(1, ${LOGS}) i`,
+  )
+  await pool.query(
+    `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
+     SELECT ${CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i / 5), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
+     FROM generate_series(1, ${ATTRIBUTIONS}) i`,
+  )
+  await pool.query(
+    `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, role, code_index, block_number, block_hash, block_timestamp,
+       from_address, sender, schema_id, codes, gas_used, status)
+     SELECT ${CHAIN_ID}, ${hash('i::text')}, '', 'code_' || (i % 500), (ARRAY['', 'app', 'wallet', 'service'])[1 + i % 4], 0, i / 10, ${hash('(i / 10)::text')},
+       to_timestamp(${T0} + i * 60), '0x' || lpad(to_hex(i % 1000), 40, '0'), '0x' || lpad(to_hex(i % 1000), 40, '0'), 2, ARRAY['code_' || (i % 500)], 21000,
+       'finalized'
+     FROM generate_series(1, ${ATTRIBUTIONS}) i`,
+  )
+  await pool.query(
+    `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source)
+     SELECT ${CHAIN_ID}, 'code_' || i, '0x' || lpad(to_hex(i + 65536), 40, '0'), 'local' FROM generate_series(0, 499) i`,
+  )
+  await pool.query('ANALYZE')
+  const real = db.store.pool
+  const proxy = new Proxy(real, {
+    get(target, property) {
+      if (property === 'query')
+        return async (config: string | pg.QueryConfig, values?: unknown[]) => {
+          const text = typeof config === 'string' ? config : config.text
+          const parameters = typeof config === 'string' ? values : (config.values ?? values)
+          const { rows } = await target.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values: parameters })
+          plans.push({ text, plan: rows[0]['QUERY PLAN'] })
+          return target.query(config as pg.QueryConfig, values)
+        }
+      const value = Reflect.get(target, property, target) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  explained = drizzle(proxy, { schema }) as unknown as Database
+}, 600_000)
+
+afterAll(async () => {
+  await db?.drop()
+})
+
+type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
+
+function* nodes(node: PlanNode): Generator<PlanNode> {
+  yield node
+  for (const child of node.Plans ?? []) yield* nodes(child)
+}
+
+/** Runs `run` and returns the large tables its statements read by a sequential scan (none expected). */
+async function sequentialScans(run: () => Promise<unknown>): Promise<string[]> {
+  plans = []
+  await run()
+  expect(plans.length).toBeGreaterThan(0)
+  return plans.flatMap(({ plan }) =>
+    [...nodes((plan as [{ Plan: PlanNode }])[0].Plan)]
+      .filter((node) => node['Node Type'] === 'Seq Scan' && LARGE.has(node['Relation Name'] ?? ''))
+      .map((node) => node['Relation Name']!),
+  )
+}
+
+describe('API query plans on a seeded database with statistics', () => {
+  const logFilters: [string, () => Promise<Parameters<typeof listLogs>[1]>][] = [
+    ['address', async () => ({ chainId: CHAIN_ID, addresses: [`0x${'7'.padStart(40, '0')}`], topics: [], includeRemoved: false, limit: 100 })],
+    ['topic0', async () => ({ chainId: CHAIN_ID, topics: [[`0x${'5'.padStart(64, '0')}`]], includeRemoved: false, limit: 100 })],
+  ]
+  for (const [name, parameters] of logFilters)
+    it(`GET /v1/logs by ${name} reads logs through an index`, async () => {
+      const given = await parameters()
+      expect(await sequentialScans(() => listLogs(explained, given))).toEqual([])
+    })
+
+  const attributionFilters: [string, Omit<Parameters<typeof listAttributions>[1], 'chainId' | 'includeRemoved' | 'limit'>][] = [
+    ['no filter', {}],
+    ['builderCode', { builderCode: 'code_7' }],
+    ['walletAddress', { walletAddress: `0x${(7 + 65536).toString(16).padStart(40, '0')}` }],
+    ['role', { role: 'wallet' }],
+    ['a missing code and a role', { builderCode: 'code_none', role: 'app' }],
+    ['since and until', { since: new Date((T0 + 1000) * 1000), until: new Date((T0 + 2000) * 1000) }],
+    ['block range', { fromBlock: 100, toBlock: 200 }],
+    ['status', { statuses: ['pending'] }],
+  ]
+  for (const [name, given] of attributionFilters)
+    it(`GET /v1/attributions by ${name} reads attributions through an index`, async () => {
+      expect(await sequentialScans(() => listAttributions(explained, { chainId: CHAIN_ID, includeRemoved: false, limit: 100, ...given }))).toEqual([])
+    })
+
+  it('the stats, the leaderboard, a code, a transaction, the head and the repairs read through indexes and rollups', async () => {
+    for (const interval of ['hour', 'day'] as const) {
+      const { since, until } = roundToBuckets(interval, new Date(T0 * 1000), new Date((T0 + 30 * 86_400) * 1000))
+      expect(await sequentialScans(() => builderCodeStatsReport(explained, { chainId: CHAIN_ID, builderCode: 'code_3', interval, since, until }))).toEqual([])
+    }
+    const { since, until } = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 86_400) * 1000))
+    expect(await sequentialScans(() => leaderboard(explained, { chainId: CHAIN_ID, since, until, limit: 20 }))).toEqual([])
+    expect(await sequentialScans(() => findRegistryCode(explained, CHAIN_ID, 'code_3'))).toEqual([])
+    expect(await sequentialScans(() => findBuilderCode(explained, CHAIN_ID, 'code_3'))).toEqual([])
+    expect(await sequentialScans(() => findBuilderCodeByWallet(explained, CHAIN_ID, `0x${(3 + 65536).toString(16).padStart(40, '0')}`))).toEqual([])
+    const { rows } = await db.store.pool.query(`SELECT hash FROM transactions LIMIT 1`)
+    expect(await sequentialScans(() => getTransactionAttribution(explained, CHAIN_ID, rows[0].hash))).toEqual([])
+    expect(await sequentialScans(() => getIndexedHead(explained, CHAIN_ID))).toEqual([])
+    expect(await sequentialScans(() => openRepairsIn(explained, CHAIN_ID, 0, 10_000))).toEqual([])
+  })
+})
