@@ -160,7 +160,7 @@ describe('the attribution outbox', () => {
     await allEvents()
     await store([3], 'bc_old', 30, 'confirmed')
     // As if stored before the outbox existed: its change never became an event.
-    await db.store.pool.query(`DELETE FROM attribution_changes`)
+    await db.store.pool.query(`DELETE FROM attribution_change_sets`)
     await withTransaction(db.store.pool, (client) => markRemovedAbove(client, CHAIN, 29))
     expect((await allEvents()).filter((e) => e.builderCode === 'bc_old')).toEqual([])
   })

@@ -74,7 +74,7 @@ async function commitAttributions(pool: pg.Pool, from: number, count: number, bl
  */
 async function measureTriggerCost(pool: pg.Pool, rows: number): Promise<WebhookRun['copy']> {
   const time = async (first: number) => {
-    await pool.query('TRUNCATE attributions, attribution_changes')
+    await pool.query('TRUNCATE attributions, attribution_change_sets')
     const started = performance.now()
     await commitAttributions(pool, first, rows, 1)
     return performance.now() - started
@@ -91,7 +91,7 @@ async function measureTriggerCost(pool: pg.Pool, rows: number): Promise<WebhookR
     withoutTrigger.push(await time(20_000_000))
     await pool.query('ALTER TABLE attributions ENABLE TRIGGER attributions_outbox_insert')
   }
-  await pool.query('TRUNCATE attributions, attribution_changes')
+  await pool.query('TRUNCATE attributions, attribution_change_sets')
   return { rows, withTriggerMs: Math.min(...withTrigger), wantedMs: Math.min(...wanted), withoutTriggerMs: Math.min(...withoutTrigger) }
 }
 

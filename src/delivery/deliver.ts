@@ -16,6 +16,7 @@ import {
   type WebhookEvent,
   type WebhookSubscription,
 } from '../store/index.js'
+import { crashPoint } from '../utils/crashPoint.js'
 import { briefly } from '../utils/errors.js'
 import { toPayload } from './events.js'
 import { openSecret } from './secrets.js'
@@ -79,6 +80,8 @@ export function createDeliveryProcessor(context: DeliveryContext) {
         const events = await owedEvents(pool, id, probing ? 1 : DRAIN_WINDOW)
         if (events.length === 0) return { outcome: 'drained' }
         const attempts = await sendWindow(reach, subscription, secrets, events, timeoutMs)
+        // Received but not recorded: the events go out again under the same ids.
+        if (attempts.some((a) => a.ok)) crashPoint('delivery-sent')
         const { recovered } = await recordAttempts(pool, attempts)
         if (recovered) logger.info({ subscription_id: id }, 'webhook receiver answers again')
         const failed = attempts.find((a) => !a.ok)

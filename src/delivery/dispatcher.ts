@@ -13,6 +13,7 @@ import {
   undrainedSubscriptions,
   withTransaction,
 } from '../store/index.js'
+import { crashPoint } from '../utils/crashPoint.js'
 import { createWakeUp, runEvery } from '../utils/loop.js'
 import { matchesSubscription } from './events.js'
 
@@ -68,6 +69,7 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: 
         return { owed, last, full: events.length === BATCH }
       })
       if (!round) return dispatched
+      crashPoint('events-dispatched')
       const subscriptionIds = [...new Set(round.owed.map((o) => o.subscriptionId))]
       await enqueue(subscriptionIds.map((subscriptionId) => ({ subscriptionId, jobId: `drain.${subscriptionId}.${round.last}` })))
       dispatched += round.owed.length
@@ -78,6 +80,7 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: 
   /** Queues a drain of every subscription owed events that no live drain holds; returns how many. */
   async function reconcile(): Promise<number> {
     const ids = await undrainedSubscriptions(pool)
+    if (ids.length > 0) crashPoint('drains-reconciled')
     // One id per subscription: while such a drain waits, the next sweep adds nothing.
     await enqueue(ids.map((subscriptionId) => ({ subscriptionId, jobId: `drain.${subscriptionId}` })))
     return ids.length
@@ -86,6 +89,7 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: 
   /** One round: publish what has committed, then dispatch it. */
   async function step(): Promise<{ published: number; dispatched: number }> {
     const published = await publish()
+    if (published > 0) crashPoint('events-published')
     const dispatched = await dispatch()
     if (published > 0 || dispatched > 0) logger.debug({ events: published, jobs: dispatched }, 'webhook events dispatched')
     return { published, dispatched }

@@ -13,7 +13,11 @@ import {
   text,
   timestamp,
   uniqueIndex,
+  customType,
 } from 'drizzle-orm/pg-core'
+
+/** The outbox's composite `attribution_change` (migration 0023), as a compressed array; only SQL reads it. */
+const attributionChangeArray = customType<{ data: string }>({ dataType: () => 'attribution_change[]' })
 
 // Hashes and addresses are lowercase 0x hex text: COPY-friendly and exposed as-is by the views.
 
@@ -466,20 +470,25 @@ const attributionEventColumns = () => ({
 
 /**
  * The outbox: every change of an attribution's state, written by the triggers on `attributions`
- * (migration 0011) in the transaction that made it. Ids follow insertion, not commit, so readers never
- * page through it by id: the dispatcher moves committed rows into `webhook_events` (see there).
+ * (migration 0011) in the transaction that made it, one row per statement holding its changes as one
+ * `attribution_change[]` (the view `attribution_changes` lists them one per row). Ids follow insertion,
+ * not commit, so readers never page through it by id: the dispatcher moves committed rows into
+ * `webhook_events` (see there).
  */
-export const attributionChanges = pgTable(
-  'attribution_changes',
+export const attributionChangeSets = pgTable(
+  'attribution_change_sets',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    ...attributionEventColumns(),
     /** The writing transaction: the publisher nets its changes of one attribution into the final state. */
     xactId: bigint('xact_id', { mode: 'number' })
       .notNull()
       .default(sql`(pg_current_xact_id()::text)::bigint`),
+    /** Changes in `changes`: the publisher takes whole transactions of about its batch size without reading the arrays. */
+    size: integer('size').notNull(),
+    changes: attributionChangeArray('changes').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('attribution_changes_xact').on(t.xactId)],
+  (t) => [index('attribution_change_sets_xact').on(t.xactId)],
 )
 
 /**

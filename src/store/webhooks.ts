@@ -47,8 +47,15 @@ export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ pu
   return withTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK_KEY])
     const { rows } = await client.query<{ taken: number; published: number; lastId: number | null }>(
-      `WITH head AS (SELECT id, xact_id FROM attribution_changes ORDER BY id LIMIT $1),
-       moved AS (DELETE FROM attribution_changes c WHERE c.xact_id IN (SELECT xact_id FROM head) RETURNING c.*),
+      `WITH head AS (
+         SELECT xact_id, size FROM (SELECT xact_id, size, sum(size) OVER (ORDER BY id) - size AS before FROM attribution_change_sets) s WHERE before < $1
+       ),
+       moved_sets AS (DELETE FROM attribution_change_sets c WHERE c.xact_id IN (SELECT xact_id FROM head) RETURNING c.id, c.xact_id, c.changes, c.created_at),
+       moved AS (
+         SELECT row_number() OVER (ORDER BY m.id, u.position) AS id, m.xact_id, m.created_at, u.*
+         FROM moved_sets m CROSS JOIN LATERAL unnest(m.changes) WITH ORDINALITY AS u(type, chain_id, tx_hash, user_op_hash, builder_code, role, sender,
+           block_number, block_timestamp, block_timestamp_ms, status, removed, position)
+       ),
        net AS (
          SELECT DISTINCT ON (xact_id, chain_id, tx_hash, user_op_hash, builder_code, role) * FROM moved
          ORDER BY xact_id, chain_id, tx_hash, user_op_hash, builder_code, role, id DESC
@@ -72,12 +79,12 @@ export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ pu
          ORDER BY m.id
          RETURNING id
        )
-       SELECT (SELECT count(*)::int FROM head) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
+       SELECT (SELECT coalesce(sum(size), 0)::int FROM head) AS taken, (SELECT count(*)::int FROM published) AS published, (SELECT max(id) FROM published) AS "lastId"`,
       [limit],
     )
     const { taken, published, lastId } = rows[0]!
     if (lastId !== null) await client.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, String(lastId)])
-    return { published, lastId, more: taken === limit }
+    return { published, lastId, more: taken >= limit }
   })
 }
 

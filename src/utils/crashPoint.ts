@@ -4,7 +4,17 @@
  * simulation can stop a process exactly between two steps that must not depend on each other.
  * Unset in production: one string compare per call.
  */
-export type CrashPoint = 'reorg-marked' | 'orphans-marked' | 'tip-stored' | 'range-stored' | 'pending-stored' | 'repairs-enqueued'
+export type CrashPoint =
+  | 'reorg-marked'
+  | 'orphans-marked'
+  | 'tip-stored'
+  | 'range-stored'
+  | 'pending-stored'
+  | 'repairs-enqueued'
+  | 'events-published'
+  | 'events-dispatched'
+  | 'drains-reconciled'
+  | 'delivery-sent'
 
 export function crashPoint(point: CrashPoint): void {
   if (process.env.CODETRAIL_CRASH_AT === point) process.kill(process.pid, 'SIGKILL')
