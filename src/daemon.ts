@@ -96,7 +96,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: indexer.fence.check })
       const repairRunner = createRepairRunner({
         pool: indexer.store.pool,
         logger,
@@ -137,6 +137,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         chainId: indexer.chainId,
         logger,
         follower: indexer.follower,
+        fence: indexer.fence,
         repairs,
         poller: {
           ...indexer.poller,

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { advanceFinality, blocksBetween, getChainState, unfinalizedLogBlocks } from '../store/index.js'
+import { advanceFinality, blocksBetween, getChainState, unfinalizedLogBlocks, type Fence } from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 import { orphanBlocks } from './repair.js'
 import type { Header } from './types.js'
@@ -19,6 +19,8 @@ export type AdvanceToFinalizedParameters = {
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
   /** @default FINALITY_STEP_BLOCKS */
   maxBlocks?: number
+  /** Refuses the orphan marks and the finality step when a newer scheduler lease generation was claimed. */
+  fence?: Fence
 }
 
 /**
@@ -31,7 +33,7 @@ export type AdvanceToFinalizedParameters = {
  */
 export async function advanceToFinalized(
   pool: pg.Pool,
-  { chainId, finalized, fetchHeader, fetchHeaders, maxBlocks = FINALITY_STEP_BLOCKS }: AdvanceToFinalizedParameters,
+  { chainId, finalized, fetchHeader, fetchHeaders, maxBlocks = FINALITY_STEP_BLOCKS, fence }: AdvanceToFinalizedParameters,
 ): Promise<FinalityStep[]> {
   const state = await getChainState(pool, chainId)
   if (finalized === null || state?.liveBlock == null) return []
@@ -49,11 +51,11 @@ export async function advanceToFinalized(
     return canonical.get(block.number) !== block.hash
   })
   if (orphaned.length > 0) {
-    const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned)
+    const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned, fence)
     crashPoint('orphans-marked')
     steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logsRemoved })
   }
-  const logs = await advanceFinality(pool, chainId, [previous, target])
+  const logs = await advanceFinality(pool, chainId, [previous, target], fence)
   steps.push({ type: 'finalize', from: previous + 1, to: target, logs })
   return steps
 }

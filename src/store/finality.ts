@@ -1,14 +1,16 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
+import type { Fence } from './fence.js'
 import { updateChainState } from './sync.js'
 
 /**
  * Moves rows of `(from, to]` from `confirmed` to `finalized` as the node's finalized block advances,
  * and records the new finalized block.
  */
-export async function advanceFinality(pool: pg.Pool, chainId: number, [from, to]: Interval): Promise<number> {
+export async function advanceFinality(pool: pg.Pool, chainId: number, [from, to]: Interval, fence?: Fence): Promise<number> {
   return withTransaction(pool, async (client) => {
+    await fence?.(client, 'update')
     const logs = await markFinalized(client, chainId, [from + 1, to])
     await updateChainState(client, chainId, { finalizedBlock: to })
     return logs

@@ -10,6 +10,7 @@ export { getCanonicalBlock, storeTipBlocks, type StoredBlock } from './tip.js'
 export { upsertPendingLogs } from './pending.js'
 export { advanceFinality, blocksBetween, unfinalizedLogBlocks } from './finality.js'
 export { lockForkMarks, lockTipWrites } from './chainLock.js'
+export { createLeaseFence, LeaseFencedError, type Fence, type LeaseFence } from './fence.js'
 export {
   blocksInConflict,
   blocksOffCanonical,

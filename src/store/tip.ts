@@ -3,6 +3,7 @@ import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { insertBlocks, type BlockRow } from './logs.js'
 import { lockTipWrites } from './chainLock.js'
+import type { Fence } from './fence.js'
 import { logArrays, LOG_COLUMNS, UNNEST_LOGS } from './logParams.js'
 import type { LogRow } from './logRows.js'
 import { statusBelow } from './schema.js'
@@ -18,6 +19,8 @@ export type StoreTipBlocksParameters = {
   rows: readonly LogRow[]
   finalizedBlock: number | null
   extraWrites?: (client: pg.PoolClient) => Promise<void>
+  /** Refuses the write when a newer scheduler lease generation was claimed. */
+  fence?: Fence
 }
 
 export type StoreTipBlocksReturnType = {
@@ -43,6 +46,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
   const statusOf = statusBelow(finalizedBlock)
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
+    await params.fence?.(client, 'update')
     await insertBlocks(client, chainId, blocks, statusOf)
     await client.query(
       `UPDATE blocks SET removed = false, updated_at = now() WHERE chain_id = $1 AND hash = ANY($2::text[]) AND removed`,
