@@ -3,8 +3,11 @@
  * `chain_state`; the tip, reorg, orphan, finality and dispatch transactions of a leader whose
  * generation is no longer the newest are refused, leaving the new leader's rows as they were.
  */
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyReorg, orphanBlocks } from '../src/chain/index.js'
+import { createDevnet } from '../src/devnet/index.js'
+import { createRpcClient } from '../src/rpc/index.js'
 import { createDispatcher } from '../src/delivery/index.js'
 import { silentLogger } from '../src/logger.js'
 import {
@@ -21,7 +24,8 @@ import {
 } from '../src/store/index.js'
 import { upsertAttributions } from '../src/store/attributions.js'
 import { waitFor } from './helpers/compare.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from './helpers/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -120,4 +124,54 @@ describe('lease fencing of the writes that decide what is canonical or final', (
     expect((await currentDispatcher.step()).dispatched).toBe(1)
     expect(await getDispatchCursor(pool)).toBe(await latestEventId(pool))
   })
+})
+
+describe('two scheduler processes, the first stalled past its lease', () => {
+  const cleanups: (() => Promise<unknown>)[] = []
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+  })
+
+  it('refuses the stalled leader’s tip write of a block it read before the takeover and a reorg: no row of the old fork stored, ever', async () => {
+    const devnet = await createDevnet({ profile: 'base', blockTimeMs: 0 })
+    cleanups.push(() => devnet.stop())
+    const chain = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => chain.drop(), () => redis.cleanup())
+    const pool = chain.store.pool
+    const node = createRpcClient({ url: devnet.anvilUrl })
+    const nodeHash = async (n: number) => (await node.request<{ hash: string }>('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).hash
+    await devnet.mine()
+    const start = Number(await node.request<string>('eth_blockNumber')) + 1
+    const env = { RPC_URL: devnet.url, DATABASE_URL: chain.url, REDIS_URL, REDIS_PREFIX: redis.prefix, START_BLOCK: String(start), LOG_LEVEL: 'info' }
+    const state = async () => (await pool.query(`SELECT live_block AS "liveBlock", live_hash AS "liveHash", lease_generation AS generation FROM chain_state`)).rows[0]
+    const first = spawnTs('src/main.ts', ['--role', 'scheduler'], { ...env, CODETRAIL_STOP_AT: 'tip-read' })
+    cleanups.push(() => first.kill('SIGKILL'))
+    await waitFor(async () => Number((await state())?.liveBlock ?? -1) === start - 1, 'the first scheduler to start')
+
+    // Block `start` is read by the first scheduler, which stalls right before storing it.
+    await devnet.mine()
+    const oldHash = await nodeHash(start)
+    const stopped = () => readFileSync(`/proc/${first.child.pid}/stat`, 'utf8').split(') ')[1]?.startsWith('T') ?? false
+    await waitFor(async () => stopped(), 'the first scheduler to stall at tip-read')
+
+    // Meanwhile block `start` is replaced and a second scheduler takes the lapsed lease and stores the new fork.
+    await devnet.reorg(1)
+    await devnet.mine()
+    const newHash = await nodeHash(start)
+    expect(newHash).not.toBe(oldHash)
+    const second = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
+    cleanups.push(() => second.kill('SIGKILL'))
+    await waitFor(async () => Number((await state())?.liveBlock ?? -1) >= start + 1, 'the second scheduler to store the new fork', 60_000)
+    expect(Number((await state()).generation)).toBe(2)
+
+    process.kill(first.child.pid!, 'SIGCONT')
+    await waitFor(async () => first.output().includes('scheduler lease fenced'), 'the resumed scheduler’s write to be refused', 60_000)
+    expect(first.output()).toMatch(/"lease_generation":1,"current_generation":2/)
+    const blocks = await pool.query(`SELECT hash, removed FROM blocks WHERE number = $1`, [start])
+    expect(blocks.rows).toEqual([{ hash: newHash, removed: false }])
+    const live = await state()
+    expect(live.liveHash).toBe(await nodeHash(Number(live.liveBlock)))
+    expect(second.output()).not.toMatch(/"msg":"reorg"/)
+  }, 120_000)
 })
