@@ -1,6 +1,6 @@
 import type pg from 'pg'
-import { lockForkMarks, lockTipWrites, markBlocksRemoved, markRemovedAbove, recordReorg, recordRepairs, takeOutOfIntervals, updateChainState, withTransaction, type BlockId, type Fence } from '../store/index.js'
-import { alignedChunks, intervalDifference, intervalUnion, type Interval } from '../utils/interval.js'
+import { lockForkMarks, lockTipWrites, markRemovedAbove, orphanBlocksIn, recordReorg, recordRepairs, takeOutOfIntervals, updateChainState, withTransaction, type BlockId, type Fence } from '../store/index.js'
+import { alignedChunks, intervalDifference, type Interval } from '../utils/interval.js'
 
 /**
  * Handles a reorg at the tip in one database transaction: every canonical row above the fork is marked
@@ -37,10 +37,7 @@ export async function orphanBlocks(pool: pg.Pool, chainId: number, orphaned: rea
     await lockTipWrites(client, chainId)
     await lockForkMarks(client, chainId, 'mark')
     await fence?.(client)
-    const logsRemoved = await markBlocksRemoved(client, chainId, orphaned)
-    const taken = await takeOutOfIntervals(client, chainId, intervalUnion(orphaned.map((block) => [block.number, block.number] as const)))
-    for (const [filterId, ranges] of taken) await recordRepairs(client, chainId, filterId, ranges, 'orphaned')
-    return { logsRemoved, repairs: taken }
+    return orphanBlocksIn(client, chainId, orphaned)
   })
 }
 

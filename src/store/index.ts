@@ -21,6 +21,7 @@ export {
   listRepairs,
   markBlocksRemoved,
   markRemovedAbove,
+  orphanBlocksIn,
   recordReorg,
   recordRepairFailure,
   recordRepairs,

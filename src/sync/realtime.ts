@@ -1,9 +1,8 @@
 import type pg from 'pg'
-import { advanceToFinalized, applyReorg, findForkPoint, orphanBlocks, type Header } from '../chain/index.js'
+import { advanceToFinalized, applyReorg, findForkPoint, type Header } from '../chain/index.js'
 import type { Logger } from '../logger.js'
 import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
-  blocksOffCanonical,
   statusBelow,
   getChainState,
   insertBlocks,
@@ -116,15 +115,9 @@ export function createHeadFollower(context: HeadFollowerContext) {
     })
   }
 
-  /**
-   * Rows other writers (a backfill ahead of the follower) stored at these heights from another fork
-   * than the canonical headers just stored: orphaned now, not when they reach finality.
-   */
-  async function orphanOffCanonical(headers: readonly Header[]): Promise<FollowEvent[]> {
-    const stale = await blocksOffCanonical(pool, chainId, headers)
+  /** Rows other writers (a backfill ahead of the follower) stored at the tip's heights from another fork, orphaned in the tip's transaction. */
+  function orphanedOffCanonical(stale: readonly { number: number }[], logsRemoved: number): FollowEvent[] {
     if (stale.length === 0) return []
-    const { logsRemoved } = await orphanBlocks(pool, chainId, stale, context.fence)
-    crashPoint('orphans-marked')
     logger.warn({ chain_id: chainId, blocks: stale.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
     return [{ type: 'reorg', forkBlock: Math.min(...stale.map((b) => b.number)) - 1, depth: 0, logsRemoved }]
   }
@@ -187,7 +180,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const finalized = (await context.finalized())?.number ?? null
     const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
     crashPoint('tip-read')
-    const stored = await storeTipBlocks(pool, {
+    const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
       alsoFilterIds: also.map((followed) => followed.filterId),
@@ -199,7 +192,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     })
     crashPoint('tip-stored')
     const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
-    events.push(...(await orphanOffCanonical(headers)))
+    events.push(...orphanedOffCanonical(orphaned, orphanLogsRemoved))
     events.push(...(await finalize()))
     return events
   }

@@ -1,0 +1,83 @@
+/**
+ * Finding 23.8: rows a range job stored at the tip's heights from another fork are orphaned in the tip's
+ * own transaction (no moment, and no crash at `tip-stored`, leaves both forks served at one height), and
+ * the tip write takes the fork-mark lock, so a range job of the old fork committing beside it is either
+ * orphaned by it or sees its blocks.
+ */
+import type pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction, getIntervals } from '../src/store/index.js'
+import { waitFor } from './helpers/compare.js'
+import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+
+const CHAIN = 8453
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
+/** Block `n` of fork `fork`. */
+const header = (n: number, fork: number) => ({ number: n, hash: hash(fork * 1_000 + n), parentHash: hash(fork * 1_000 + n - 1), timestamp: 1_700_000_000 + n })
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(async () => {
+  await db?.drop()
+})
+
+/** What a range job of filter `g` writes for block `n` of `fork` (a header and one log), in the caller's transaction. */
+async function rangeJobRows(client: pg.PoolClient, n: number, fork: number) {
+  const block = header(n, fork)
+  await insertBlocks(client, CHAIN, [block], () => 'confirmed')
+  await client.query(
+    `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal, address, topic0, data, status)
+     VALUES ($1, $2, $3, to_timestamp($4), $5, 0, 0, 0, $6, $7, '0x', 'confirmed')`,
+    [CHAIN, n, block.hash, block.timestamp, hash(500_000 + fork * 1_000 + n), `0x${'cc'.repeat(20)}`, hash(0xabc)],
+  )
+  await recordInterval(client, CHAIN, 'g', [n, n])
+}
+
+const rowsAt = async (n: number) =>
+  (await db.store.pool.query(`SELECT 'log' AS kind, block_hash AS hash, removed FROM logs WHERE chain_id = $1 AND block_number = $2
+     UNION ALL SELECT 'block', hash, removed FROM blocks WHERE chain_id = $1 AND number = $2 ORDER BY 1, 2`, [CHAIN, n])).rows
+
+describe('the tip orphans rows of another fork at its heights in its own transaction', () => {
+  it('marks a range job’s block of the old fork removed with a repair for its filter in the very commit that stores the canonical block', async () => {
+    const pool = db.store.pool
+    await withTransaction(pool, (client) => rangeJobRows(client, 20, 1))
+    const stored = await storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(20, 2)], rows: [], finalizedBlock: null })
+    // Nothing else ran after the tip's commit (as after a crash at `tip-stored`): the old fork is already removed.
+    expect(stored.orphaned).toEqual([{ number: 20, hash: header(20, 1).hash }])
+    expect(stored.orphanLogsRemoved).toBe(1)
+    expect(await rowsAt(20)).toEqual([
+      { kind: 'block', hash: header(20, 1).hash, removed: true },
+      { kind: 'block', hash: header(20, 2).hash, removed: false },
+      { kind: 'log', hash: header(20, 1).hash, removed: true },
+    ])
+    expect((await listRepairs(pool, CHAIN)).map((r) => [r.filterId, r.fromBlock, r.toBlock, r.reason])).toEqual([['g', 20, 20, 'orphaned']])
+    expect(await getIntervals(pool, CHAIN, 'g')).toEqual([])
+    expect(await getIntervals(pool, CHAIN, 'f')).toEqual([[20, 20]])
+  })
+
+  it('waits for a range job of the old fork holding the fork-mark lock, then orphans what it committed', async () => {
+    const pool = db.store.pool
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let locked!: () => void
+    const holding = new Promise<void>((resolve) => (locked = resolve))
+    // A range job that checked its blocks against the index before the tip stored block 30, and commits after.
+    const rangeJob = withTransaction(pool, async (client) => {
+      await lockForkMarks(client, CHAIN, 'store')
+      locked()
+      await held
+      await rangeJobRows(client, 30, 1)
+    })
+    await holding
+    const tip = storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(30, 2)], rows: [], finalizedBlock: null })
+    const lockWaits = async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n
+    await waitFor(async () => (await lockWaits()) > 0, 'the tip write to wait for the range job')
+    release()
+    await rangeJob
+    const stored = await tip
+    expect(stored.orphaned).toEqual([{ number: 30, hash: header(30, 1).hash }])
+    expect((await rowsAt(30)).filter((row) => !row.removed)).toEqual([{ kind: 'block', hash: header(30, 2).hash, removed: false }])
+  })
+})
