@@ -6,7 +6,9 @@
  */
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction, getIntervals } from '../src/store/index.js'
+import { advanceToFinalized } from '../src/chain/index.js'
+import { advanceFinality, getIntervals, insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction } from '../src/store/index.js'
+import { finalizeBehindFinality } from '../src/store/finality.js'
 import { waitFor } from './helpers/compare.js'
 import { createTestDatabase, type TestDatabase } from './helpers/services.js'
 
@@ -34,6 +36,9 @@ async function rangeJobRows(client: pg.PoolClient, n: number, fork: number) {
   )
   await recordInterval(client, CHAIN, 'g', [n, n])
 }
+
+const lockWaits = async () =>
+  (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n
 
 const rowsAt = async (n: number) =>
   (await db.store.pool.query(`SELECT 'log' AS kind, block_hash AS hash, removed FROM logs WHERE chain_id = $1 AND block_number = $2
@@ -72,12 +77,66 @@ describe('the tip orphans rows of another fork at its heights in its own transac
     })
     await holding
     const tip = storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(30, 2)], rows: [], finalizedBlock: null })
-    const lockWaits = async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n
     await waitFor(async () => (await lockWaits()) > 0, 'the tip write to wait for the range job')
     release()
     await rangeJob
     const stored = await tip
     expect(stored.orphaned).toEqual([{ number: 30, hash: header(30, 1).hash }])
     expect((await rowsAt(30)).filter((row) => !row.removed)).toEqual([{ kind: 'block', hash: header(30, 2).hash, removed: false }])
+  })
+})
+
+describe('finality against range jobs committing beside it (finding 23.4)', () => {
+  it('waits for a range job that read the old finalized block, then finalizes its rows instead of leaving them confirmed below it', async () => {
+    const pool = db.store.pool
+    await pool.query(`UPDATE chain_state SET finalized_block = 40, live_block = 60 WHERE chain_id = $1`, [CHAIN])
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let stored!: () => void
+    const written = new Promise<void>((resolve) => (stored = resolve))
+    // A range job of blocks 41–50 that read finalized = 40: its rows are `confirmed`, and finality had not moved when it looked again.
+    const rangeJob = withTransaction(pool, async (client) => {
+      await lockForkMarks(client, CHAIN, 'store')
+      await rangeJobRows(client, 45, 2)
+      await finalizeBehindFinality(client, CHAIN, [41, 50], 40)
+      stored()
+      await held
+    })
+    await written
+    const finality = advanceFinality(pool, CHAIN, [40, 50])
+    await waitFor(async () => (await lockWaits()) > 0, 'finality to wait for the range job')
+    release()
+    await rangeJob
+    expect(await finality).toBe(1)
+    const { rows } = await pool.query(`SELECT status FROM logs WHERE chain_id = $1 AND block_number = 45 AND NOT removed`, [CHAIN])
+    expect(rows).toEqual([{ status: 'finalized' }])
+  })
+
+  it('checks rows a range job committed after the step read its blocks: a block of another fork is orphaned, never finalized', async () => {
+    const pool = db.store.pool
+    await storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(51, 2), header(52, 2), header(53, 2)], rows: [], finalizedBlock: 50 })
+    const steps = await advanceToFinalized(pool, {
+      chainId: CHAIN,
+      finalized: { number: 53 },
+      // The node's answer for the step's top arrives after a range job stored block 52 of the old fork.
+      fetchHeader: async (n) => {
+        await withTransaction(pool, async (client) => {
+          await lockForkMarks(client, CHAIN, 'store')
+          await rangeJobRows(client, 52, 1)
+        })
+        return header(n, 2)
+      },
+      fetchHeaders: async (numbers) => numbers.map((n) => header(n, 2)),
+    })
+    expect(steps).toEqual([
+      { type: 'orphaned', blocks: [52], logsRemoved: 1 },
+      { type: 'finalize', from: 51, to: 53, logs: 0 },
+    ])
+    const { rows } = await pool.query(`SELECT hash, status, removed FROM blocks WHERE chain_id = $1 AND number = 52 ORDER BY hash`, [CHAIN])
+    expect(rows).toEqual([
+      { hash: header(52, 1).hash, status: 'confirmed', removed: true },
+      { hash: header(52, 2).hash, status: 'finalized', removed: false },
+    ])
+    expect((await pool.query(`SELECT status, removed FROM logs WHERE chain_id = $1 AND block_number = 52`, [CHAIN])).rows).toEqual([{ status: 'confirmed', removed: true }])
   })
 })
