@@ -6,7 +6,11 @@
  */
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createAttributor } from '../src/attribution/attributor.js'
 import { advanceToFinalized } from '../src/chain/index.js'
+import { startAnvil } from '../src/devnet/anvil.js'
+import { silentLogger } from '../src/logger.js'
+import { createRpcClient } from '../src/rpc/index.js'
 import { advanceFinality, getIntervals, insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction } from '../src/store/index.js'
 import { finalizeBehindFinality } from '../src/store/finality.js'
 import { waitFor } from './helpers/compare.js'
@@ -138,5 +142,34 @@ describe('finality against range jobs committing beside it (finding 23.4)', () =
       { hash: header(52, 2).hash, status: 'finalized', removed: false },
     ])
     expect((await pool.query(`SELECT status, removed FROM logs WHERE chain_id = $1 AND block_number = 52`, [CHAIN])).rows).toEqual([{ status: 'confirmed', removed: true }])
+  })
+})
+
+describe('blocks scope against a backend on another fork (finding 23.3)', () => {
+  it('refuses to attribute a block without logs read whole from another fork than the header read for the range', async () => {
+    const anvil = await startAnvil()
+    try {
+      const rpc = createRpcClient({ url: anvil.url })
+      const attributor = createAttributor({
+        rpc: { request: (method, params) => rpc.request(method, params), batch: (calls) => rpc.batch(calls) },
+        chainId: 31337,
+        logger: silentLogger,
+        pool: db.store.pool,
+        scope: 'blocks',
+      })
+      const snapshot = await rpc.request<string>('evm_snapshot', [])
+      await rpc.request('anvil_mine', ['0x1'])
+      // The range job's header of block 1, read before the chain moved to another block 1.
+      const old = await rpc.request<{ hash: string }>('eth_getBlockByNumber', ['0x1', false])
+      await rpc.request('evm_revert', [snapshot])
+      await rpc.request('evm_setNextBlockTimestamp', [Math.floor(Date.now() / 1000) + 1_000])
+      await rpc.request('anvil_mine', ['0x1'])
+      const current = await rpc.request<{ hash: string }>('eth_getBlockByNumber', ['0x1', false])
+      expect(current.hash).not.toBe(old.hash)
+      await expect(attributor.attribute([], () => 'confirmed', [1, 1], new Map(), new Map([[1, old.hash]]))).rejects.toThrow('block 1 (')
+      await expect(attributor.attribute([], () => 'confirmed', [1, 1], new Map(), new Map([[1, current.hash]]))).resolves.toBeTypeOf('function')
+    } finally {
+      await anvil.stop()
+    }
   })
 })
