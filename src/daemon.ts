@@ -93,7 +93,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
       services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays })
+      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: indexer.fence.check })
       const repairRunner = createRepairRunner({
         pool: indexer.store.pool,
         logger,
@@ -134,6 +134,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         chainId: indexer.chainId,
         logger,
         follower: indexer.follower,
+        fence: indexer.fence,
         repairs,
         poller: {
           ...indexer.poller,

@@ -6,7 +6,7 @@ import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
 import { createChainProfiler } from './chains/index.js'
 import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pending.js'
@@ -160,6 +160,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       return decoded
     })
 
+  const fence = createLeaseFence(store.pool, chainId)
   const follower = createHeadFollower({
     pool: store.pool,
     logger,
@@ -174,6 +175,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     tip: createTipReader({ rpc: reliable, fetchLogs }),
     attribute: (blocks, rows, statusOf, gasUsed) => attributor.forFetched(decodedTip(blocks), rows, statusOf, gasUsed),
     gasWanted: (blocks) => attributor.gasWanted(decodedTip(blocks)),
+    fence: fence.check,
   })
 
   const poller = createPendingPoller({
@@ -207,6 +209,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     registry,
     processRange,
     follower,
+    /** The scheduler lease's fencing token: claimed by each leader, checked by the follower's and the dispatcher's writes. */
+    fence,
     poller,
     fetchHeader,
     blockNumberAt,

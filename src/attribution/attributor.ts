@@ -450,18 +450,27 @@ export function createAttributor(context: AttributorContext) {
    * Prepares the attribution of every transaction of every block of `range`, logs or not (`blocks`
    * scope); `rows` are the range's logs.
    */
-  async function forRange([from, to]: Interval, rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Promise<Writes> {
+  async function forRange([from, to]: Interval, rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, headers: ReadonlyMap<number, string> = new Map()): Promise<Writes> {
     const blocks = await fetchBlocks(Array.from({ length: to - from + 1 }, (_, i) => from + i))
+    // Blocks without logs too: a backend lagging on an old fork must not have its blocks attributed beside the headers stored.
+    const stray = blocks.find((block) => headers.has(block.number) && headers.get(block.number) !== block.hash)
+    if (stray) throw new Error(`block ${stray.number} (${stray.hash}) read whole is not the header read for the range; reading again`)
     return forBlocks(blocksOfRows(blocks, rows), statusOf)
   }
 
   /**
    * The attribution of a stored range: in `logs` scope the transactions behind `rows`, in `blocks`
    * scope every transaction of every block of `range`. `blockSizes`: transactions per block hash where
-   * known exactly (headers read with the range).
+   * known exactly (headers read with the range); `headers`: the hash of each unfinalized block as its header was read.
    */
-  function attribute(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, range: Interval, blockSizes?: ReadonlyMap<string, number>): Promise<Writes> {
-    return context.scope === 'blocks' ? forRange(range, rows, statusOf) : forLogs(rows, statusOf, blockSizes)
+  function attribute(
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    range: Interval,
+    blockSizes?: ReadonlyMap<string, number>,
+    headers?: ReadonlyMap<number, string>,
+  ): Promise<Writes> {
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf, headers) : forLogs(rows, statusOf, blockSizes)
   }
 
   return { attribute, forLogs, forRange, forFetched, decodeBlocks, gasWanted }

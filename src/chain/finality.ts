@@ -1,7 +1,17 @@
 import type pg from 'pg'
-import { advanceFinality, blocksBetween, getChainState, unfinalizedLogBlocks } from '../store/index.js'
+import {
+  advanceFinalityIn,
+  blocksBetween,
+  blocksOtherThan,
+  getChainState,
+  lockForkMarks,
+  lockTipWrites,
+  orphanBlocksIn,
+  unfinalizedLogBlocks,
+  withTransaction,
+  type Fence,
+} from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
-import { orphanBlocks } from './repair.js'
 import type { Header } from './types.js'
 
 /** Most blocks one finality step moves to `finalized`, so its transaction and its reads stay the same size however far finality trails. */
@@ -19,6 +29,8 @@ export type AdvanceToFinalizedParameters = {
   fetchHeaders: (numbers: readonly number[]) => Promise<Header[]>
   /** @default FINALITY_STEP_BLOCKS */
   maxBlocks?: number
+  /** Refuses the orphan marks and the finality step when a newer scheduler lease generation was claimed. */
+  fence?: Fence
 }
 
 /**
@@ -31,7 +43,7 @@ export type AdvanceToFinalizedParameters = {
  */
 export async function advanceToFinalized(
   pool: pg.Pool,
-  { chainId, finalized, fetchHeader, fetchHeaders, maxBlocks = FINALITY_STEP_BLOCKS }: AdvanceToFinalizedParameters,
+  { chainId, finalized, fetchHeader, fetchHeaders, maxBlocks = FINALITY_STEP_BLOCKS, fence }: AdvanceToFinalizedParameters,
 ): Promise<FinalityStep[]> {
   const state = await getChainState(pool, chainId)
   if (finalized === null || state?.liveBlock == null) return []
@@ -41,20 +53,26 @@ export async function advanceToFinalized(
   const steps: FinalityStep[] = []
   const [headers, logBlocks] = await Promise.all([blocksBetween(pool, chainId, [previous, target]), unfinalizedLogBlocks(pool, chainId, [previous, target])])
   const canonical = await canonicalHashes(headers, [...headers, ...logBlocks], [previous, target], finalized, { fetchHeader, fetchHeaders })
-  const seen = new Set<string>()
-  const orphaned = [...headers, ...logBlocks].filter((block) => {
-    const key = `${block.number}:${block.hash}`
-    if (seen.has(key)) return false
-    seen.add(key)
-    return canonical.get(block.number) !== block.hash
+  const read = new Set([...headers, ...logBlocks].map((block) => `${block.number}:${block.hash}`))
+  // One transaction under the fork-mark lock: rows a range job committed after the reads above are checked too, never finalized unseen.
+  const { orphaned, logsRemoved, top, logs } = await withTransaction(pool, async (client) => {
+    await lockTipWrites(client, chainId)
+    await lockForkMarks(client, chainId, 'mark')
+    await fence?.(client, 'update')
+    const other = await blocksOtherThan(client, chainId, [previous, target], canonical)
+    // A row that arrived at a height whose canonical hash was not read waits for the next step.
+    const unknown = other.filter((block) => !canonical.has(block.number) && !read.has(`${block.number}:${block.hash}`))
+    const orphaned = other.filter((block) => !unknown.includes(block))
+    const top = Math.min(target, ...unknown.map((block) => block.number - 1))
+    const { logsRemoved } = orphaned.length > 0 ? await orphanBlocksIn(client, chainId, orphaned) : { logsRemoved: 0 }
+    const logs = top > previous ? await advanceFinalityIn(client, chainId, [previous, top]) : 0
+    return { orphaned, logsRemoved, top, logs }
   })
   if (orphaned.length > 0) {
-    const { logsRemoved } = await orphanBlocks(pool, chainId, orphaned)
     crashPoint('orphans-marked')
-    steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number), logsRemoved })
+    steps.push({ type: 'orphaned', blocks: orphaned.map((b) => b.number).sort((a, b) => a - b), logsRemoved })
   }
-  const logs = await advanceFinality(pool, chainId, [previous, target])
-  steps.push({ type: 'finalize', from: previous + 1, to: target, logs })
+  if (top > previous) steps.push({ type: 'finalize', from: previous + 1, to: top, logs })
   return steps
 }
 

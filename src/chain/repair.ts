@@ -1,6 +1,6 @@
 import type pg from 'pg'
-import { lockForkMarks, lockTipWrites, markBlocksRemoved, markRemovedAbove, recordReorg, recordRepairs, takeOutOfIntervals, updateChainState, withTransaction, type BlockId } from '../store/index.js'
-import { alignedChunks, intervalDifference, intervalUnion, type Interval } from '../utils/interval.js'
+import { lockForkMarks, lockTipWrites, markRemovedAbove, orphanBlocksIn, recordReorg, recordRepairs, takeOutOfIntervals, updateChainState, withTransaction, type BlockId, type Fence } from '../store/index.js'
+import { alignedChunks, intervalDifference, type Interval } from '../utils/interval.js'
 
 /**
  * Handles a reorg at the tip in one database transaction: every canonical row above the fork is marked
@@ -10,12 +10,13 @@ import { alignedChunks, intervalDifference, intervalUnion, type Interval } from 
  */
 export async function applyReorg(
   pool: pg.Pool,
-  params: { chainId: number; followerFilterId: string; forkBlock: BlockId; depth: number; oldHash: string; newHash: string },
+  params: { chainId: number; followerFilterId: string; forkBlock: BlockId; depth: number; oldHash: string; newHash: string; fence?: Fence },
 ): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
   const { chainId, forkBlock } = params
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
     await lockForkMarks(client, chainId, 'mark')
+    await params.fence?.(client, 'update')
     const logsRemoved = await markRemovedAbove(client, chainId, forkBlock.number)
     const taken = await takeOutOfIntervals(client, chainId, [[forkBlock.number + 1, Number.MAX_SAFE_INTEGER]])
     taken.delete(params.followerFilterId)
@@ -31,14 +32,12 @@ export async function applyReorg(
  * the follower never saw) removed, in one transaction with their repair: the blocks leave the sync
  * intervals of every filter that covered them, each of which gets a repair, the follower's included.
  */
-export async function orphanBlocks(pool: pg.Pool, chainId: number, orphaned: readonly BlockId[]): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
+export async function orphanBlocks(pool: pg.Pool, chainId: number, orphaned: readonly BlockId[], fence?: Fence): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
     await lockForkMarks(client, chainId, 'mark')
-    const logsRemoved = await markBlocksRemoved(client, chainId, orphaned)
-    const taken = await takeOutOfIntervals(client, chainId, intervalUnion(orphaned.map((block) => [block.number, block.number] as const)))
-    for (const [filterId, ranges] of taken) await recordRepairs(client, chainId, filterId, ranges, 'orphaned')
-    return { logsRemoved, repairs: taken }
+    await fence?.(client)
+    return orphanBlocksIn(client, chainId, orphaned)
   })
 }
 

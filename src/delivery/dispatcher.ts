@@ -12,6 +12,7 @@ import {
   setDispatchCursor,
   undrainedSubscriptions,
   withTransaction,
+  type Fence,
 } from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 import { createWakeUp, runEvery } from '../utils/loop.js'
@@ -33,6 +34,8 @@ export type DispatcherContext = {
   enqueue: (jobs: readonly DrainJob[]) => Promise<void>
   /** `WEBHOOK_RETENTION_DAYS`. */
   retentionDays?: number
+  /** The scheduler lease's fence: a stale leader's dispatch round is refused. */
+  fence?: Fence
 }
 
 /**
@@ -41,7 +44,7 @@ export type DispatcherContext = {
  * each such subscription. The queue only schedules: a drain lost to a crash or a Redis flush is queued
  * again by {@link reconcile}.
  */
-export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: DispatcherContext) {
+export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fence }: DispatcherContext) {
   async function publish(): Promise<number> {
     let published = 0
     for (;;) {
@@ -57,6 +60,7 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30 }: 
       const round = await withTransaction(pool, async (client) => {
         // Locked: a second dispatcher (a lease hand-over) waits instead of owing the same events again.
         const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = 'dispatch' FOR UPDATE`)
+        await fence?.(client)
         const events = await readEvents(client, { after: rows[0]?.eventId ?? 0, limit: BATCH })
         if (events.length === 0) return null
         const subscriptions = await listSubscriptions(client, { activeOnly: true })

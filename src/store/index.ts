@@ -8,8 +8,9 @@ export * as schema from './schema.js'
 export { STATUSES, statusBelow, WEBHOOK_EVENTS, ZERO_HASH, type Status, type WebhookEventType } from './schema.js'
 export { getCanonicalBlock, storeTipBlocks, type StoredBlock } from './tip.js'
 export { upsertPendingLogs } from './pending.js'
-export { advanceFinality, blocksBetween, unfinalizedLogBlocks } from './finality.js'
+export { advanceFinality, advanceFinalityIn, blocksBetween, blocksOtherThan, unfinalizedLogBlocks } from './finality.js'
 export { lockForkMarks, lockTipWrites } from './chainLock.js'
+export { createLeaseFence, LeaseFencedError, type Fence, type LeaseFence } from './fence.js'
 export {
   blocksInConflict,
   blocksOffCanonical,
@@ -20,6 +21,7 @@ export {
   listRepairs,
   markBlocksRemoved,
   markRemovedAbove,
+  orphanBlocksIn,
   recordReorg,
   recordRepairFailure,
   recordRepairs,

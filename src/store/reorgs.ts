@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { intervalDifference, intervalIntersection, type Interval } from '../utils/interval.js'
+import { intervalDifference, intervalIntersection, intervalUnion, type Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
 import { withTransaction } from './client.js'
 import { getIntervals, lockFilterIntervals } from './sync.js'
@@ -65,6 +65,24 @@ export async function blocksOffCanonical(db: Queryable, chainId: number, canonic
     [chainId, canonical.map((b) => b.number), canonical.map((b) => b.hash)],
   )
   return rows as BlockId[]
+}
+
+/**
+ * Marks the rows of these orphaned blocks removed in the caller's transaction (which holds the fork-mark
+ * lock): the blocks leave the sync intervals of every filter that covered them, and each filter but
+ * `storing` (those the caller stores these heights for right here) gets a repair of them.
+ */
+export async function orphanBlocksIn(
+  client: pg.PoolClient,
+  chainId: number,
+  orphaned: readonly BlockId[],
+  storing: readonly string[] = [],
+): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
+  const logsRemoved = await markBlocksRemoved(client, chainId, orphaned)
+  const taken = await takeOutOfIntervals(client, chainId, intervalUnion(orphaned.map((block) => [block.number, block.number] as const)))
+  for (const filterId of storing) taken.delete(filterId)
+  for (const [filterId, ranges] of taken) await recordRepairs(client, chainId, filterId, ranges, 'orphaned')
+  return { logsRemoved, repairs: taken }
 }
 
 /**

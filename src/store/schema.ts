@@ -430,6 +430,8 @@ export const chainState = pgTable('chain_state', {
   blockTimeMs: integer('block_time_ms'),
   preconfirmations: boolean('preconfirmations'),
   preconfirmationsSource: text('preconfirmations_source', { enum: ['probe', 'config'] }),
+  /** The newest scheduler lease generation claimed: tip, reorg, finality and dispatch writes of an older one are refused. */
+  leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(0),
 })
 
 /** Every reorg the head follower handled, for audit and metrics. */

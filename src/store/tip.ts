@@ -2,7 +2,9 @@ import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import { withTransaction } from './client.js'
 import { insertBlocks, type BlockRow } from './logs.js'
-import { lockTipWrites } from './chainLock.js'
+import { lockForkMarks, lockTipWrites } from './chainLock.js'
+import { blocksOffCanonical, orphanBlocksIn, type BlockId } from './reorgs.js'
+import type { Fence } from './fence.js'
 import { logArrays, LOG_COLUMNS, UNNEST_LOGS } from './logParams.js'
 import type { LogRow } from './logRows.js'
 import { statusBelow } from './schema.js'
@@ -18,6 +20,8 @@ export type StoreTipBlocksParameters = {
   rows: readonly LogRow[]
   finalizedBlock: number | null
   extraWrites?: (client: pg.PoolClient) => Promise<void>
+  /** Refuses the write when a newer scheduler lease generation was claimed. */
+  fence?: Fence
 }
 
 export type StoreTipBlocksReturnType = {
@@ -27,6 +31,10 @@ export type StoreTipBlocksReturnType = {
   diverged: number
   /** Pending rows announced up to these blocks that were not confirmed. */
   dropped: number
+  /** Blocks of another fork stored at these heights (by a range job ahead of the follower), marked removed with their repairs. */
+  orphaned: BlockId[]
+  /** Logs of those blocks marked removed. */
+  orphanLogsRemoved: number
 }
 
 /**
@@ -39,10 +47,13 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
   const { chainId, filterId, blocks, rows, finalizedBlock } = params
   const first = blocks[0]
   const last = blocks[blocks.length - 1]
-  if (!first || !last) return { confirmed: 0, diverged: 0, dropped: 0 }
+  if (!first || !last) return { confirmed: 0, diverged: 0, dropped: 0, orphaned: [], orphanLogsRemoved: 0 }
   const statusOf = statusBelow(finalizedBlock)
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
+    // Exclusive: a range job of another fork at these heights commits before (and is orphaned below) or sees these blocks.
+    await lockForkMarks(client, chainId, 'mark')
+    await params.fence?.(client, 'update')
     await insertBlocks(client, chainId, blocks, statusOf)
     await client.query(
       `UPDATE blocks SET removed = false, updated_at = now() WHERE chain_id = $1 AND hash = ANY($2::text[]) AND removed`,
@@ -88,12 +99,17 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
       )
     }
     await params.extraWrites?.(client)
+    // In this transaction: no moment (nor a crash) when both forks are served at one height.
+    const orphaned = await blocksOffCanonical(client, chainId, blocks)
+    const { logsRemoved } = orphaned.length > 0 ? await orphanBlocksIn(client, chainId, orphaned, [filterId, ...(params.alsoFilterIds ?? [])]) : { logsRemoved: 0 }
     for (const id of [filterId, ...(params.alsoFilterIds ?? [])]) await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
     await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash })
     return {
       confirmed: claimed.rowCount ?? 0,
       diverged: claimed.rows.filter((row) => row.diverged).length,
       dropped: dropped.rowCount ?? 0,
+      orphaned,
+      orphanLogsRemoved: logsRemoved,
     }
   })
 }

@@ -90,6 +90,8 @@ export type RangeContext = {
     statusOf: (blockNumber: number) => Status,
     range: Interval,
     blockSizes?: ReadonlyMap<string, number>,
+    /** The hash of each unfinalized block as its header was read (stored with the range and checked by finality). */
+    headers?: ReadonlyMap<number, string>,
   ) => Promise<(client: pg.PoolClient) => Promise<void>>
 }
 
@@ -159,7 +161,7 @@ export function createRangeProcessor(context: RangeContext) {
 
     // The headers read say how many transactions their blocks hold: only those may be read whole.
     const blockSizes = new Map(blocks.flatMap((block) => (block.transactionCount === undefined ? [] : [[block.hash, block.transactionCount] as const])))
-    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range, blockSizes)
+    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range, blockSizes, new Map(headers.map((block) => [block.number, block.hash])))
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

@@ -1,9 +1,8 @@
 import type pg from 'pg'
-import { advanceToFinalized, applyReorg, findForkPoint, orphanBlocks, type Header } from '../chain/index.js'
+import { advanceToFinalized, applyReorg, findForkPoint, type Header } from '../chain/index.js'
 import type { Logger } from '../logger.js'
 import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
-  blocksOffCanonical,
   statusBelow,
   getChainState,
   insertBlocks,
@@ -15,6 +14,7 @@ import {
   type LogInput,
   type TransactionRow,
   type Status,
+  type Fence,
 } from '../store/index.js'
 import { crashPoint } from '../utils/crashPoint.js'
 import type { Interval } from '../utils/interval.js'
@@ -57,6 +57,8 @@ export type HeadFollowerContext = {
   attribute?: (blocks: readonly TipBlock[], rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, gasUsed: ReadonlyMap<string, number>) => Promise<(client: pg.PoolClient) => Promise<void>>
   /** Transactions of these blocks whose gas used attribution will want: their receipts ride with the step's logs. */
   gasWanted?: (blocks: readonly TipBlock[]) => string[]
+  /** The scheduler lease's fence: tip, reorg, orphan and finality transactions of a stale leader are refused. */
+  fence?: Fence
 }
 
 /**
@@ -66,6 +68,7 @@ export type HeadFollowerContext = {
 export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
   const also = context.alsoFollow ?? []
+  const fenced = context.fence ? { fence: context.fence } : {}
   let lastHead: number | undefined
   /** The newest head a `newHeads` notification announced since the last step. */
   let announced: Header | undefined
@@ -104,7 +107,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
   }
 
   async function finalize(): Promise<FollowEvent[]> {
-    const steps = await advanceToFinalized(pool, { chainId, finalized: await context.finalized(), fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders })
+    const steps = await advanceToFinalized(pool, { chainId, finalized: await context.finalized(), fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
     return steps.map((step) => {
       if (step.type === 'finalize') return step
       logger.warn({ chain_id: chainId, blocks: step.blocks, logs_removed: step.logsRemoved }, 'stored rows from an orphaned fork')
@@ -112,15 +115,9 @@ export function createHeadFollower(context: HeadFollowerContext) {
     })
   }
 
-  /**
-   * Rows other writers (a backfill ahead of the follower) stored at these heights from another fork
-   * than the canonical headers just stored: orphaned now, not when they reach finality.
-   */
-  async function orphanOffCanonical(headers: readonly Header[]): Promise<FollowEvent[]> {
-    const stale = await blocksOffCanonical(pool, chainId, headers)
+  /** Rows other writers (a backfill ahead of the follower) stored at the tip's heights from another fork, orphaned in the tip's transaction. */
+  function orphanedOffCanonical(stale: readonly { number: number }[], logsRemoved: number): FollowEvent[] {
     if (stale.length === 0) return []
-    const { logsRemoved } = await orphanBlocks(pool, chainId, stale)
-    crashPoint('orphans-marked')
     logger.warn({ chain_id: chainId, blocks: stale.map((b) => b.number), logs_removed: logsRemoved }, 'stored rows from an orphaned fork')
     return [{ type: 'reorg', forkBlock: Math.min(...stale.map((b) => b.number)) - 1, depth: 0, logsRemoved }]
   }
@@ -182,7 +179,8 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
     const finalized = (await context.finalized())?.number ?? null
     const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
-    const stored = await storeTipBlocks(pool, {
+    crashPoint('tip-read')
+    const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
       chainId,
       filterId: context.filterId,
       alsoFilterIds: also.map((followed) => followed.filterId),
@@ -190,10 +188,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
       rows,
       finalizedBlock: finalized,
       ...(extraWrites ? { extraWrites } : {}),
+      ...fenced,
     })
     crashPoint('tip-stored')
     const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
-    events.push(...(await orphanOffCanonical(headers)))
+    events.push(...orphanedOffCanonical(orphaned, orphanLogsRemoved))
     events.push(...(await finalize()))
     return events
   }
@@ -202,7 +201,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const state = await getChainState(pool, chainId)
     const forkBlock = await findForkPoint(pool, { chainId, from: liveBlock, finalizedBlock: state?.finalizedBlock ?? null, fetchHeader: context.fetchHeader })
     const depth = liveBlock - forkBlock.number
-    const { logsRemoved, repairs } = await applyReorg(pool, { chainId, followerFilterId: context.filterId, forkBlock, depth, oldHash, newHash })
+    const { logsRemoved, repairs } = await applyReorg(pool, { chainId, followerFilterId: context.filterId, forkBlock, depth, oldHash, newHash, ...fenced })
     crashPoint('reorg-marked')
     logger.warn({ chain_id: chainId, fork_block: forkBlock.number, depth, logs_removed: logsRemoved, filters_repaired: repairs.size }, 'reorg')
     return { type: 'reorg', forkBlock: forkBlock.number, depth, logsRemoved }

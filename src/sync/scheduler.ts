@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { createLease } from '../queue/schedulerLease.js'
+import { LeaseFencedError, type LeaseFence } from '../store/index.js'
 import { whilePreconfirming, type ChainProfiler } from '../chains/index.js'
 import { createWakeUp, runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
@@ -31,6 +32,8 @@ export type SchedulerContext = {
   onFollowEvent?: (event: FollowEvent) => void
   /** Extra single-instance loops (e.g. a `pendingLogs` subscription) run while the lease is held. */
   whileLeader?: (signal: AbortSignal) => Promise<void>
+  /** Claims the next lease generation on each acquisition (see `store/fence.ts`). */
+  fence?: Pick<LeaseFence, 'claim'>
 }
 
 /**
@@ -44,11 +47,16 @@ export function startScheduler(context: SchedulerContext) {
   let leader = false
 
   async function lead() {
+    const generation = await context.fence?.claim().catch((error) => {
+      logger.warn({ err: error, chain_id: chainId }, 'scheduler lease generation not claimed')
+      return null
+    })
+    if (generation === null) return lease.release().catch(() => {})
     const term = new AbortController()
     const stop = () => term.abort()
     stopped.signal.addEventListener('abort', stop, { once: true })
     leader = true
-    logger.info({ chain_id: chainId }, 'scheduler lease acquired: following the head')
+    logger.info({ chain_id: chainId, lease_generation: generation }, 'scheduler lease acquired: following the head')
     const renewing = (async () => {
       while (!term.signal.aborted) {
         await sleep(LEASE_TTL_MS / 3, term.signal)
@@ -72,7 +80,12 @@ export function startScheduler(context: SchedulerContext) {
       async () => {
         // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
         for (;;) {
-          const events = await context.follower.step()
+          const events = await context.follower.step().catch((error: unknown) => {
+            if (!(error instanceof LeaseFencedError)) throw error
+            logger.warn({ chain_id: chainId, lease_generation: error.generation, current_generation: error.current }, 'scheduler lease fenced: write refused, stopping')
+            term.abort()
+            return []
+          })
           for (const event of events) context.onFollowEvent?.(event)
           if (events.some((event) => event.type === 'reorg')) nudgeRepairs()
           const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))

@@ -7,6 +7,7 @@
 export type CrashPoint =
   | 'reorg-marked'
   | 'orphans-marked'
+  | 'tip-read'
   | 'tip-stored'
   | 'range-stored'
   | 'pending-stored'
@@ -18,4 +19,9 @@ export type CrashPoint =
 
 export function crashPoint(point: CrashPoint): void {
   if (process.env.CODETRAIL_CRASH_AT === point) process.kill(process.pid, 'SIGKILL')
+  // `CODETRAIL_STOP_AT` stalls the process there instead (SIGSTOP, once), the way a long GC pause or a frozen VM would.
+  if (process.env.CODETRAIL_STOP_AT === point) {
+    delete process.env.CODETRAIL_STOP_AT
+    process.kill(process.pid, 'SIGSTOP')
+  }
 }
