@@ -5,6 +5,10 @@ import { probeChain, type ChainProbe } from './probe.js'
 
 /** How often the chain is probed again (one probe each time). */
 export const PROBE_EVERY_MS = 5 * 60_000
+/** Until a probe answers (the node failing at start), the profile of a chain as codetrail followed it before it probed: 2 s blocks, pre-confirming. */
+const UNPROBED = { blockTimeMs: 2_000, preconfirms: true } as const
+/** A failed probe is tried again this soon, not at the next regular probe. */
+const PROBE_RETRY_MS = 10_000
 /** The head is never polled faster than this, whatever the measured cadence. */
 export const MIN_HEAD_POLL_MS = 100
 
@@ -59,7 +63,14 @@ export type ChainProfilerParameters = {
 export async function createChainProfiler({ rpc, logger, chainId, settings, filter, save, probeEveryMs = PROBE_EVERY_MS }: ChainProfilerParameters) {
   // With pre-confirmations forced off, only the cadence is asked.
   const probe = () => probeChain(rpc, { ...(filter ? { filter } : {}), samples: settings.preconfirmations === 'auto' ? undefined : 0 })
-  let profile = profileOf(await probe(), settings)
+  // A node failing at start must not stop the roles that never read the profile (a backfill, a worker).
+  let probed = true
+  const first = await probe().catch((error: unknown) => {
+    logger.warn({ chain_id: chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers')
+    probed = false
+    return UNPROBED
+  })
+  let profile = profileOf(first, settings)
   const listeners = new Set<(profile: ChainProfile) => void>()
 
   async function report(changed: boolean) {
@@ -80,6 +91,7 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
     /** Probes once and publishes the result. */
     async refresh(): Promise<ChainProfile> {
       const next = profileOf(await probe(), settings)
+      probed = true
       const changed = next.preconfirmations.enabled !== profile.preconfirmations.enabled || next.blockTimeMs !== profile.blockTimeMs
       profile = next
       if (changed) await report(true)
@@ -88,7 +100,7 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
     /** Probes again every `probeEveryMs` until `signal` aborts; a failed probe keeps the last profile. */
     async run(signal: AbortSignal): Promise<void> {
       while (!signal.aborted) {
-        await sleep(probeEveryMs, signal)
+        await sleep(probed ? probeEveryMs : Math.min(probeEveryMs, PROBE_RETRY_MS), signal)
         if (signal.aborted) break
         await this.refresh().catch((error: unknown) => logger.warn({ chain_id: chainId, err: error }, 'chain probe failed: keeping the last profile'))
       }
