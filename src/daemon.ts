@@ -127,6 +127,9 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           }
         : undefined
       const { profiler } = indexer
+      await profiler.refresh().catch((error: unknown) =>
+        logger.warn({ chain_id: indexer.chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers'),
+      )
       const wsUrl = config.rpcWsUrl
       const scheduler = startScheduler({
         redis,

@@ -5,7 +5,7 @@ import { probeChain, type ChainProbe } from './probe.js'
 
 /** How often the chain is probed again (one probe each time). */
 export const PROBE_EVERY_MS = 5 * 60_000
-/** Until a probe answers (the node failing at start), the profile of a chain as codetrail followed it before it probed: 2 s blocks, pre-confirming. */
+/** Until a probe answers, the profile of a chain as codetrail followed every chain before it probed: 2 s blocks, pre-confirming. */
 const UNPROBED = { blockTimeMs: 2_000, preconfirms: true } as const
 /** A failed probe is tried again this soon, not at the next regular probe. */
 const PROBE_RETRY_MS = 10_000
@@ -57,20 +57,17 @@ export type ChainProfilerParameters = {
 }
 
 /**
- * The chain's profile, probed at start and again every few minutes while `run` runs; `onChange`
+ * The chain's profile, probed by `refresh` (the scheduler, before it follows) and again every few minutes
+ * while `run` runs (every 10 s until a probe answers); `onChange`
  * listeners hear each profile that differs from the one before in pre-confirmations or cadence.
  */
 export async function createChainProfiler({ rpc, logger, chainId, settings, filter, save, probeEveryMs = PROBE_EVERY_MS }: ChainProfilerParameters) {
   // With pre-confirmations forced off, only the cadence is asked.
   const probe = () => probeChain(rpc, { ...(filter ? { filter } : {}), samples: settings.preconfirmations === 'auto' ? undefined : 0 })
-  // A node failing at start must not stop the roles that never read the profile (a backfill, a worker).
-  let probed = true
-  const first = await probe().catch((error: unknown) => {
-    logger.warn({ chain_id: chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers')
-    probed = false
-    return UNPROBED
-  })
-  let profile = profileOf(first, settings)
+  // Probed by the role that follows the chain (`refresh` before it starts): a backfill or a worker never
+  // asks the node for it, and a node failing at start stops none of them.
+  let probed = false
+  let profile = profileOf(UNPROBED, settings)
   const listeners = new Set<(profile: ChainProfile) => void>()
 
   async function report(changed: boolean) {
@@ -80,7 +77,6 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
     if (changed) for (const listener of listeners) listener(profile)
     await save?.(profile)
   }
-  await report(false)
 
   return {
     current: () => profile,
@@ -91,10 +87,11 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
     /** Probes once and publishes the result. */
     async refresh(): Promise<ChainProfile> {
       const next = profileOf(await probe(), settings)
+      const first = !probed
       probed = true
       const changed = next.preconfirmations.enabled !== profile.preconfirmations.enabled || next.blockTimeMs !== profile.blockTimeMs
       profile = next
-      if (changed) await report(true)
+      if (changed || first) await report(changed)
       return profile
     },
     /** Probes again every `probeEveryMs` until `signal` aborts; a failed probe keeps the last profile. */
