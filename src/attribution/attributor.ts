@@ -65,6 +65,24 @@ export type AttributorContext = {
   onLaterSchema?: (schemaId: number) => void
 }
 
+/** The position of each transaction behind `rows` (logs), taken from its first log. */
+function positionsOfRows(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status): Map<string, TransactionPosition> {
+  const positions = new Map<string, TransactionPosition>()
+  for (const row of rows) {
+    if (positions.has(row.transactionHash)) continue
+    positions.set(row.transactionHash, {
+      hash: row.transactionHash,
+      blockNumber: row.blockNumber,
+      blockHash: row.blockHash,
+      blockTimestamp: row.blockTimestamp,
+      blockTimestampMs: row.blockTimestampMs,
+      transactionIndex: row.transactionIndex,
+      status: statusOf(row.blockNumber),
+    })
+  }
+  return positions
+}
+
 /** `blocks`, checked to be the blocks of the logs `rows`; otherwise the chain moved between the reads and the caller reads again. */
 function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]): AttributedBlock[] {
   const hashAt = new Map(blocks.map((block) => [block.number, block.hash]))
@@ -296,20 +314,7 @@ export function createAttributor(context: AttributorContext) {
    * transaction count of the blocks whose headers were read (by block hash).
    */
   async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, blockSizes: ReadonlyMap<string, number> = new Map()): Promise<Writes> {
-    const positions = new Map<string, TransactionPosition>()
-    for (const row of rows) {
-      if (!positions.has(row.transactionHash)) {
-        positions.set(row.transactionHash, {
-          hash: row.transactionHash,
-          blockNumber: row.blockNumber,
-          blockHash: row.blockHash,
-          blockTimestamp: row.blockTimestamp,
-          blockTimestampMs: row.blockTimestampMs,
-          transactionIndex: row.transactionIndex,
-          status: statusOf(row.blockNumber),
-        })
-      }
-    }
+    const positions = positionsOfRows(rows, statusOf)
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
     const { transactions, blockSizes: readSizes } = await fetchForLogs(missing, positions, blockSizes)
@@ -390,20 +395,7 @@ export function createAttributor(context: AttributorContext) {
   ): Promise<Writes> {
     blocksOfRows([...blocks], rows)
     if (context.scope === 'blocks') return forBlocks(blocks, statusOf, gasRead)
-    const positions = new Map<string, TransactionPosition>()
-    for (const row of rows) {
-      if (!positions.has(row.transactionHash)) {
-        positions.set(row.transactionHash, {
-          hash: row.transactionHash,
-          blockNumber: row.blockNumber,
-          blockHash: row.blockHash,
-          blockTimestamp: row.blockTimestamp,
-          blockTimestampMs: row.blockTimestampMs,
-          transactionIndex: row.transactionIndex,
-          status: statusOf(row.blockNumber),
-        })
-      }
-    }
+    const positions = positionsOfRows(rows, statusOf)
     // A deposit's logs are indexed, but it is no user transaction: neither stored nor attributed.
     for (const block of blocks) for (const tx of block.transactions) if (tx.deposit) positions.delete(tx.hash)
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
