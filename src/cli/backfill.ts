@@ -17,6 +17,8 @@ import { createRedactor } from '../utils/redact.js'
 
 const POLL_MS = 500
 const REPLAN_MS = 5_000
+/** A Redis command of the waiting loop that has no answer by then is given up for this poll. */
+const REDIS_STEP_TIMEOUT_MS = 10_000
 
 /** A flag value the command cannot use: reported with exit 2, like an unknown flag. */
 export class UsageError extends Error {}
@@ -45,6 +47,19 @@ export function parseBackfillOptions(values: { from: string; to: string; address
 async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs: readonly RangeJobData[]): Promise<RangeJobData[]> {
   const held = await Promise.all(jobs.map((job) => rangeQueue.queue.getJob(rangeJobId(job))))
   return jobs.filter((_, i) => !held[i])
+}
+
+/** `promise`, or a rejection once `ms` pass without its answer (the command itself is not cancelled). */
+async function answeredWithin<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 function formatDuration(seconds: number): string {
@@ -171,7 +186,22 @@ async function run(options: BackfillOptions): Promise<number> {
         })
         return 0
       }
-      const failed = await rangeQueue.failedJobs([...ids])
+      // Redis may be restarting: its part of the step is bounded and tried again on the next poll, so a
+      // dropped connection neither ends the backfill nor stalls it (the blocks stored are read from PostgreSQL).
+      let failed: Awaited<ReturnType<typeof rangeQueue.failedJobs>> = []
+      try {
+        failed = await answeredWithin(rangeQueue.failedJobs([...ids]), REDIS_STEP_TIMEOUT_MS)
+        // Jobs lost with Redis (a restart without persistence) are planned again from what the database lacks; ids are deterministic, so live jobs are not doubled.
+        if (Date.now() - lastPlanned > REPLAN_MS) {
+          lastPlanned = Date.now()
+          const again = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
+          const missing = await answeredWithin(missingJobs(rangeQueue, again.jobs), REDIS_STEP_TIMEOUT_MS)
+          if (missing.length > 0) await answeredWithin(rangeQueue.enqueue(missing), REDIS_STEP_TIMEOUT_MS)
+        }
+      } catch (error) {
+        logger.warn({ err: error }, 'Redis did not answer the backfill; asking again')
+        lastPlanned = 0
+      }
       if (failed.length > 0 || interrupted) {
         bar?.stop()
         for (const job of failed) {
@@ -193,13 +223,6 @@ async function run(options: BackfillOptions): Promise<number> {
           { done: false },
         )
         return 1
-      }
-      // Jobs lost with Redis (a restart without persistence) are planned again from what the database lacks; ids are deterministic, so live jobs are not doubled.
-      if (Date.now() - lastPlanned > REPLAN_MS) {
-        lastPlanned = Date.now()
-        const again = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
-        const missing = await missingJobs(rangeQueue, again.jobs)
-        if (missing.length > 0) await rangeQueue.enqueue(missing)
       }
       await sleep(POLL_MS)
     }

@@ -176,7 +176,9 @@ async function settle(world: World, finalAtLeast: number): Promise<string[]> {
           return []
         }
       } else settledSince = undefined
-      if (Date.now() > deadline) return waitingFor.map((what) => `not settled after ${SETTLE_TIMEOUT_MS / 1000} s: waiting for ${what}`)
+      if (Date.now() > deadline) {
+        return [...waitingFor.map((what) => `not settled after ${SETTLE_TIMEOUT_MS / 1000} s: waiting for ${what}`), ...world.processes.unfinishedOutput()]
+      }
       await sleep(SETTLE_POLL_MS)
     }
   } finally {
