@@ -5,7 +5,7 @@ import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './logger.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
+import { checkRedis, createGasWorker, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -62,6 +62,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
+      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
+      services.push({ name: 'gas-worker', stop: () => gasWorker.close() })
       // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
       const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
       services.push({ name: 'webhook-store', stop: () => deliveryStore.close() })

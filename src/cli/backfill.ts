@@ -10,8 +10,9 @@ import { ConfigError, loadConfig, secretsOf } from '../config/index.js'
 import { createIndexer } from '../wiring.js'
 import { createLogger } from '../logger.js'
 import { createMetrics, type Metrics } from '../metrics.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
+import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
+import { gasUsedMissing } from '../store/index.js'
 import { sleep } from '../utils/loop.js'
 import { createRedactor } from '../utils/redact.js'
 
@@ -146,6 +147,39 @@ async function run(options: BackfillOptions): Promise<number> {
     process.once('SIGINT', interrupt)
     process.once('SIGTERM', interrupt)
 
+    /**
+     * Gas used of the attributed transactions, filled by the range jobs' follow-ups once every range is
+     * stored (so receipts never compete with the ranges for the node): this process works on them too.
+     * False when interrupted first.
+     */
+    const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>): Promise<boolean> => {
+      const gasStarted = Date.now()
+      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
+      cleanups.push(() => gasWorker.close())
+      for (;;) {
+        if (interrupted) {
+          say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
+          return false
+        }
+        const pendingFills = await answeredWithin(indexer.gasQueue.pending(), REDIS_STEP_TIMEOUT_MS).catch(() => 1)
+        if (pendingFills === 0) break
+        await sleep(POLL_MS)
+      }
+      const left = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
+      const node = await nodeCalls(metrics)
+      const gasCalls = Object.fromEntries(Object.entries(node.byMethod).map(([method, n]) => [method, n - (rangeCalls.byMethod[method] ?? 0)]).filter(([, n]) => Number(n) > 0))
+      const calls = node.calls - rangeCalls.calls
+      const seconds = (Date.now() - gasStarted) / 1000
+      say(`gas used filled in ${seconds.toFixed(1)} s with ${calls} node calls; ${left} attributed transaction(s) still without it (their receipts are asked again when their blocks are)`, {
+        gasFilled: true,
+        seconds,
+        gasLeft: left,
+        nodeCalls: gasCalls,
+        nodeRequests: node.requests - rangeCalls.requests,
+      })
+      return true
+    }
+
     const started = Date.now()
     let lastPlanned = started
     const startDone = plan.doneBlocks
@@ -184,7 +218,7 @@ async function run(options: BackfillOptions): Promise<number> {
           nodeCalls: node.byMethod,
           nodeRequests: node.requests,
         })
-        return 0
+        return (await fillGas(node)) ? 0 : 1
       }
       // Redis may be restarting: its part of the step is bounded and tried again on the next poll, so a
       // dropped connection neither ends the backfill nor stalls it (the blocks stored are read from PostgreSQL).

@@ -180,3 +180,4 @@ export function createRangeEvents({ redisUrl, prefix }: QueueContext) {
   }
 }
 export * from './webhooks.js'
+export * from './gas.js'

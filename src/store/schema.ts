@@ -226,6 +226,8 @@ export const attributions = pgTable(
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
     index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Gas used the follow-up gas fill still owes: a backfill's tail, so a partial index.
+    index('attributions_gas_missing').on(t.chainId, t.blockNumber, t.txHash).where(sql`gas_used IS NULL AND status <> 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
     roleCheck('attributions_role_check'),
   ],

@@ -13,6 +13,8 @@ export type SyncStatus = {
   /** Null on a chain without pre-confirmations. */
   pendingLogsPerSecond: number | null
   reorgsLastHour: number
+  /** Attributed transactions whose gas used the range jobs' follow-up has not filled yet. */
+  gasUsedMissing: number
   blockTimeMs: number | null
   preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null
   /** The read replica the API reads from (`DATABASE_READ_URL`); null without one. */

@@ -57,6 +57,10 @@ const status = z
       .nullable()
       .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.` }),
     reorgsLastHour: z.number().int(),
+    gasUsedMissing: z
+      .number()
+      .int()
+      .meta({ description: "Attributed, confirmed transactions whose gas used is not filled yet: range jobs leave it to a follow-up job, so a backfill's tail shows here until its receipts are read." }),
     ...chainFacts,
     readReplica: z
       .object({
@@ -163,6 +167,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         ...lag(node.value, indexed),
         pendingLogsPerSecond: sync.chain.preconfirmations?.enabled === false ? null : sync.pendingLogsPerSecond,
         reorgsLastHour: sync.reorgsLastHour,
+        gasUsedMissing: sync.gasUsedMissing,
         ...sync.chain,
         readReplica: replica ? readReplica(replica()) : null,
       }
