@@ -75,6 +75,8 @@ export const logs = pgTable(
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Dropped pre-confirmed rows in block order: a log list with removed rows and no address or topic0 reads them here.
+    index('logs_dropped_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND removed`),
     // One registry token's events, for the triggers that keep `registry_tokens` (migration 0021).
     index('logs_registry_token')
       .on(t.chainId, t.topic1)
