@@ -162,7 +162,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     fetchBlocks: fetchHeaders,
     finalizedBlock,
     attribute,
-    afterStored: ({ chainId: jobChainId, fromBlock, toBlock }) => gasQueue.enqueue({ chainId: jobChainId, fromBlock, toBlock }),
+    afterStored: ({ chainId: jobChainId, fromBlock, toBlock }, blockSizes) =>
+      gasQueue.enqueue({ chainId: jobChainId, fromBlock, toBlock, ...(blockSizes.size > 0 ? { blockSizes: [...blockSizes] } : {}) }),
   })
 
   // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.

@@ -69,9 +69,7 @@ type StdoutEvent = {
   logs?: number
   nodeCalls?: Record<string, number>
   nodeRequests?: number
-  gasFilled?: boolean
-  seconds?: number
-  gasLeft?: number
+  gas?: { seconds: number; left: number; nodeCalls: Record<string, number>; nodeRequests: number }
 }
 
 /** Runs the backfill CLI over `range` on a database of its own, checks what it stored, and drops the database. */
@@ -114,9 +112,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         if (event?.event === 'message' && event.done && event.nodeCalls) {
           nodeCalls = event.nodeCalls
           nodeRequests = event.nodeRequests ?? 0
-        }
-        if (event?.event === 'message' && event.gasFilled) {
-          gas = { ms: (event.seconds ?? 0) * 1000, nodeCalls: event.nodeCalls ?? {}, nodeRequests: event.nodeRequests ?? 0, left: event.gasLeft ?? 0 }
+          if (event.gas) gas = { ms: event.gas.seconds * 1000, nodeCalls: event.gas.nodeCalls, nodeRequests: event.gas.nodeRequests, left: event.gas.left }
         }
         if (event?.event === 'progress' && event.blocksDone !== undefined && event.blocksTotal) progress.push({ at, share: event.blocksDone / event.blocksTotal })
       },
@@ -136,7 +132,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     watch.stop()
     if (code !== 0) throw new Error(`backfill exited with ${code}:\n${child.stderrTail()}`)
     if (enqueuedAt === undefined || lastStoredAt === undefined || nodeCalls === undefined || gas === undefined) {
-      throw new Error(`backfill printed no "enqueued", "range stored", "done" or "gas used filled" line:\n${child.stderrTail()}`)
+      throw new Error(`backfill printed no "enqueued", "range stored", or "done" line with the gas fill:\n${child.stderrTail()}`)
     }
 
     await checkStored(db.pool, expected)

@@ -10,7 +10,13 @@ const GAS_BACKOFF_MS = 1_000
 const GAS_CONCURRENCY = 1
 
 /** Fill the gas used of the attributed transactions of `[fromBlock, toBlock]` that lack it (PostgreSQL says which). */
-export type GasJobData = { chainId: number; fromBlock: number; toBlock: number }
+export type GasJobData = {
+  chainId: number
+  fromBlock: number
+  toBlock: number
+  /** Transactions per block hash where the range job knew them exactly (headers it read): such blocks' receipts may be read whole. */
+  blockSizes?: [blockHash: string, transactions: number][]
+}
 export type GasJobResult = { filled: number; left: number }
 
 export function createGasQueue({ redisUrl, prefix }: QueueContext) {

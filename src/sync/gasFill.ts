@@ -16,8 +16,9 @@ export type GasFillContext = { pool: pg.Pool; logger: Logger; rpc: Pick<Attribut
  */
 export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
   const gasUsedOf = createReceiptReader(rpc)
-  return async function fillGas({ chainId, fromBlock, toBlock }: GasJobData): Promise<GasJobResult> {
+  return async function fillGas({ chainId, fromBlock, toBlock, blockSizes = [] }: GasJobData): Promise<GasJobResult> {
     const started = performance.now()
+    const sizeOf = new Map(blockSizes)
     let filled = 0
     let left = 0
     let after: { blockNumber: number; hash: string } | undefined
@@ -25,7 +26,7 @@ export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
       const owed = await gasOwed(pool, chainId, [fromBlock, toBlock], { ...(after ? { after } : {}), limit: GAS_PAGE })
       if (owed.length === 0) break
       after = { blockNumber: owed.at(-1)!.blockNumber, hash: owed.at(-1)!.hash }
-      const gasUsed = await gasUsedOf(owed.map((row) => ({ hash: row.hash, blockHash: row.blockHash, blockTransactions: undefined })))
+      const gasUsed = await gasUsedOf(owed.map((row) => ({ hash: row.hash, blockHash: row.blockHash, blockTransactions: sizeOf.get(row.blockHash) })))
       const reads = owed.flatMap((row) => {
         const gas = gasUsed.get(row.hash)
         return gas === undefined ? [] : [{ hash: row.hash, blockHash: row.blockHash, gasUsed: gas }]

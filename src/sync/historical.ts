@@ -88,7 +88,7 @@ export type RangeContext = {
    * Called once the range is stored (or found stored: a retry after a failure here), e.g. to queue the
    * follow-up that fills gas used; a failure fails the job, which then retries.
    */
-  afterStored?: (data: RangeJobData) => Promise<void>
+  afterStored?: (data: RangeJobData, blockSizes: ReadonlyMap<string, number>) => Promise<void>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (
     rows: readonly TransactionRow[],
@@ -158,7 +158,7 @@ export function createRangeProcessor(context: RangeContext) {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
     if (await isCovered(context.pool, data.chainId, data.filterId, range)) {
-      await context.afterStored?.(data)
+      await context.afterStored?.(data, new Map())
       return { logs: 0, inserted: 0, stored: false }
     }
     const finalizedBlock = await context.finalizedBlock()
@@ -180,7 +180,9 @@ export function createRangeProcessor(context: RangeContext) {
       ...(extraWrites ? { extraWrites } : {}),
     })
     if (result.stored) crashPoint('range-stored')
-    await context.afterStored?.(data)
+    // The sizes of the blocks holding logs, for the follow-up's choice between whole-block and per-transaction receipts.
+    const withLogs = new Set(prepared.transactions.map((row) => row.blockHash))
+    await context.afterStored?.(data, new Map([...blockSizes].filter(([blockHash]) => withLogs.has(blockHash))))
     context.logger.info(
       {
         chain_id: data.chainId,
