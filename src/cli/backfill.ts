@@ -12,7 +12,7 @@ import { createLogger } from '../logger.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
-import { gasUsedMissing } from '../store/index.js'
+import { analyzeForGasFill, gasUsedMissing } from '../store/index.js'
 import { sleep } from '../utils/loop.js'
 import { createRedactor } from '../utils/redact.js'
 
@@ -154,6 +154,7 @@ async function run(options: BackfillOptions): Promise<number> {
      */
     const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>) => {
       const gasStarted = Date.now()
+      await analyzeForGasFill(indexer.store.pool)
       const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
       cleanups.push(() => gasWorker.close())
       for (;;) {

@@ -32,16 +32,19 @@ export async function gasOwed(db: Queryable, chainId: number, range: Interval, {
 export async function storeGasUsed(client: pg.PoolClient, chainId: number, reads: readonly GasRead[]): Promise<number> {
   if (reads.length === 0) return 0
   const params = [chainId, reads.map((r) => r.hash), reads.map((r) => r.blockHash), reads.map((r) => r.gasUsed)]
+  // `= ANY` on the key keeps each statement to index lookups whatever the statistics say: right after a
+  // backfill, before autovacuum analyzes, the planner takes the tables for empty and joins by a scan.
+
   const { rowCount } = await client.query(
     `UPDATE transactions t SET gas_used = u.gas_used, updated_at = now()
      FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(hash, block_hash, gas_used)
-     WHERE t.chain_id = $1 AND t.hash = u.hash AND t.block_hash = u.block_hash AND t.gas_used IS NULL AND NOT t.removed AND t.status <> 'pending'`,
+     WHERE t.chain_id = $1 AND t.hash = ANY($2::text[]) AND t.hash = u.hash AND t.block_hash = u.block_hash AND t.gas_used IS NULL AND NOT t.removed AND t.status <> 'pending'`,
     params,
   )
   await client.query(
     `UPDATE attributions a SET gas_used = u.gas_used, updated_at = now()
      FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(hash, block_hash, gas_used)
-     WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND a.block_hash = u.block_hash AND a.gas_used IS NULL AND NOT a.removed AND a.status <> 'pending'`,
+     WHERE a.chain_id = $1 AND a.tx_hash = ANY($2::text[]) AND a.tx_hash = u.hash AND a.block_hash = u.block_hash AND a.gas_used IS NULL AND NOT a.removed AND a.status <> 'pending'`,
     params,
   )
   return rowCount ?? 0
@@ -55,4 +58,12 @@ export async function gasUsedMissing(db: Queryable, chainId: number, range: Inte
     [chainId, range[0], range[1]],
   )
   return Number(rows[0]!.missing)
+}
+
+/**
+ * Fresh statistics for the tables the gas fill reads and writes: after a backfill wrote them in bulk and
+ * before autovacuum has looked, the planner takes them for nearly empty and joins by scanning them.
+ */
+export async function analyzeForGasFill(db: Queryable): Promise<void> {
+  await db.query('ANALYZE transactions, attributions')
 }

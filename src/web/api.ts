@@ -15,6 +15,8 @@ export type SyncStatus = {
   reorgsLastHour: number
   /** Attributed transactions whose gas used the range jobs' follow-up has not filled yet. */
   gasUsedMissing: number
+  /** What is kept of raw history: RETENTION_LOGS_DAYS (null: everything) and the oldest log's block time. */
+  retention: { logsDays: number | null; logsSince: string | null }
   blockTimeMs: number | null
   preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null
   /** The read replica the API reads from (`DATABASE_READ_URL`); null without one. */

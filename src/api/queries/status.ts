@@ -15,6 +15,8 @@ export type SyncStatus = {
   reorgsLastHour: number
   /** Attributed, confirmed transactions whose gas used the range jobs' follow-up has not filled yet. */
   gasUsedMissing: number
+  /** Block time of the oldest confirmed log kept (retention deletes older ones). */
+  oldestLogTimestamp: Date | null
   chain: ChainFacts
 }
 
@@ -33,6 +35,7 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     pending_logs: number
     reorgs: number
     gas_used_missing: number
+    oldest_log_ms: number | null
     block_time_ms: number | null
     preconfirmations: boolean | null
     preconfirmations_source: 'probe' | 'config' | null
@@ -47,7 +50,10 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
       (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs,
       -- From a partial index holding only the rows still owed: a backfill's tail, not history.
       (select count(distinct a.tx_hash) from attributions a
-        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing
+        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing,
+      -- The first entry of the canonical key: what retention has left of raw history.
+      (select extract(epoch from l.block_timestamp)::float8 * 1000 from logs l
+        where l.chain_id = c.chain_id and l.status <> 'pending' order by l.block_number limit 1) as oldest_log_ms
     from (select ${chainId}::int as chain_id) c
     left join chain_state s on s.chain_id = c.chain_id`)
   const row = result.rows[0]
@@ -59,6 +65,7 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     pendingLogsPerSecond: (row?.pending_logs ?? 0) / PENDING_RATE_WINDOW_SECONDS,
     reorgsLastHour: row?.reorgs ?? 0,
     gasUsedMissing: Number(row?.gas_used_missing ?? 0),
+    oldestLogTimestamp: row?.oldest_log_ms == null ? null : new Date(row.oldest_log_ms),
     chain: chainFacts(row ? { blockTimeMs: row.block_time_ms, preconfirmations: row.preconfirmations, preconfirmationsSource: row.preconfirmations_source } : null),
   }
 }

@@ -65,6 +65,11 @@ function SyncFigures() {
       status ? formatInteger(status.gasUsedMissing) : '–',
       status && status.gasUsedMissing > 0 ? 'attributed transactions whose receipts follow their ranges' : undefined,
     ],
+    [
+      'Raw logs kept',
+      status ? (status.retention.logsDays === null ? 'all history' : `${formatInteger(status.retention.logsDays)} days`) : '–',
+      status?.retention.logsSince ? `since ${status.retention.logsSince.slice(0, 10)}` : undefined,
+    ],
     ...(status?.readReplica
       ? [['Read replica', status.readReplica.state, replicaLag(status.readReplica.lagMs)] as [string, string, string?]]
       : []),
