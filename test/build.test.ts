@@ -42,9 +42,10 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('npm run build', () => {
-  it('compiles the daemon, the codetrail command and the migrations into dist, without tests, demo, bench or the devnet', () => {
+  it('compiles the daemon, the codetrail command, the migrations and the SQL definitions into dist, without tests, demo, bench or the devnet', () => {
     const files = filesUnder('dist')
     expect(files).toEqual(expect.arrayContaining(['src/main.js', 'scripts/codetrail.js', 'scripts/migrate.js', 'scripts/backfill.js', 'migrations/meta/_journal.json']))
+    expect(files.filter((file) => file.startsWith('src/store/sql/')).sort()).toEqual(filesUnder('src/store/sql').map((file) => `src/store/sql/${file}`).sort())
     expect(files.filter((file) => /devnet|\.test\.js$|^test\/|bench|demo|\.ts$/.test(file))).toEqual([])
   })
 
@@ -55,8 +56,10 @@ describe('npm run build', () => {
     const journal = JSON.parse(readFileSync(join(ROOT, 'migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] }
     const client = new pg.Client({ connectionString: database.url })
     await client.connect()
-    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations').finally(() => client.end())
-    expect(rows[0]!.n).toBe(journal.entries.length)
+    const { rows } = await client
+      .query<{ n: number; views: number }>(`SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS n, (SELECT count(*)::int FROM pg_views WHERE schemaname = 'analytics') AS views`)
+      .finally(() => client.end())
+    expect(rows[0]).toEqual({ n: journal.entries.length, views: 5 })
   })
 
   it('codetrail start runs the compiled daemon: /healthz answers, SIGTERM stops it cleanly', async () => {

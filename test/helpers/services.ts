@@ -1,4 +1,9 @@
 import { randomBytes } from 'node:crypto'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { drizzle } from 'drizzle-orm/node-postgres'
+import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
 import { clearRedisPrefix } from '../../src/queue/index.js'
 import { createStore, runMigrations, type Store } from '../../src/store/index.js'
@@ -10,6 +15,22 @@ export type TestDatabase = { url: string; name: string; store: Store; drop: () =
 
 /** A fresh, migrated database of its own for one test file. */
 export async function createTestDatabase(): Promise<TestDatabase> {
+  const { name, url } = await createEmptyDatabase()
+  const store = createStore({ databaseUrl: url, max: 5 })
+  await runMigrations(store.pool)
+  return {
+    url,
+    name,
+    store,
+    drop: async () => {
+      await store.close()
+      await dropDatabase(name)
+    },
+  }
+}
+
+/** A fresh database of its own with nothing in it; `dropDatabase(name)` removes it. */
+export async function createEmptyDatabase(): Promise<{ name: string; url: string }> {
   const name = `codetrail_test_${randomBytes(5).toString('hex')}`
   const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
   await admin.connect()
@@ -17,16 +38,24 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await admin.end()
   const url = new URL(ADMIN_DATABASE_URL)
   url.pathname = `/${name}`
-  const store = createStore({ databaseUrl: url.toString(), max: 5 })
-  await runMigrations(store.pool)
-  return {
-    url: url.toString(),
-    name,
-    store,
-    drop: async () => {
-      await store.close()
-      await dropDatabase(name)
-    },
+  return { name, url: url.toString() }
+}
+
+/**
+ * Applies the migrations older than `tag` and nothing else (none of `src/store/sql`), as a database
+ * that an earlier codetrail left there holds them.
+ */
+export async function migrateBefore(pool: pg.Pool, tag: string): Promise<void> {
+  const folder = mkdtempSync(join(tmpdir(), 'codetrail-migrations-'))
+  try {
+    cpSync(new URL('../../migrations', import.meta.url), folder, { recursive: true })
+    const journalPath = join(folder, 'meta', '_journal.json')
+    const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] }
+    journal.entries = journal.entries.filter((entry) => entry.tag < tag)
+    writeFileSync(journalPath, JSON.stringify(journal))
+    await migrate(drizzle(pool), { migrationsFolder: folder })
+  } finally {
+    rmSync(folder, { recursive: true, force: true })
   }
 }
 

@@ -186,7 +186,7 @@ type StatsTotals = { buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }
 /**
  * Per UTC hour or day of `[since, until)`: the code's attributions that are not removed (all, confirmed
  * or finalized, pending), distinct senders and gas used, plus a grand total, read from the rollup the
- * triggers on `attributions` keep (migration 0007) rather than from the rows themselves.
+ * triggers on `attributions` keep (store/sql/02-stats-rollup.sql) rather than from the rows themselves.
  * Every bucket of the range comes back, empty ones as zeros.
  */
 export async function builderCodeStats(db: Database, parameters: BuilderCodeStatsParameters): Promise<StatsTotals> {
@@ -379,7 +379,7 @@ const roleRank = (role: SQL) => sql`array_position(array['app', 'wallet', 'servi
 
 /**
  * Per UTC hour or day of `[since, until)` and in total: the code's attributions that are not removed,
- * per role it held, read from the rollup the triggers on `attributions` keep (migration 0012).
+ * per role it held, read from the rollup the triggers on `attributions` keep (store/sql/02-stats-rollup.sql).
  * Only roles with rows appear, in the order app, wallet, service, none.
  */
 export async function builderCodeRoleStats(db: Database, parameters: BuilderCodeStatsParameters): Promise<RoleStats> {
