@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/api/queries/attributions.js'
+import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { applyReorg } from '../src/chain/index.js'
 import { advanceFinality, runMigrations, storeTipBlocks, withTransaction } from '../src/store/index.js'

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { ATTRIBUTION_CODE_PATTERN, deriveBuilderCode } from '../attribution/index.js'
 import type { Database } from '../store/index.js'
 import { ApiError } from './errors.js'
-import { findBuilderCodeByWallet, insertBuilderCode, type BuilderCodeRecord } from './queries/builderCodes.js'
+import { findBuilderCodeByWallet, insertBuilderCode, type BuilderCodeRecord } from '../store/reads/builderCodes.js'
 
 /** Collisions in a 36^8 space are rare; this many in a row means something else is wrong. */
 const MAX_DERIVATION_ATTEMPTS = 32

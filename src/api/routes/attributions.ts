@@ -16,8 +16,8 @@ import {
   type LeaderboardParameters,
   type LeaderboardRow,
   type StatsInterval,
-} from '../queries/attributions.js'
-import { openRepairsIn } from '../queries/status.js'
+} from '../../store/reads/attributions.js'
+import { openRepairsIn } from '../../store/reads/status.js'
 import {
   blockNumber,
   builderCode,

@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
-import { listLogs, logKey, type LogRow } from '../queries/logs.js'
-import { openRepairsIn } from '../queries/status.js'
+import { listLogs, logKey, type LogRow } from '../../store/reads/logs.js'
+import { openRepairsIn } from '../../store/reads/status.js'
 import {
   address,
   blockNumber,

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
-import { queryPrepared, type Database } from '../../store/index.js'
+import { queryPrepared, type Database } from '../client.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
-import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../../store/schema.js'
+import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
 /** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code, role ('' for none)), all descending. */
 export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string, role: string]

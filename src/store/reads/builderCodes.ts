@@ -1,6 +1,6 @@
 import { and, eq, sql, type Placeholder, type SQL } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
-import { attributions, builderCodes } from '../../store/schema.js'
+import type { Database } from '../client.js'
+import { attributions, builderCodes } from '../schema.js'
 
 export type BuilderCodeSource = 'local' | 'upstream'
 export type BuilderCodeRecord = { builderCode: string; walletAddress: string; source: BuilderCodeSource; createdAt: Date }
