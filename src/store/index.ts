@@ -1,4 +1,5 @@
 export { createStore, queryPrepared, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
+export { insertBuilderCode, type BuilderCodeRecord } from './builderCodes.js'
 export { migrationStatus, runMigrations, type MigrationStatus } from './migrate.js'
 export { joinPrepared, prepareLogs, StaleForkError, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
 export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'

@@ -1,10 +1,8 @@
 import type pg from 'pg'
 import { intervalDifference, intervalIntersection, intervalUnion, type Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
-import { withTransaction } from './client.js'
+import { withTransaction, type Queryable } from './client.js'
 import { getIntervals, lockFilterIntervals } from './sync.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 /** A block as the rows stored from it name it. */
 export type BlockId = { number: number; hash: string }

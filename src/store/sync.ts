@@ -1,7 +1,6 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+import type { Queryable } from './client.js'
 
 export type FilterRecord = { chainId: number; filterId: string; addresses: readonly string[]; topics: readonly string[] }
 

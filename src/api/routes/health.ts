@@ -5,7 +5,7 @@ import { z } from 'zod'
 import type { ReplicaStatus } from '../../store/index.js'
 import type { ApiContext } from '../context.js'
 import type { Metrics } from '../../metrics.js'
-import { PENDING_RATE_WINDOW_SECONDS } from '../../store/reads/status.js'
+import { PENDING_RATE_WINDOW_SECONDS } from '../../store/reads/index.js'
 import { errorResponses, isoTime } from '../schemas.js'
 import { createHealthSnapshot, probe, type Head } from '../snapshot.js'
 
