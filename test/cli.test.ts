@@ -110,14 +110,18 @@ describe('codetrail command line', () => {
     const empty = await emptyDatabase()
     const before = await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })
     expect([before.code, before.stderr]).toEqual([0, ''])
-    expect(before.stdout).toBe(`${JOURNAL.entries.map((entry) => `pending  ${entry.tag}\n`).join('')}${empty.name}: 0 applied, ${JOURNAL.entries.length} pending\n`)
+    expect(before.stdout).toBe(
+      `${JOURNAL.entries.map((entry) => `pending  ${entry.tag}\n`).join('')}pending  views, functions and triggers of src/store/sql\n${empty.name}: 0 applied, ${JOURNAL.entries.length} pending\n`,
+    )
     // Still nothing applied: a second look sees the same.
     expect((await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })).stdout).toBe(before.stdout)
 
     expect((await codetrail(['migrate'], { DATABASE_URL: empty.url })).code).toBe(0)
     const after = await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })
     expect(after.code).toBe(0)
-    expect(after.stdout).toBe(`${JOURNAL.entries.map((entry) => `applied  ${entry.tag}\n`).join('')}${empty.name}: ${JOURNAL.entries.length} applied, 0 pending\n`)
+    expect(after.stdout).toBe(
+      `${JOURNAL.entries.map((entry) => `applied  ${entry.tag}\n`).join('')}applied  views, functions and triggers of src/store/sql\n${empty.name}: ${JOURNAL.entries.length} applied, 0 pending\n`,
+    )
   })
 })
 

@@ -1,6 +1,6 @@
 export { createStore, queryPrepared, withTransaction, type CreateStoreParameters, type Database, type Store } from './client.js'
 export { insertBuilderCode, type BuilderCodeRecord } from './builderCodes.js'
-export { migrationStatus, runMigrations, type MigrationStatus } from './migrate.js'
+export { definitionsApplied, migrationStatus, runMigrations } from './migrate.js'
 export { joinPrepared, prepareLogs, StaleForkError, storeLogChunk, type PreparedLogs, type StoreLogChunkParameters, type StoreLogChunkReturnType } from './chunks.js'
 export { blocksOfLogs, insertBlocks, insertCanonicalLogs, type BlockRow } from './logs.js'
 export { LogShapeError, quantity, toLogRows, type LogInput, type LogRow, type TransactionRow } from './logRows.js'

@@ -40,7 +40,7 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
 }
 
 /** The files of `sql/` in the order they apply (by name), and one digest of them all. */
-export type Definitions = { files: { name: string; text: string }[]; digest: string }
+type Definitions = { files: { name: string; text: string }[]; digest: string }
 
 export function readDefinitions(): Definitions {
   const names = readdirSync(DEFINITIONS_FOLDER)
@@ -52,8 +52,11 @@ export function readDefinitions(): Definitions {
   return { files, digest: hash.digest('hex') }
 }
 
-async function appliedDefinitionsDigest(client: pg.ClientBase): Promise<string | null> {
-  const { rows } = await client.query<{ digest: string }>('SELECT digest FROM sql_definitions')
+/** The digest of the definitions the database holds; null before any (or before the table exists). */
+async function appliedDefinitionsDigest(db: Pick<pg.ClientBase, 'query'>): Promise<string | null> {
+  const { rows: table } = await db.query<{ exists: boolean }>(`SELECT to_regclass('sql_definitions') IS NOT NULL AS exists`)
+  if (!table[0]!.exists) return null
+  const { rows } = await db.query<{ digest: string }>('SELECT digest FROM sql_definitions')
   return rows[0]?.digest ?? null
 }
 
@@ -88,6 +91,11 @@ export async function applyDefinitions(client: pg.ClientBase, { files, digest }:
 }
 
 export type MigrationStatus = { tag: string; applied: boolean }
+
+/** Whether the database holds the definitions of `sql/` as they are now; applies nothing. */
+export async function definitionsApplied(pool: pg.Pool): Promise<boolean> {
+  return (await appliedDefinitionsDigest(pool)) === readDefinitions().digest
+}
 
 /**
  * Every migration of `migrations/` in order and whether the database has it, by drizzle's own rule
