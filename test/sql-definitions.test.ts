@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyDefinitions, readDefinitions, runMigrations } from '../src/store/migrate.js'
-import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from './helpers/services.js'
+import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
 const JOURNAL = JSON.parse(readFileSync(new URL('../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: { tag: string }[] }
 

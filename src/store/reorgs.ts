@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { intervalDifference, intervalIntersection, intervalUnion, type Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
 import { withTransaction, type Queryable } from './client.js'
-import { getIntervals, lockFilterIntervals } from './sync.js'
+import { getIntervals, lockFilterIntervals } from './syncState.js'
 
 /** A block as the rows stored from it name it. */
 export type BlockId = { number: number; hash: string }
