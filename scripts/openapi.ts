@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Queue } from 'bullmq'
 import { createApi } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createStore } from '../src/store/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
