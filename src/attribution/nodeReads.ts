@@ -144,5 +144,3 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
     return gasUsed
   }
 }
-
-export type ReceiptReader = ReturnType<typeof createReceiptReader>

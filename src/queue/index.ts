@@ -165,7 +165,7 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
   }
 }
 
-export type RangeWorker = ReturnType<typeof createRangeWorker>
+type RangeWorker = ReturnType<typeof createRangeWorker>
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
 export function createRangeEvents({ redisUrl, prefix }: QueueContext) {

@@ -110,8 +110,6 @@ export class GetLogsError extends Error {
   }
 }
 
-export type GetLogsErrorType = GetLogsError
-
 /** The node that answered has not reached the range's last block; its message reads as `retry` to {@link classifyRpcError}. */
 export class NodeBehindError extends Error {
   override name = 'NodeBehindError'
