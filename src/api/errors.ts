@@ -2,9 +2,10 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from '../internal/logger.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /** An error the API answers as it is: status, snake_case code and a sentence for the client. */
-export class ApiError extends Error {
+export class ApiError extends CodetrailError {
   override name = 'ApiError'
   readonly statusCode: number
   readonly code: string

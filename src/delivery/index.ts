@@ -2,5 +2,5 @@ export { backoffDelay, createDeliveryProcessor, type DeliveryContext, type Drain
 export { createDispatcher, type Dispatcher, type DispatcherContext } from './dispatcher.js'
 export { matchesSubscription, toPayload, type EventPayload } from './events.js'
 export { newWebhookSecret, signedHeaders } from './signature.js'
-export { openSecret, parseSecretsKey, sealSecret } from './secrets.js'
+export { openSecret, sealSecret } from './secrets.js'
 export { createEventStream, KEEPALIVE_MS, STREAM_CLIENT_BUFFER_BYTES, type EventStream, type StreamSink } from './stream.js'

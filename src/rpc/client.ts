@@ -5,7 +5,7 @@ import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError
 import { silentLogger, type Logger } from '../internal/logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/limits.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000

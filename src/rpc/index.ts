@@ -23,7 +23,6 @@ export {
   DEFAULT_GET_LOGS_RETRY,
   getLogs,
   GetLogsError,
-  MAX_BLOCKS_PER_REQUEST,
   type GetLogsBackoffEvent,
   type GetLogsErrorType,
   type GetLogsHooks,
