@@ -59,7 +59,7 @@ const MAX_CAUSE_DEPTH = 5
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE'])
 
 /**
- * Maps any error to the status and envelope of SPEC §7: known client errors get their 4xx and code,
+ * Maps any error to its status and the error envelope every route answers with: known client errors get their 4xx and code,
  * the database being slow or away gets 503, anything else a 500 that says nothing of the internals.
  */
 export function toErrorAnswer(error: unknown): Answer {

@@ -73,7 +73,7 @@ const origins = z
   )
   .transform((items) => [...new Set(items.map((item) => new URL(item).origin))])
 
-/** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
+/** Each environment variable codetrail reads, with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
