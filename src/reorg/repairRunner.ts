@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { repairChunks } from './index.js'
+import { repairChunks } from './marks.js'
 import type { Logger } from '../internal/logger.js'
 import { FatalError, toKindedError } from '../rpc/index.js'
 import { clearRepairRetry, closeRepairIfStored, deleteRepair, getIntervals, listFilters, listRepairs, recordRepairFailure, type FilterRange, type Repair } from '../store/index.js'
