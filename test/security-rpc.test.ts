@@ -14,7 +14,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/config/limits.js'
 import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
 import { runTs } from '../harness/processes.js'
-import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/chain.js'
+import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/faultChain.js'
 
 const cleanups = createCleanups()
 afterAll(() => cleanups.run())

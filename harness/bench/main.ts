@@ -33,7 +33,7 @@ import { runTip, TIP_TX_PER_BLOCK, type TipRun } from './tip.js'
 import { parseDuration } from '../demo/options.js'
 import type { ProfileSummary } from './profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow, type TipResults } from './report.js'
-import { createBenchDatabase } from './services.js'
+import { createBenchDatabase } from '../services.js'
 import { benchDecode, type DecodeBenchCase } from './decode.js'
 import { ensureFixture, type Fixture } from './fixture.js'
 
