@@ -119,7 +119,7 @@ function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
 }
 
 /**
- * The HTTP API of SPEC §7: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
+ * The HTTP API: typed routes validated with zod, an OpenAPI 3.1 document at `/openapi.json`
  * and docs at `/docs`, every error as `{"error":{"code","message"}}`, rate limits per client shared
  * through Redis, `/healthz`, `/readyz`, `/metrics`, the dashboard at `/`, and the BullMQ dashboard at
  * `/admin/queues` when `config.adminUi`, behind `config.adminToken` (without a token no admin route is served).

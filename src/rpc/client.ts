@@ -5,11 +5,11 @@ import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutEr
 import { silentLogger, type Logger } from '../internal/logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/limits.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
-/** Providers refuse batches above roughly 100–1,000 calls (SPEC §5 `RPC_BATCH_SIZE`). */
+/** Providers refuse batches above roughly 100–1,000 calls; `RPC_BATCH_SIZE` sets it. */
 const DEFAULT_BATCH_SIZE = 100
 
 /** One finished HTTP request, for metrics. */
