@@ -3,9 +3,8 @@
  * orphan check at finality and the repairs run until their blocks are stored again. Every mark commits
  * with its repair.
  */
-export { checkTip, rewindToFork, type RewindToForkParameters, type TipCheck } from './detect.js'
-export { findForkPoint, DeepReorgError, type FindForkPointParameters } from './forkPoint.js'
-export { applyReorg, orphanBlocks, repairChunks } from './marks.js'
+export { checkTip, rewindToFork } from './detect.js'
+export { applyReorg, orphanBlocks } from './marks.js'
 export type { Header } from './types.js'
-export { createRepairRunner, type RepairRunner, type RepairRunnerContext, type RepairRunResult } from './repairRunner.js'
-export { advanceToFinalized, FINALITY_STEP_BLOCKS, type AdvanceToFinalizedParameters, type FinalityStep } from './finality.js'
+export { createRepairRunner, type RepairRunner } from './repairRunner.js'
+export { advanceToFinalized, FINALITY_STEP_BLOCKS } from './finality.js'
