@@ -7,27 +7,30 @@ import { Attribution } from 'ox/erc8021'
 import type { Address, Hash, Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config/index.js'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createGasWorker } from '../src/queue/index.js'
-import { gasUsedMissing, markBlocksRemoved, takeOutOfIntervals, withTransaction } from '../src/store/index.js'
+import { gasUsedMissing, withTransaction } from '../src/store/index.js'
+import { markBlocksRemoved, takeOutOfIntervals } from '../src/store/reorgs.js'
 import { planBackfill } from '../src/sync/historical.js'
-import { createIndexer, type Indexer } from '../src/wiring.js'
-import { artifacts, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { createIndexer } from '../src/indexer.js'
+import { artifacts, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let anvil: Anvil
 let db: TestDatabase
-let indexer: Indexer
+let indexer: Awaited<ReturnType<typeof createIndexer>>
 let emitter: Address
 let seq = 0
+let redisPrefix: string
 
 beforeAll(async () => {
   anvil = await startAnvil()
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
+  redisPrefix = redis.prefix
   cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
   emitter = await deployContract(anvil.url, artifacts.Emitter)
   const config = loadConfig({ RPC_URL: anvil.url, DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: redis.prefix, LOG_LEVEL: 'silent' })
@@ -75,7 +78,7 @@ describe('the gas fill', () => {
     expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(1)
     expect(await indexer.gasQueue.pending()).toBe(1)
 
-    const worker = createGasWorker({ redisUrl: REDIS_URL, prefix: indexer.config.redisPrefix, lockDurationMs: 30_000, logger: silentLogger, process: indexer.fillGas })
+    const worker = createGasWorker({ redisUrl: REDIS_URL, prefix: redisPrefix, lockDurationMs: 30_000, logger: silentLogger, process: indexer.fillGas })
     try {
       await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
     } finally {

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { createReceiptReader, type AttributionRpc } from '../attribution/nodeReads.js'
 import { gasOwed, storeGasUsed, withTransaction } from '../store/index.js'
 import type { GasJobData, GasJobResult } from '../queue/index.js'

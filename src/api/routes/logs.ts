@@ -2,9 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
-import { hasLeadingLogFilter, listLogs, logKey, type LogRow } from '../queries/logs.js'
+import { hasLeadingLogFilter, listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
 import { ApiError } from '../errors.js'
-import { openRepairsIn } from '../queries/status.js'
 import {
   address,
   blockNumber,
