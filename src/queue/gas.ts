@@ -1,6 +1,7 @@
 import { Queue, Worker } from 'bullmq'
 import type { Logger } from '../internal/logger.js'
 import { briefly } from '../internal/errors.js'
+import type { GasJobData, GasJobResult } from '../sync/gasFill.js'
 import { createRedis, type QueueContext } from './index.js'
 
 export const GAS_QUEUE = 'gas'
@@ -9,15 +10,6 @@ const GAS_BACKOFF_MS = 1_000
 /** Gas fills at once per worker process: they follow the range jobs, never race them for the node. */
 const GAS_CONCURRENCY = 1
 
-/** Fill the gas used of the attributed transactions of `[fromBlock, toBlock]` that lack it (PostgreSQL says which). */
-export type GasJobData = {
-  chainId: number
-  fromBlock: number
-  toBlock: number
-  /** Transactions per block hash where the range job knew them exactly (headers it read): such blocks' receipts may be read whole. */
-  blockSizes?: [blockHash: string, transactions: number][]
-}
-export type GasJobResult = { filled: number; left: number }
 
 export function createGasQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)

@@ -2,10 +2,19 @@ import type pg from 'pg'
 import type { Logger } from '../internal/logger.js'
 import { createReceiptReader, type AttributionRpc } from '../attribution/nodeReads.js'
 import { gasOwed, storeGasUsed, withTransaction } from '../store/index.js'
-import type { GasJobData, GasJobResult } from '../queue/index.js'
 
 /** Transactions whose receipts are read and stored per step: a few JSON-RPC batches and one short transaction. */
 const GAS_PAGE = 1_000
+
+/** Fill the gas used of the attributed transactions of `[fromBlock, toBlock]` that lack it (PostgreSQL says which). */
+export type GasJobData = {
+  chainId: number
+  fromBlock: number
+  toBlock: number
+  /** Transactions per block hash where the range job knew them exactly (headers it read): such blocks' receipts may be read whole. */
+  blockSizes?: [blockHash: string, transactions: number][]
+}
+export type GasJobResult = { filled: number; left: number }
 
 export type GasFillContext = { pool: pg.Pool; logger: Logger; rpc: Pick<AttributionRpc, 'batch'> }
 
