@@ -13,8 +13,8 @@ import { planBackfill } from './sync/historical.js'
 import { createRepairRunner } from './sync/repairs.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
-import { whilePreconfirming } from './chains/index.js'
-import { runEvery } from './utils/loop.js'
+import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
+import { runEvery, sleep } from './utils/loop.js'
 import { createStore, indexedChainIds, runMigrations } from './store/index.js'
 import type { RpcClient } from './rpc/index.js'
 import { briefly } from './utils/errors.js'
@@ -32,7 +32,10 @@ const WEBHOOK_POOL_SIZE = 8
 /** A running part of the daemon; `stop` finishes or releases its in-flight work. */
 export type Service = { name: string; stop: () => Promise<void> }
 
-export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
+/** What the daemon does when a part finds it must not go on (the node serves another chain): stop every role. */
+export type DaemonHooks = { onFatal?: (error: Error) => void }
+
+export async function startDaemon(config: Config, role: Role, logger: Logger, { onFatal }: DaemonHooks = {}): Promise<Service[]> {
   const migrate = migratesOnStart(config, role)
   if (role === 'api') return startApiRole(config, logger, { migrate })
   await checkRedis(config.redisUrl)
@@ -42,6 +45,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
   const services: Service[] = [{ name: 'store', stop: () => indexer.close() }]
   const runs = (part: Role) => role === 'all' || role === part
   try {
+    services.push(watchChainId(indexer.identity, logger, onFatal))
     if (runs('worker')) {
       const worker = createRangeWorker({
         redisUrl: config.redisUrl,
@@ -56,7 +60,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
             metrics.rangeJobs.inc({ ...chain, outcome: 'completed' })
             return result
           } catch (error) {
-            metrics.rangeJobs.inc({ ...chain, outcome: 'failed' })
+            metrics.rangeJobs.inc({ chain_id: String(data.chainId), outcome: error instanceof ChainMismatchError ? 'refused' : 'failed' })
             throw error
           }
         },
@@ -289,6 +293,36 @@ function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event:
     metrics.reorgDepth.observe(chain, event.depth)
   }
   if (event.type === 'idle' || event.type === 'blocks') metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
+}
+
+/**
+ * Asks the node its chain id again whenever it has failed (a reconnect may reach another node) and every
+ * few seconds; a node that says another chain is fatal to every role of the process, never retried.
+ */
+function watchChainId(identity: ChainIdentity, logger: Logger, onFatal: DaemonHooks['onFatal']): Service {
+  const stopped = new AbortController()
+  const watching = (async () => {
+    while (!stopped.signal.aborted) {
+      try {
+        await identity.verify()
+      } catch (error) {
+        if (error instanceof ChainMismatchError) {
+          logger.fatal({ chain_id: error.expected, node_chain_id: error.actual }, 'node serves another chain: stopping')
+          onFatal?.(error)
+          return
+        }
+        // The node is down: the next look asks it again.
+      }
+      await sleep(CHAIN_ID_WATCH_MS, stopped.signal)
+    }
+  })()
+  return {
+    name: 'chain-id-watch',
+    stop: async () => {
+      stopped.abort()
+      await watching
+    },
+  }
 }
 
 /** Stops services in reverse start order, so the store closes last. */

@@ -4,8 +4,8 @@ import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './logger.js'
 import type { Metrics } from './metrics.js'
-import { createChainProfiler } from './chains/index.js'
-import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
+import { ChainMismatchError, createChainIdentity, createChainProfiler } from './chains/index.js'
+import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient, type RpcRequestEvent } from './rpc/index.js'
 import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
@@ -32,15 +32,18 @@ function messagesOf(error: unknown): string {
 }
 
 
-/** The node client of the configuration; creating it sends nothing. */
-export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics): RpcClient {
+/** The node client of the configuration; creating it sends nothing. `observe` sees every finished request. */
+export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
   return createRpcClient({
     url: config.rpcUrl,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
     maxResponseBytes: config.rpcMaxResponseBytes,
     logger,
-    ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
+    onRequest: (event) => {
+      metrics?.observeRpcRequest(event)
+      observe?.(event)
+    },
   })
 }
 
@@ -56,16 +59,25 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     await store.close()
     throw error
   }
-  const rpc = createNodeClient(config, logger, metrics)
+  let observe: ((event: RpcRequestEvent) => void) | undefined
+  const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event))
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
   const reliable = {
     request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
     batch: <T>(calls: RpcCall[]) => withRetry(() => rpc.batch<T>(calls)),
   }
-  const chainId = await withRetry(() => rpc.chainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
+  const identity = await createChainIdentity({
+    askChainId: () => withRetry(() => rpc.request<string>('eth_chainId', []), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).then(Number),
+    expected: config.chainId,
+    url: config.rpcUrl,
+    logger,
+  }).catch(async (error: unknown) => {
     await store.close()
+    if (error instanceof ChainMismatchError) throw error
     throw new Error(`the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start it, or set RPC_URL`)
   })
+  observe = identity.observe
+  const chainId = identity.chainId
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
@@ -149,7 +161,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   })
   const attribute = attributor.attribute
 
-  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
+  const processRange = createRangeProcessor({ pool: store.pool, logger, chain: identity, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
 
   // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.
   const decodedAt = new WeakMap<TipBlock, AttributedBlock>()
@@ -203,6 +215,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     store,
     rpc,
     chainId,
+    /** The node's chain id held to the configured one: `verify` asks again after the node failed. */
+    identity,
     filter,
     filterId,
     /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */

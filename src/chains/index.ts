@@ -14,3 +14,4 @@ export {
   type ChainProfileSettings,
   type PreconfirmationsSetting,
 } from './profile.js'
+export { CHAIN_ID_WATCH_MS, ChainMismatchError, createChainIdentity, type ChainIdentity } from './identity.js'

@@ -75,6 +75,7 @@ const origins = z
 
 /** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
+  CHAIN_ID: integer(1, Number.MAX_SAFE_INTEGER).optional(),
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).default('postgres://postgres@127.0.0.1:5432/postgres'),
@@ -141,6 +142,8 @@ const schema = z.object({
 type Parsed = z.output<typeof schema>
 
 export type Config = Readonly<{
+  /** `CHAIN_ID`: the chain the node must serve (its `eth_chainId` is checked at start and after it failed); unset: whatever it serves at start. */
+  chainId: number | undefined
   rpcUrl: string
   rpcWsUrl: string | undefined
   databaseUrl: string
@@ -256,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 function toConfig(p: Parsed): Config {
   return {
+    chainId: p.CHAIN_ID,
     rpcUrl: p.RPC_URL,
     rpcWsUrl: p.RPC_WS_URL,
     databaseUrl: p.DATABASE_URL,

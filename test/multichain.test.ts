@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { createRangeQueue, rangeJobId } from '../src/queue/index.js'
+import { planBackfill } from '../src/sync/historical.js'
+import { buildChain, fixtureClient } from './fixtures/chain.js'
+import { waitFor } from './helpers/compare.js'
+import { spawnTs, type Spawned } from './helpers/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+
+const CHAIN_A = 10_001
+const CHAIN_B = 20_002
+
+const cleanups: (() => Promise<unknown>)[] = []
+let anvilA: Anvil
+let anvilB: Anvil
+
+beforeAll(async () => {
+  ;[anvilA, anvilB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
+  cleanups.push(() => anvilA.stop(), () => anvilB.stop())
+  await Promise.all([buildChain(anvilA.url, { blocks: 3, txsPerBlock: 2 }), buildChain(anvilB.url, { blocks: 3, txsPerBlock: 2 })])
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+async function daemonEnv(db: TestDatabase, redisPrefix: string, rpcUrl: string, extra: Record<string, string> = {}) {
+  return {
+    RPC_URL: rpcUrl,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redisPrefix,
+    START_BLOCK: '0',
+    HEAD_POLL_MS: '100',
+    PENDING_POLL_MS: '0',
+    PORT: String(await freePort()),
+    LOG_LEVEL: 'info',
+    ...extra,
+  }
+}
+
+describe('the chain id guard', () => {
+  it("refuses a range job for another chain than its node's, before any write, with a fatal reason, an error log and a metric", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    const queue = createRangeQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
+    cleanups.push(() => db.drop(), () => redis.cleanup(), () => queue.close())
+    const metricsPort = await freePort()
+    // A worker whose node serves chain B, sharing Redis with a deployment of chain A.
+    const worker: Spawned = spawnTs('src/main.ts', ['--role', 'worker'], await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: String(metricsPort) }))
+    cleanups.push(() => worker.kill('SIGKILL'))
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => null))?.ok === true, 'the worker')
+
+    const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
+    const plan = await planBackfill(db.store.pool, { chainId: CHAIN_A, filter: { addresses: [], topics: [] }, range: [0, head], chunkBlocks: 1000 })
+    await queue.enqueue(plan.jobs)
+    const id = rangeJobId(plan.jobs[0]!)
+    await waitFor(async () => (await queue.queue.getJobState(id)) === 'failed', 'the refused job')
+
+    const job = await queue.queue.getJob(id)
+    expect(job!.failedReason).toMatch(/^fatal: /)
+    expect(job!.failedReason).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    // Failed at once: a refusal is not retried.
+    expect(job!.attemptsMade).toBe(1)
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+    const intervals = await db.store.pool.query(`SELECT 1 FROM sync_intervals WHERE chain_id = $1`, [CHAIN_A])
+    expect(intervals.rows).toHaveLength(0)
+    expect(worker.output()).toMatch(/"level":(50|"error")[^\n]*range job for another chain refused/)
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    expect(metrics).toContain(`codetrail_range_jobs_total{chain_id="${CHAIN_A}",outcome="refused"} 1`)
+  })
+
+  it('stops at start with one line naming both ids when the node serves another chain than CHAIN_ID', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, anvilB.url, { CHAIN_ID: String(CHAIN_A) }))
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    expect(await daemon.exited).toBe(1)
+    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail could not start'))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+  })
+
+  it('stops every role when the node comes back from an outage serving another chain', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const node = await startAnvil({ chainId: CHAIN_A })
+    cleanups.push(() => node.stop())
+    const env = await daemonEnv(db, redis.prefix, node.url)
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok === true, 'the daemon')
+    await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM chain_state WHERE chain_id = $1 AND live_block IS NOT NULL`, [CHAIN_A])).rows.length === 1, 'the head follower')
+
+    await node.stop()
+    const swapped = await startAnvil({ chainId: CHAIN_B, port: node.port })
+    cleanups.push(() => swapped.stop())
+    await buildChain(swapped.url, { blocks: 2, txsPerBlock: 1 })
+
+    expect(await daemon.exited).toBe(1)
+    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail: '))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    // The first node held no logs: any row is the second node's, stored as the first chain's.
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+  })
+})
