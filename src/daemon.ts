@@ -1,5 +1,5 @@
 /** The daemon's roles: which parts run in this process, and how they stop. */
-import { migratesOnStart, type Config, type Role } from './config/index.js'
+import { ConfigError, migratesOnStart, type Config, type Role } from './config/index.js'
 import { createIndexer, createNodeClient } from './wiring.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './logger.js'
@@ -36,6 +36,8 @@ export type Service = { name: string; stop: () => Promise<void> }
 export type DaemonHooks = { onFatal?: (error: Error) => void }
 
 export async function startDaemon(config: Config, role: Role, logger: Logger, { onFatal }: DaemonHooks = {}): Promise<Service[]> {
+  if (config.chains.length > 1) throw new ConfigError(`${config.configFile}: one process follows one chain for now; list one chain per file and run a deployment for each`)
+  if (config.rpcEndpoints.length > 1) throw new ConfigError(`${config.configFile}: one RPC endpoint per chain for now`)
   const migrate = migratesOnStart(config, role)
   if (role === 'api') return startApiRole(config, logger, { migrate })
   await checkRedis(config.redisUrl)

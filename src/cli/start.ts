@@ -5,7 +5,7 @@
 import type { Role } from '../config/index.js'
 import type { Service } from '../daemon.js'
 
-export async function start(role: Role): Promise<void> {
+export async function start(role: Role, configFile?: string): Promise<void> {
   // Listening before the daemon's modules load (most of a start): a signal that comes while the daemon
   // starts stops it once it has started, instead of killing it halfway (its migrations, its first jobs).
   let signalled: NodeJS.Signals | undefined
@@ -30,7 +30,7 @@ export async function start(role: Role): Promise<void> {
     import('../utils/redact.js'),
   ])
 
-  const config = loadConfig()
+  const config = loadConfig(process.env, { file: configFile })
   const secrets = secretsOf(config)
   const redact = createRedactor(secrets)
   const logger = createLogger(config.logLevel, { role }, { secrets })
