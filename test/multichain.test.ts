@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRangeQueue, rangeJobId } from '../src/queue/index.js'
 import { planBackfill } from '../src/sync/historical.js'
-import { buildChain, fixtureClient } from './fixtures/chain.js'
+import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_A = 10_001
 const CHAIN_B = 20_002

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { FatalError, type RpcRequestEvent } from '../rpc/index.js'
 import { redactUrl } from '../utils/redact.js'
 
