@@ -5,8 +5,8 @@ import type { Config } from './config/index.js'
 import type { Logger } from './internal/logger.js'
 import type { Metrics } from './internal/metrics.js'
 import { ChainMismatchError, createChainIdentity, createChainProfiler } from './chains/index.js'
-import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient, type RpcRequestEvent } from './rpc/index.js'
-import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient, type RpcRequestEvent, createRpcPool } from './rpc/index.js'
+import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainName, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createPendingPoller } from './sync/pendingPoller.js'
@@ -32,10 +32,19 @@ function messagesOf(error: unknown): string {
 }
 
 
-/** The node client of the configuration; creating it sends nothing. `observe` sees every finished request. */
+/**
+ * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
+ * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request.
+ */
 export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
+  const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe)
+  if (config.rpcEndpoints.length <= 1) return clientOf(config.rpcUrl)
+  return createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger })
+}
+
+function endpointClient(url: string, config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
   return createRpcClient({
-    url: config.rpcUrl,
+    url,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
     maxResponseBytes: config.rpcMaxResponseBytes,
@@ -78,6 +87,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   })
   observe = identity.observe
   const chainId = identity.chainId
+  // A chain configured through the environment has no name of its own.
+  await saveChainName(store.pool, chainId, config.configFile ? config.chainName : null)
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })

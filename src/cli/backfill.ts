@@ -10,7 +10,7 @@ import { ConfigError, forChain, loadConfig, secretsOf, type Config } from '../co
 import { createIndexer } from '../indexer.js'
 import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, rangeQueueName, type RangeJobData } from '../queue/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
 import { sleep } from '../utils/loop.js'
 import { createRedactor } from '../utils/redact.js'
@@ -137,7 +137,8 @@ async function run(options: BackfillOptions): Promise<number> {
       say(`blocks ${range[0]}–${range[1]} are already indexed (filter ${plan.filterId}); nothing to do`, { done: true })
       return 0
     }
-    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    const queue = { redisUrl: config.redisUrl, prefix: config.redisPrefix, name: rangeQueueName(config, indexer.chainId) }
+    const rangeQueue = createRangeQueue(queue)
     cleanups.push(() => rangeQueue.close())
     const { added, retried } = await rangeQueue.enqueue(plan.jobs)
     say(`enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`, {
@@ -148,7 +149,7 @@ async function run(options: BackfillOptions): Promise<number> {
     if (!options.wait) return 0
 
     const ids = new Set(plan.jobs.map(rangeJobId))
-    const events = createRangeEvents({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    const events = createRangeEvents(queue)
     cleanups.push(() => events.close())
     let logs = 0
     events.events.on('completed', ({ jobId, returnvalue }) => {
@@ -157,8 +158,7 @@ async function run(options: BackfillOptions): Promise<number> {
       logs += Number(result?.logs ?? 0)
     })
     const worker = createRangeWorker({
-      redisUrl: config.redisUrl,
-      prefix: config.redisPrefix,
+      ...queue,
       concurrency: config.workerConcurrency,
       lockDurationMs: config.jobLockMs,
       logger,

@@ -36,7 +36,22 @@ export const RANGE_JOB_OPTIONS: JobsOptions = {
   removeOnFail: false,
 }
 
-export type QueueContext = { redisUrl: string; prefix: string }
+export type QueueContext = {
+  redisUrl: string
+  prefix: string
+  /** The range queue's name (see {@link rangeQueueName}). @default RANGE_QUEUE */
+  name?: string
+}
+
+/**
+ * The range queue of a chain: `ranges` where one chain is configured (as it always was), `ranges-<chain id>`
+ * where several are, so each chain's jobs wait in a queue of their own and a chain whose node hangs holds
+ * only its own workers.
+ */
+export function rangeQueueName({ chains }: { chains: readonly unknown[] }, chainId: number | undefined): string {
+  // Several chains come from a config file, where every chain has its id.
+  return chains.length > 1 && chainId !== undefined ? `${RANGE_QUEUE}-${chainId}` : RANGE_QUEUE
+}
 
 /** A Redis connection as BullMQ wants it for blocking commands. */
 export function createRedis(redisUrl: string): Redis {
@@ -76,9 +91,9 @@ export async function clearRedisPrefix(redisUrl: string, prefix: string): Promis
   return deleted
 }
 
-export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
+export function createRangeQueue({ redisUrl, prefix, name = RANGE_QUEUE }: QueueContext) {
   const connection = createRedis(redisUrl)
-  const queue = new Queue<RangeJobData, RangeJobResult>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
+  const queue = new Queue<RangeJobData, RangeJobResult>(name, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
 
   /** The jobs among `ids` that failed for good, asked per id: the failed set grows with history, these ids do not. */
   async function failedJobs(ids: readonly string[]): Promise<Job<RangeJobData, RangeJobResult>[]> {
@@ -137,9 +152,9 @@ async function runRangeJob(process: (data: RangeJobData) => Promise<RangeJobResu
 }
 
 /** A BullMQ worker for range jobs; fatal errors fail a job at once, others retry with backoff. */
-export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
+export function createRangeWorker({ redisUrl, prefix, name = RANGE_QUEUE, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
   const connection = createRedis(redisUrl)
-  const worker = new Worker<RangeJobData, RangeJobResult>(RANGE_QUEUE, (job) => runRangeJob(process, job.data), {
+  const worker = new Worker<RangeJobData, RangeJobResult>(name, (job) => runRangeJob(process, job.data), {
     connection,
     prefix,
     concurrency,
@@ -168,9 +183,9 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
 export type RangeWorker = ReturnType<typeof createRangeWorker>
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
-export function createRangeEvents({ redisUrl, prefix }: QueueContext) {
+export function createRangeEvents({ redisUrl, prefix, name = RANGE_QUEUE }: QueueContext) {
   const connection = createRedis(redisUrl)
-  const events = new QueueEvents(RANGE_QUEUE, { connection, prefix })
+  const events = new QueueEvents(name, { connection, prefix })
   return {
     events,
     async close() {

@@ -33,5 +33,5 @@ export { saveWalletNonces, walletsToRefresh, type WalletNonces } from './wallets
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
-export { saveChainProfile } from './chainProfile.js'
+export { saveChainName, saveChainProfile } from './chainProfile.js'
 export { createReadRouting, REPLICA_CHECK_MS, type ReadRouting, type ReplicaStatus } from './replica.js'
