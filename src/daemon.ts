@@ -46,7 +46,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
   try {
     // One indexer per chain: its own node client, pool, filters, profile, follower and poller.
     for (const [i, chain] of config.chains.entries()) {
-      const indexer = await createIndexer(forChain(config, chain), logger, metrics, { migrate: migrate && i === 0 })
+      // With several chains, one whose node is down at start waits for it; the others start.
+      const indexer = await createIndexer(forChain(config, chain), logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: config.chains.length > 1 })
       indexers.push(indexer)
       services.push({ name: config.chains.length > 1 ? `store-${chain.chainName}` : 'store', stop: () => indexer.close() })
       services.push(watchChainId(indexer.identity, logger, onFatal))
@@ -109,9 +110,10 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
       // The outbox is one for every chain: the first chain's leader dispatches it, fenced by that lease.
       const first = indexers[0]!
       const dispatcher = createDispatcher({ pool: first.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: first.fence.check })
-      for (const indexer of indexers) {
-        services.push(
-          ...(await startChainScheduler({
+      // Side by side: a chain whose node is slow to answer its first probe holds up no other chain.
+      const started = await Promise.allSettled(
+        indexers.map((indexer) =>
+          startChainScheduler({
             config,
             indexer,
             queueName: queueName(indexer),
@@ -119,9 +121,12 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
             logger,
             metrics,
             whileLeader: indexer === first ? (signal) => dispatcher.run(signal) : undefined,
-          })),
-        )
-      }
+          }),
+        ),
+      )
+      for (const result of started) if (result.status === 'fulfilled') services.push(...result.value)
+      const failed = started.find((result) => result.status === 'rejected')
+      if (failed) throw failed.reason
     }
     if (runs('api')) services.push(await startApi(config, logger, metrics, { chainId: indexers[0]!.chainId, chainIds: indexers.map((indexer) => indexer.chainId), rpc: indexers[0]!.rpc }))
     if (!runs('api') && config.metricsPort !== undefined) {

@@ -60,7 +60,12 @@ function endpointClient(url: string, config: Config, logger: Logger, metrics?: M
  * The parts the indexing roles share, wired from the configuration: the database (migrated unless
  * `migrate` is false), the node client, the chain id and the configured log filter, and the sync parts built on them.
  */
-export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics, { migrate = true }: { migrate?: boolean } = {}) {
+export async function createIndexer(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+  { migrate = true, nodeMayBeDown = false }: { migrate?: boolean; nodeMayBeDown?: boolean } = {},
+) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
     if (migrate) await runMigrations(store.pool)
@@ -80,6 +85,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     expected: config.chainId,
     url: config.rpcUrl,
     logger,
+    nodeMayBeDown,
   }).catch(async (error: unknown) => {
     await store.close()
     if (error instanceof ChainMismatchError) throw error

@@ -188,4 +188,26 @@ describe('two chains in one deployment', () => {
     await expectIndexMatchesNode(db.store.pool, nodeB.url, [0, lastDuringOutage], undefined, CHAIN_B)
     expect(daemon.child.exitCode).toBeNull()
   })
+
+  it("starts and indexes the other chains while one chain's node is down at start", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const dead = `http://127.0.0.1:${await freePort()}`
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    writeFileSync(
+      configFile,
+      `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
+    )
+    const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile }))
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const head = Number(await fixtureClient(anvilB.url).getBlockNumber())
+    await waitFor(
+      async () => Number((await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows[0]!.n ?? -1) >= head,
+      'chain B while chain A is down',
+    )
+    expect(daemon.child.exitCode).toBeNull()
+    expect(daemon.output()).toContain('node not reachable at start: its chain waits for it')
+  })
 })

@@ -43,19 +43,31 @@ export async function createChainIdentity({
   expected,
   url,
   logger,
+  nodeMayBeDown = false,
 }: {
   askChainId: () => Promise<number>
   expected: number | undefined
+  /**
+   * With `expected` known, a node that does not answer at start is asked again by the first `verify`
+   * instead of failing the start (several chains: one chain's node down must not keep the others from starting).
+   */
+  nodeMayBeDown?: boolean
   /** The node's URL, shown without its keys in a mismatch. */
   url: string
   logger: Logger
 }): Promise<ChainIdentity> {
   const where = `the node at ${redactUrl(url)}`
-  const first = await askChainId()
-  const chainId = expected ?? first
-  if (first !== chainId) throw new ChainMismatchError(chainId, first, where)
+  let first: number | undefined
+  try {
+    first = await askChainId()
+  } catch (error) {
+    if (!(nodeMayBeDown && expected !== undefined)) throw error
+    logger.warn({ chain_id: expected, node: redactUrl(url), err: error }, 'node not reachable at start: its chain waits for it')
+  }
+  const chainId = expected ?? first!
+  if (first !== undefined && first !== chainId) throw new ChainMismatchError(chainId, first, where)
   let askedAt = Date.now()
-  let suspect = false
+  let suspect = first === undefined
   let asking: Promise<void> | undefined
 
   async function ask(): Promise<void> {
