@@ -10,7 +10,7 @@ import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { planBackfill } from './sync/historical.js'
-import { createRepairRunner } from './reorg/repairRunner.js'
+import { createRepairRunner } from './reorg/index.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
@@ -42,13 +42,17 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
   const metrics = createMetrics()
   const services: Service[] = []
   const indexers: Indexer[] = []
+  /** Each indexer's configuration: the shared settings with its chain's fields. */
+  const configOf = new Map<Indexer, Config>()
   const runs = (part: Role) => role === 'all' || role === part
   try {
     // One indexer per chain: its own node client, pool, filters, profile, follower and poller.
     for (const [i, chain] of config.chains.entries()) {
       // With several chains, one whose node is down at start waits for it; the others start.
-      const indexer = await createIndexer(forChain(config, chain), logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: config.chains.length > 1 })
+      const chainConfig = forChain(config, chain)
+      const indexer = await createIndexer(chainConfig, logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: config.chains.length > 1 })
       indexers.push(indexer)
+      configOf.set(indexer, chainConfig)
       services.push({ name: config.chains.length > 1 ? `store-${chain.chainName}` : 'store', stop: () => indexer.close() })
       services.push(watchChainId(indexer.identity, logger, onFatal))
     }
@@ -76,7 +80,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
             }
           },
         })
-        services.push({ name: indexers.length > 1 ? `worker-${indexer.config.chainName}` : 'worker', stop: () => worker.close() })
+        services.push({ name: indexers.length > 1 ? `worker-${configOf.get(indexer)!.chainName}` : 'worker', stop: () => worker.close() })
       }
       // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
       const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
@@ -115,6 +119,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
         indexers.map((indexer) =>
           startChainScheduler({
             config,
+            chainConfig: configOf.get(indexer)!,
             indexer,
             queueName: queueName(indexer),
             redis,
@@ -149,6 +154,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
  */
 async function startChainScheduler({
   config,
+  chainConfig,
   indexer,
   queueName,
   redis,
@@ -157,6 +163,8 @@ async function startChainScheduler({
   whileLeader: alsoWhileLeader,
 }: {
   config: Config
+  /** `config` with this chain's fields. */
+  chainConfig: Config
   indexer: Indexer
   queueName: string
   redis: ReturnType<typeof createRedis>
@@ -165,7 +173,6 @@ async function startChainScheduler({
   /** Another single-instance loop this chain's leader runs (the webhook dispatcher for the first chain). */
   whileLeader: ((signal: AbortSignal) => Promise<void>) | undefined
 }): Promise<Service[]> {
-  const chainConfig = indexer.config
   const suffix = config.chains.length > 1 ? `-${chainConfig.chainName}` : ''
   const chain = { chain_id: String(indexer.chainId) }
   const services: Service[] = []

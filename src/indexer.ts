@@ -227,8 +227,6 @@ export async function createIndexer(
   })
 
   return {
-    config,
-    logger,
     store,
     rpc,
     chainId,
@@ -243,7 +241,6 @@ export async function createIndexer(
     /** The scheduler lease's fencing token: claimed by each leader, checked by the follower's and the dispatcher's writes. */
     fence,
     poller,
-    fetchHeader,
     blockNumberAt,
     /** The chain's probed profile (block time, pre-confirmations), re-probed while the scheduler runs it. */
     profiler,

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, Option, type CommanderError } from 'commander'
 import { ConfigError, ROLES, type Role } from '../config/index.js'
+import { UsageError } from '../internal/errors.js'
 
 const CONFIG_FLAG = ['--config <file>', 'the config file (YAML or JSON); default: CODETRAIL_CONFIG, else codetrail.config.{yaml,yml,json} in this directory, else the environment alone'] as const
 
@@ -102,7 +103,7 @@ export function createProgram(): Command {
     .version(VERSION)
     .action(
       configured(async (flags: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean; chain?: string; config?: string }, command: Command) => {
-        const { backfill, parseBackfillOptions, UsageError } = await import('./backfill.js')
+        const { backfill, parseBackfillOptions } = await import('./backfill.js')
         let options
         try {
           options = parseBackfillOptions(flags)

@@ -1,4 +1,3 @@
-import { createPublicClient, custom } from 'viem'
 import type { Logger } from '../internal/logger.js'
 import { redactUrl } from '../utils/redact.js'
 import { sleep } from '../utils/loop.js'
@@ -185,9 +184,6 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
       })
       return chainId
     },
-    viem: createPublicClient({
-      transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => client.request(method, params) }, { retryCount: 0 }),
-    }),
   }
   return {
     ...client,

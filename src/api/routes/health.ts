@@ -5,7 +5,7 @@ import { z } from 'zod'
 import type { ReplicaStatus } from '../../store/index.js'
 import { requestedChain, type ApiContext } from '../context.js'
 import type { Metrics } from '../../internal/metrics.js'
-import { getSyncStatus, listChainSummaries, PENDING_RATE_WINDOW_SECONDS } from '../queries/status.js'
+import { getSyncStatus, listChainSummaries, PENDING_RATE_WINDOW_SECONDS } from '../../store/reads/index.js'
 import { chainIdParam, errorResponses, isoTime } from '../schemas.js'
 import { createHealthSnapshot, probe, type Head } from '../snapshot.js'
 

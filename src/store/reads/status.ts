@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
+import type { Database } from '../client.js'
 import { chainFacts, type ChainFacts } from './health.js'
 
 /** Pre-confirmed logs are counted over this window; short, so rows are counted before they finalize. */

@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
-import { blocks, chainState } from '../../store/schema.js'
+import type { Database } from '../client.js'
+import { blocks, chainState } from '../schema.js'
 
 /** The live follower's position: its last stored block and that block's time, or nulls before the first. */
 export async function getIndexedHead(db: Database, chainId: number): Promise<{ block: number | null; timestamp: Date | null; chain: ChainFacts }> {

@@ -1,9 +1,7 @@
 import { and, eq, sql, type Placeholder, type SQL } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
-import { attributions, builderCodes } from '../../store/schema.js'
-
-export type BuilderCodeSource = 'local' | 'upstream'
-export type BuilderCodeRecord = { builderCode: string; walletAddress: string; source: BuilderCodeSource; createdAt: Date }
+import type { BuilderCodeRecord } from '../builderCodes.js'
+import type { Database } from '../client.js'
+import { attributions, builderCodes } from '../schema.js'
 
 const recordColumns = {
   builderCode: builderCodes.builderCode,
@@ -17,22 +15,6 @@ export async function findBuilderCodeByWallet(db: Database, chainId: number, wal
     .select(recordColumns)
     .from(builderCodes)
     .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.walletAddress, walletAddress)))
-  return row ?? null
-}
-
-/**
- * Inserts the pair unless the wallet or the code is already taken (both are unique per chain).
- * @returns the new record, or `null` when either was taken.
- */
-export async function insertBuilderCode(
-  db: Database,
-  { chainId, builderCode, walletAddress, source }: { chainId: number; builderCode: string; walletAddress: string; source: BuilderCodeSource },
-): Promise<BuilderCodeRecord | null> {
-  const [row] = await db
-    .insert(builderCodes)
-    .values({ chainId, builderCode, walletAddress, source })
-    .onConflictDoNothing()
-    .returning(recordColumns)
   return row ?? null
 }
 

@@ -1,6 +1,6 @@
 import { and, asc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
-import { logs, type Status } from '../../store/schema.js'
+import type { Database } from '../client.js'
+import { logs, type Status } from '../schema.js'
 
 /**
  * Keyset of the log list, oldest first like `eth_getLogs`: block number and log index, then what tells

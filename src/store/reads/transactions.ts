@@ -1,6 +1,6 @@
 import { and, asc, eq } from 'drizzle-orm'
-import type { Database } from '../../store/index.js'
-import { attributions, builderCodes, transactions } from '../../store/schema.js'
+import type { Database } from '../client.js'
+import { attributions, builderCodes, transactions } from '../schema.js'
 
 /** A stored transaction with its decoded suffix and the attributions made from it (the tx's own and its user operations'). */
 export async function getTransactionAttribution(db: Database, chainId: number, hash: string) {
