@@ -1,4 +1,4 @@
-export { backoffDelay, createDeliveryProcessor, type DeliveryContext, type DrainOutcome, DRAIN_WINDOW } from './deliver.js'
+export { createDeliveryProcessor, type DeliveryContext, type DrainOutcome, DRAIN_WINDOW } from './deliver.js'
 export { createDispatcher, type Dispatcher, type DispatcherContext } from './dispatcher.js'
 export { matchesSubscription, toPayload, type EventPayload } from './events.js'
 export { newWebhookSecret, signedHeaders } from './signature.js'

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Address, Hex } from 'viem'
 import { alignedChunks, type Interval } from '../utils/interval.js'
-import { backoffDelay } from './backoff.js'
+import { backoffDelay } from '../utils/backoff.js'
 import type { RpcClient } from './client.js'
 import { classifyRpcError, type RpcErrorAction } from './errors.js'
 import { blockCount, halveInterval, narrowInterval } from './ranges.js'

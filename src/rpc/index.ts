@@ -1,4 +1,3 @@
-export { backoffDelay, type BackoffPolicy } from './backoff.js'
 export {
   createRpcClient,
   type CreateRpcClientParameters,
