@@ -16,7 +16,7 @@ import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { whilePreconfirming } from './chains/index.js'
 import { runEvery } from './utils/loop.js'
 import { createStore, indexedChainIds, runMigrations } from './store/index.js'
-import type { RpcClient } from './rpc/index.js'
+import { getChainId, type RpcClient } from './rpc/index.js'
 import { briefly } from './utils/errors.js'
 import { redactUrl } from './utils/redact.js'
 
@@ -268,7 +268,7 @@ async function startApiRole(config: Config, logger: Logger, { migrate }: { migra
   const chainId =
     chainIds.length === 1
       ? chainIds[0]!
-      : await rpc.chainId().catch((error: unknown) => {
+      : await getChainId(rpc).catch((error: unknown) => {
           throw new Error(
             `the database indexes ${chainIds.length === 0 ? 'no chain yet' : `chains ${chainIds.join(', ')}`} and the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start an indexing role first, or set RPC_URL`,
           )

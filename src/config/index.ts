@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
-import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/actions/getLogs.js'
 import { parseSecretsKey } from '../delivery/secrets.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
