@@ -4,11 +4,11 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createApiRedis, createMetrics, type Api, type CreateApiParameters } from '../src/api/index.js'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRangeQueue } from '../src/queue/index.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 
@@ -252,7 +252,7 @@ describe('statement timeout and server errors', () => {
 })
 
 describe('documentation and dashboard', () => {
-  it('serves an OpenAPI 3.1 document of every SPEC route at /openapi.json and a docs page at /docs', async () => {
+  it('serves an OpenAPI 3.1 document of every route at /openapi.json and a docs page at /docs', async () => {
     const api = await startApi()
     const document = (await api.app.inject({ url: '/openapi.json' })).json()
     expect(document.openapi).toBe('3.1.0')

@@ -1,14 +1,14 @@
 import { drizzle } from 'drizzle-orm/node-postgres'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/api/queries/attributions.js'
-import { findBuilderCode, findBuilderCodeByWallet, findRegistryCode } from '../src/api/queries/builderCodes.js'
-import { getIndexedHead } from '../src/api/queries/health.js'
-import { listLogs } from '../src/api/queries/logs.js'
-import { openRepairsIn } from '../src/api/queries/status.js'
-import { getTransactionAttribution } from '../src/api/queries/transactions.js'
+import { builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
+import { findBuilderCode, findBuilderCodeByWallet, findRegistryCode } from '../src/store/reads/builderCodes.js'
+import { getIndexedHead } from '../src/store/reads/health.js'
+import { listLogs } from '../src/store/reads/logs.js'
+import { openRepairsIn } from '../src/store/reads/status.js'
+import { getTransactionAttribution } from '../src/store/reads/transactions.js'
 import { schema, type Database } from '../src/store/index.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 /** Tables that grow with history: a plan may reach them only through an index. */

@@ -1,8 +1,8 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { silentLogger } from '../src/internal/logger.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10
@@ -168,7 +168,7 @@ type Item = {
 }
 
 describe('GET /v1/attributions', () => {
-  it('returns items with every field of SPEC §7, newest block first', async () => {
+  it('returns items with every documented field, newest block first', async () => {
     const { status, body } = await get<Page<Item>>('/v1/attributions?limit=3')
     expect(status).toBe(200)
     expect(body.items).toHaveLength(3)

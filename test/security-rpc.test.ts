@@ -8,13 +8,13 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config/index.js'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRpcClient, getLogs, GetLogsError, type GetLogsSplitEvent } from '../src/rpc/index.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/rpc/actions/getLogs.js'
-import { startFaultProxy } from './fixtures/faultProxy.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/config/limits.js'
+import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
-import { runTs } from './helpers/processes.js'
-import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/chain.js'
+import { runTs } from '../harness/processes.js'
+import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/faultChain.js'
 
 const cleanups = createCleanups()
 afterAll(() => cleanups.run())

@@ -1,8 +1,7 @@
 import type { Redis } from 'ioredis'
 import { getBlock, type RpcClient } from '../rpc/index.js'
 import type { Database } from '../store/index.js'
-import { getIndexedHead } from './queries/health.js'
-import { getSyncStatus, type SyncStatus } from './queries/status.js'
+import { getIndexedHead, getSyncStatus, type SyncStatus } from '../store/reads/index.js'
 
 /** How long readiness waits for one dependency before calling it down. */
 export const CHECK_TIMEOUT_MS = 2_000

@@ -1,6 +1,6 @@
 import { classifyRpcError, getBlockReceipts, getTransactionReceipts, type RpcClient } from '../rpc/index.js'
 
-/** Calls per JSON-RPC batch and batches in flight: FACTS measured ~5–6 k tx/s at 100 × 4. */
+/** Calls per JSON-RPC batch and batches in flight: 100 × 4 reads ~5–6 k transactions a second from a provider. */
 export const BATCH_SIZE = 100
 export const BATCHES_IN_FLIGHT = 4
 /** Whole blocks (transactions or receipts included) per batch where their sizes are not known: a busy block is about a megabyte of JSON. */
@@ -8,7 +8,7 @@ export const BLOCKS_PER_BATCH = 10
 /**
  * A block's whole list (its transactions, its receipts) is read in one call once the ones needed are at
  * least this share of it; below it, one call each by hash carries fewer bytes. Anvil serves both ways
- * at the same transactions per second (bench/README.md), so the share decides calls, not speed.
+ * at the same transactions per second (harness/bench/README.md), so the share decides calls, not speed.
  */
 export const WHOLE_BLOCK_SHARE = 0.5
 
@@ -140,5 +140,3 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
     return gasUsed
   }
 }
-
-export type ReceiptReader = ReturnType<typeof createReceiptReader>

@@ -1,11 +1,12 @@
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { DrainJob } from '../queue/index.js'
 import {
   addOutstanding,
   CHANGES_CHANNEL,
   listen,
   listSubscriptions,
+  lockDispatchCursor,
   publishChanges,
   pruneWebhookHistory,
   readEvents,
@@ -14,7 +15,7 @@ import {
   withTransaction,
   type Fence,
 } from '../store/index.js'
-import { crashPoint } from '../utils/crashPoint.js'
+import { crashPoint } from '../internal/crashPoint.js'
 import { createWakeUp, runEvery } from '../utils/loop.js'
 import { matchesSubscription } from './events.js'
 
@@ -58,10 +59,9 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     let dispatched = 0
     for (;;) {
       const round = await withTransaction(pool, async (client) => {
-        // Locked: a second dispatcher (a lease hand-over) waits instead of owing the same events again.
-        const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = 'dispatch' FOR UPDATE`)
+        const cursor = await lockDispatchCursor(client)
         await fence?.(client)
-        const events = await readEvents(client, { after: rows[0]?.eventId ?? 0, limit: BATCH })
+        const events = await readEvents(client, { after: cursor, limit: BATCH })
         if (events.length === 0) return null
         const subscriptions = await listSubscriptions(client, { activeOnly: true })
         const owed = events.flatMap((event) =>
@@ -129,5 +129,3 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     },
   }
 }
-
-export type Dispatcher = ReturnType<typeof createDispatcher>

@@ -1,34 +1,19 @@
 export {
   createRpcClient,
-  type CreateRpcClientParameters,
   type RpcClient,
   type RpcRequestEvent,
-  type RpcRequestOptions,
 } from './client.js'
 export {
   classifyRpcError,
   FatalError,
   isRevert,
-  parseRetryAfter,
-  RetryableError,
-  rpcErrorPatterns,
   toKindedError,
-  type RpcErrorAction,
-  type RpcErrorActionKind,
-  type RpcErrorPattern,
 } from './errors.js'
 export {
-  DEFAULT_GET_LOGS_RETRY,
   getLogs,
   GetLogsError,
-  MAX_BLOCKS_PER_REQUEST,
   type GetLogsBackoffEvent,
-  type GetLogsErrorType,
   type GetLogsHooks,
-  type GetLogsParameters,
-  type GetLogsRangeEvent,
-  type GetLogsRetryPolicy,
-  type GetLogsReturnType,
   type GetLogsSplitEvent,
   getLogsRequest,
   parseLogs,
@@ -36,8 +21,8 @@ export {
   type RpcLog,
 } from './actions/getLogs.js'
 export { blocksForTarget, logsJsonBytes, type LogsDensity } from './ranges.js'
-export { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js'
-export { InconsistentAnswerError, verifyLogs, type VerifyLogsParameters } from './verify.js'
+export { withRetry } from './retry.js'
+export { InconsistentAnswerError, verifyLogs } from './verify.js'
 export {
   getBlock,
   getBlockHeader,

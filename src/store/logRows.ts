@@ -1,5 +1,6 @@
 import { BINARY_HEADER, BINARY_TRAILER, POSTGRES_EPOCH_SECONDS, TWO_32 } from './copy.js'
 import { ZERO_HASH, type Status } from './schema.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /** A log as a node serves it (hex strings); `blockTimestamp` is the extension some nodes add. */
 export type LogInput = {
@@ -37,7 +38,7 @@ export type LogRow = {
 /** Where a log's transaction stands: what attribution needs of a range's rows. */
 export type TransactionRow = Pick<LogRow, 'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'blockTimestampMs' | 'transactionIndex'>
 
-export class LogShapeError extends Error {
+export class LogShapeError extends CodetrailError {
   override name = 'LogShapeError'
 }
 
@@ -150,7 +151,7 @@ const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 3 * 8 + 9
 /**
  * Rows in PostgreSQL's binary `COPY` format, written into buffers of at most 2,000 rows. The server
  * parses no text (numbers and timestamps arrive as integers), and writing them costs a quarter of the
- * text format's CPU (bench/README.md). Hex strings are ASCII, one byte per character.
+ * text format's CPU (harness/bench/README.md). Hex strings are ASCII, one byte per character.
  */
 export function toCopyData(rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status): CopyData {
   const pieces: Buffer[] = []

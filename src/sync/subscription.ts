@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { LogInput } from '../store/index.js'
 import { subscribeNewHeads, subscribePendingLogs, type BlockHeader, type PendingLogsFilter } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'

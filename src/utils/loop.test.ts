@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { silentLogger } from '../logger.js'
+import { silentLogger } from '../internal/logger.js'
 import { createWakeUp, runEvery } from './loop.js'
 
 /** Lets every pending promise callback and I/O turn run. */

@@ -1,4 +1,5 @@
-import type { Logger } from '../logger.js'
+/** What a loop reports a failed step to: the process logger, or anything shaped like its `warn`. */
+type StepLog = { warn: (fields: Record<string, unknown>, message: string) => void }
 
 /**
  * Runs `task` every `every` ms (read again each round when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
@@ -14,7 +15,7 @@ export async function runEvery(
     wake,
   }: {
     signal: AbortSignal
-    logger: Logger
+    logger: StepLog
     name: string
     /** Resolves when there is work now; it must give up, keeping any later wake-up for the next wait, when its signal aborts. */
     wake?: (signal: AbortSignal) => Promise<void>

@@ -5,14 +5,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, describe, expect, it } from 'vitest'
-import { startAnvil } from '../../src/devnet/anvil.js'
+import { startAnvil } from '../../harness/devnet/anvil.js'
 import { storedBlocks } from '../../src/sync/historical.js'
-import { startFaultProxy } from '../fixtures/faultProxy.js'
+import { startFaultProxy } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
-import { runTs, spawnTs } from '../helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../helpers/services.js'
+import { runTs, spawnTs } from '../../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../../harness/services.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, waitCaughtUp } from './helpers/chain.js'
+import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, waitCaughtUp } from './helpers/faultChain.js'
 import { startPrivatePostgres, startPrivateRedis } from './helpers/privateServices.js'
 
 /** How long a waiting backfill gets to finish by itself once Redis is back. */

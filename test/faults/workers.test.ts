@@ -5,15 +5,15 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Queue } from 'bullmq'
-import { startAnvil } from '../../src/devnet/anvil.js'
+import { startAnvil } from '../../harness/devnet/anvil.js'
 import { createRangeEvents, createRedis, RANGE_QUEUE } from '../../src/queue/index.js'
 import { storedBlocks } from '../../src/sync/historical.js'
-import { startFaultProxy } from '../fixtures/faultProxy.js'
+import { startFaultProxy } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from '../helpers/processes.js'
-import { REDIS_URL } from '../helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../../harness/processes.js'
+import { REDIS_URL } from '../../harness/services.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, runSeed, seededRandom, sharedEnvironment } from './helpers/chain.js'
+import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, runSeed, seededRandom, sharedEnvironment } from './helpers/faultChain.js'
 
 const KILLS = 6
 /** Every answer of eth_getLogs waits this long, so each chunk job is in flight long enough to be killed in. */

@@ -4,7 +4,7 @@ import { getTransactionCount } from '../../rpc/index.js'
 import type { Database } from '../../store/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
-import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../queries/builderCodes.js'
+import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../../store/reads/index.js'
 import { builderCode, errorResponses, isoTime, walletAddress } from '../schemas.js'
 import { registryRecord } from './attributions.js'
 

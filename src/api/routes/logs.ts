@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
-import { listLogs, logKey, type LogRow } from '../queries/logs.js'
-import { openRepairsIn } from '../queries/status.js'
+import { listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
 import {
   address,
   blockNumber,

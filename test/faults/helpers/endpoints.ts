@@ -6,7 +6,7 @@
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createTcpServer, connect, type AddressInfo, type Server, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { seededRandom } from './chain.js'
+import { seededRandom } from './faultChain.js'
 
 type Call = { jsonrpc?: string; id?: unknown; method: string; params?: unknown[] }
 type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } }
@@ -221,7 +221,7 @@ export type FlakyEdge = JsonRpcServer & {
 
 /**
  * A provider's edge that fails a share of whole HTTP requests, a batch counting once (the fault proxy
- * of `test/fixtures` draws per JSON-RPC call, so a batch of 30 calls meets a 10 % fault 96 % of the time).
+ * of `harness/fixtures` draws per JSON-RPC call, so a batch of 30 calls meets a 10 % fault 96 % of the time).
  */
 export async function startFlakyEdge({ upstream, faults, seed = 1 }: { upstream: string; faults: EdgeFaults; seed?: number }): Promise<FlakyEdge> {
   const poster = createPoster(upstream)
