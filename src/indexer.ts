@@ -26,6 +26,8 @@ import {
 import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
+import { createGasFiller } from './sync/gasFill.js'
+import { createGasQueue } from './queue/index.js'
 import { createPendingPoller } from './sync/pendingPoller.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
 import { createTipReader, type TipBlock } from './sync/tipReads.js'
@@ -162,11 +164,24 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     logger,
     pool: store.pool,
     scope: config.attributionScope,
+    deferRangeGas: true,
     onLaterSchema: (schemaId) => metrics?.laterSchemaSuffixes.inc({ chain_id: String(chainId), schema_id: String(schemaId) }),
   })
   const attribute = attributor.attribute
 
-  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
+  // Range jobs leave gas used to a follow-up job per range, run by the workers after the ranges they take.
+  const gasQueue = createGasQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+  const fillGas = createGasFiller({ pool: store.pool, logger, rpc: reliable })
+  const processRange = createRangeProcessor({
+    pool: store.pool,
+    logger,
+    fetchLogs,
+    fetchBlocks: fetchHeaders,
+    finalizedBlock,
+    attribute,
+    afterStored: ({ chainId: jobChainId, fromBlock, toBlock }, blockSizes) =>
+      gasQueue.enqueue({ chainId: jobChainId, fromBlock, toBlock, ...(blockSizes.size > 0 ? { blockSizes: [...blockSizes] } : {}) }),
+  })
 
   // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.
   const decodedAt = new WeakMap<TipBlock, AttributedBlock>()
@@ -220,6 +235,9 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */
     registry,
     processRange,
+    /** The follow-up of a range job: gas used of its attributed transactions (`gasQueue` holds these jobs). */
+    fillGas,
+    gasQueue,
     follower,
     /** The scheduler lease's fencing token: claimed by each leader, checked by the follower's and the dispatcher's writes. */
     fence,
@@ -227,7 +245,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     blockNumberAt,
     /** The chain's probed profile (block time, pre-confirmations), re-probed while the scheduler runs it. */
     profiler,
-    close: () => store.close(),
+    close: async () => {
+      await gasQueue.close()
+      await store.close()
+    },
     /** Reads recently active registered wallets' nonces, at most `maxWallets`, for `analytics.wallet_coverage`. */
     refreshWalletNonces: (maxWallets: number) => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }, maxWallets),
   }

@@ -41,7 +41,7 @@ const REDIS_CONNECT_TIMEOUT_MS = 2_000
 const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs' | 'retentionLogsDays'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -301,7 +301,7 @@ export async function createApi({
       owned.push(() => rangeQueue.close())
     }
 
-    await app.register(healthRoutes, { ...context, redis, metrics, queues })
+    await app.register(healthRoutes, { ...context, redis, metrics, queues, retentionLogsDays: config.retentionLogsDays })
     await app.register(builderCodeRoutes, context)
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)

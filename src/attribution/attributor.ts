@@ -60,6 +60,11 @@ export type AttributorContext = {
   scope: 'logs' | 'blocks'
   /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
   registryRecheckAfterMs?: number
+  /**
+   * Whether range jobs (`attribute`) leave gas used to the follow-up gas fill: receipts are the one
+   * fetch of a backfill that storing logs does not need. The tip and pending paths are not affected.
+   */
+  deferRangeGas?: boolean
   /** Called once per newly stored transaction whose suffix has a schema id of 3 or above (stored without codes). */
   onLaterSchema?: (schemaId: number) => void
 }
@@ -157,7 +162,7 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
     blockSizes: ReadonlyMap<string, number>,
-    gasRead: ReadonlyMap<string, number> = new Map(),
+    gasRead: ReadonlyMap<string, number> | 'deferred' = new Map(),
   ): Promise<Writes> {
     const fresh = await withEip7702Delegates(
       decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
@@ -168,9 +173,9 @@ export function createAttributor(context: AttributorContext) {
       const stored = known.get(hash)
       return stored ? stored.attributed && stored.gasUsed === null : freshAttributed.has(hash)
     }
-    // A pending transaction has no receipt yet.
+    // A pending transaction has no receipt yet; deferred gas is read by the gas fill after the range is stored.
     const needGas = [...positions.values()]
-      .filter((p) => p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
+      .filter((p) => gasRead !== 'deferred' && p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
       .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
@@ -182,7 +187,7 @@ export function createAttributor(context: AttributorContext) {
     for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasFetched, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
-    const gasUsed = gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
+    const gasUsed = gasRead !== 'deferred' && gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
     /** All codes registered: true; one not: false; one unknown: null. */
     const verdict = (registry: string, codes: readonly string[]) => {
       const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
@@ -306,7 +311,12 @@ export function createAttributor(context: AttributorContext) {
    * decoded yet are fetched whole block or by hash (`fetchForLogs`); `blockSizes` holds the exact
    * transaction count of the blocks whose headers were read (by block hash).
    */
-  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, blockSizes: ReadonlyMap<string, number> = new Map()): Promise<Writes> {
+  async function forLogs(
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    blockSizes: ReadonlyMap<string, number> = new Map(),
+    gas: 'read' | 'deferred' = 'read',
+  ): Promise<Writes> {
     const positions = positionsOfRows(rows, statusOf)
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
@@ -322,7 +332,7 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]))
+    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]), gas === 'deferred' ? 'deferred' : new Map())
   }
 
   /**
@@ -394,7 +404,7 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
-  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number>): Promise<Writes> {
+  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number> | 'deferred'): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const block of blocks) {
       block.transactions.forEach((tx, transactionIndex) => {
@@ -429,12 +439,18 @@ export function createAttributor(context: AttributorContext) {
    * Prepares the attribution of every transaction of every block of `range`, logs or not (`blocks`
    * scope); `rows` are the range's logs.
    */
-  async function forRange([from, to]: Interval, rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, headers: ReadonlyMap<number, string> = new Map()): Promise<Writes> {
+  async function forRange(
+    [from, to]: Interval,
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    headers: ReadonlyMap<number, string> = new Map(),
+    gas: 'read' | 'deferred' = 'read',
+  ): Promise<Writes> {
     const blocks = await fetchBlocks(Array.from({ length: to - from + 1 }, (_, i) => from + i))
     // Blocks without logs too: a backend lagging on an old fork must not have its blocks attributed beside the headers stored.
     const stray = blocks.find((block) => headers.has(block.number) && headers.get(block.number) !== block.hash)
     if (stray) throw new Error(`block ${stray.number} (${stray.hash}) read whole is not the header read for the range; reading again`)
-    return forBlocks(blocksOfRows(blocks, rows), statusOf)
+    return forBlocks(blocksOfRows(blocks, rows), statusOf, gas === 'deferred' ? 'deferred' : undefined)
   }
 
   /**
@@ -449,7 +465,8 @@ export function createAttributor(context: AttributorContext) {
     blockSizes?: ReadonlyMap<string, number>,
     headers?: ReadonlyMap<number, string>,
   ): Promise<Writes> {
-    return context.scope === 'blocks' ? forRange(range, rows, statusOf, headers) : forLogs(rows, statusOf, blockSizes)
+    const gas = context.deferRangeGas ? 'deferred' : 'read'
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf, headers, gas) : forLogs(rows, statusOf, blockSizes, gas)
   }
 
   return { attribute, forLogs, forRange, forFetched, decodeBlocks, gasWanted }

@@ -84,14 +84,14 @@ export type ReceiptRead = { hash: string; blockHash: string; blockTransactions: 
 export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
   let blockReceipts = true
 
-  async function byHash(hashes: readonly string[], gasUsed: Map<string, number>): Promise<void> {
-    const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getTransactionReceipts(rpc, slice))
-    // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
-    receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, receipt.gasUsed))
+  async function byHash(reads: readonly ReceiptRead[], gasUsed: Map<string, number>): Promise<void> {
+    const receipts = await inSlices(reads, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getTransactionReceipts(rpc, slice.map((read) => read.hash)))
+    // A node that has no receipt yet, or one from another block (the transaction moved in a reorg), leaves gas used unknown: it is filled when the transaction is seen again.
+    receipts.forEach((receipt, i) => receipt && receipt.blockHash === reads[i]!.blockHash && gasUsed.set(reads[i]!.hash, receipt.gasUsed))
   }
 
   /** Reads whole blocks' receipts; returns the hashes still to read by hash (all of them when the node lacks the method). */
-  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<string[]> {
+  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<ReceiptRead[]> {
     const blockHashes = [...blocks.keys()]
     try {
       const lists = await inSlices(
@@ -101,7 +101,7 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
         (slice) => getBlockReceipts(rpc, slice),
         (blockHash) => blockWeight(blocks.get(blockHash)!.size),
       )
-      const left: string[] = []
+      const left: ReceiptRead[] = []
       lists.forEach((receipts, i) => {
         const wanted = blocks.get(blockHashes[i]!)!.hashes
         const found = new Map((receipts ?? []).filter((r) => r.blockHash === blockHashes[i]).map((r) => [r.transactionHash, r]))
@@ -109,14 +109,14 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
           const receipt = found.get(hash)
           if (receipt) gasUsed.set(hash, receipt.gasUsed)
           // A block the node no longer has under that hash (reorged) or not yet: asked by hash, as the others.
-          else left.push(hash)
+          else left.push({ hash, blockHash: blockHashes[i]!, blockTransactions: undefined })
         }
       })
       return left
     } catch (error) {
       if (classifyRpcError(error).pattern !== 'invalid-request') throw error
       blockReceipts = false
-      return [...blocks.values()].flatMap((block) => block.hashes)
+      return [...blocks].flatMap(([blockHash, block]) => block.hashes.map((hash) => ({ hash, blockHash, blockTransactions: undefined })))
     }
   }
 
@@ -129,11 +129,11 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
       else perBlock.set(read.blockHash, [read])
     }
     const wholeBlocks = new Map<string, { size: number; hashes: string[] }>()
-    const single: string[] = []
+    const single: ReceiptRead[] = []
     for (const [blockHash, wanted] of perBlock) {
       const size = wanted.find((r) => r.blockTransactions !== undefined)?.blockTransactions
       if (blockReceipts && size !== undefined && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
-      else single.push(...wanted.map((r) => r.hash))
+      else single.push(...wanted)
     }
     const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])
     if (left.length > 0) await byHash(left, gasUsed)
