@@ -31,7 +31,7 @@ import { createEventStream } from '../delivery/index.js'
 import { createWebhookQueue, type WebhookQueue } from '../queue/index.js'
 
 export { createMetrics, type Metrics } from '../internal/metrics.js'
-export { createBuilderCodeClient, BuilderCodeClientError } from './client.js'
+export { createBuilderCodeClient, BuilderCodeClientError } from '../client/client.js'
 
 const RATE_LIMIT_WINDOW_MS = 60_000
 /** The largest body any route takes is a wallet address; anything much bigger is refused. */

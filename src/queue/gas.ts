@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq'
 import type { Logger } from '../internal/logger.js'
 import { briefly } from '../internal/errors.js'
 import type { GasJobData, GasJobResult } from '../sync/gasFill.js'
-import { createRedis, type QueueContext } from './index.js'
+import { createRedis, type QueueContext } from './redis.js'
 
 export const GAS_QUEUE = 'gas'
 const GAS_ATTEMPTS = 10
