@@ -198,8 +198,6 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   })
 
   return {
-    config,
-    logger,
     store,
     rpc,
     chainId,
@@ -212,7 +210,6 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     /** The scheduler lease's fencing token: claimed by each leader, checked by the follower's and the dispatcher's writes. */
     fence,
     poller,
-    fetchHeader,
     blockNumberAt,
     /** The chain's probed profile (block time, pre-confirmations), re-probed while the scheduler runs it. */
     profiler,
@@ -222,4 +219,3 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   }
 }
 
-export type Indexer = Awaited<ReturnType<typeof createIndexer>>

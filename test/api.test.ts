@@ -168,7 +168,7 @@ type Item = {
 }
 
 describe('GET /v1/attributions', () => {
-  it('returns items with every field of SPEC §7, newest block first', async () => {
+  it('returns items with every documented field, newest block first', async () => {
     const { status, body } = await get<Page<Item>>('/v1/attributions?limit=3')
     expect(status).toBe(200)
     expect(body.items).toHaveLength(3)

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
+import { builderCodeStatsReport, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { applyReorg } from '../src/reorg/index.js'
 import { advanceFinality, runMigrations, storeTipBlocks, withTransaction } from '../src/store/index.js'
@@ -289,7 +289,7 @@ async function expectStatsMatchRows(context: string): Promise<void> {
   // Half the ranges end after every row (the senders' latest times answer), half inside the data (the rows answer).
   const to = random() < 0.5 ? T0 + 5 * 86_400 : from + 1 + int(2 * 86_400)
   const { since, until } = roundToBuckets(interval, new Date(from * 1000), new Date(to * 1000))
-  const stats = await builderCodeStats(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval, since, until })
+  const { stats } = await builderCodeStatsReport(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval, since, until })
   const expected = await statsFromRows(code, interval, since, until)
   const label = `${context}: ${code} ${interval} ${since.toISOString()} ${until.toISOString()}`
   expect(stats.total, label).toEqual(expected.total)

@@ -7,9 +7,10 @@ import { mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type pg from 'pg'
-import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, pinToCpus, postgresBackendsOf, spawnNode, watchProcess } from './processes.js'
+import { spawnNode } from '../processes.js'
+import { COMPILED_ENTRIES, cpuSecondsOf, monotonicUs, pinToCpus, postgresBackendsOf, watchProcess } from './processStats.js'
 import { summarizeCpuProfile, type ProfileSummary } from './profile.js'
-import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { createBenchDatabase, createRedisPrefix } from '../services.js'
 
 /** Progress fractions at which the worker's RSS is reported, to show whether it stays flat. */
 export const RSS_CHECKPOINTS = [0.25, 0.5, 0.75, 1] as const
@@ -73,7 +74,7 @@ type StdoutEvent = {
 export async function runBackfill(parameters: BackfillRunParameters): Promise<BackfillRun> {
   const { range, expected } = parameters
   const db = await createBenchDatabase(parameters.adminDatabaseUrl, 'backfill')
-  const redis = createBenchRedisPrefix(parameters.redisUrl, 'backfill')
+  const redis = createRedisPrefix(parameters.redisUrl, 'ct_bench_backfill')
   try {
     let enqueuedAt: number | undefined
     let startupCpuSec = 0

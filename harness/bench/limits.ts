@@ -10,7 +10,7 @@ import type pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { readsWholeBlock, slicesOf } from '../../src/attribution/nodeReads.js'
 import { copyStatement, LOG_COPY_COLUMNS, toCopyData, toLogRows, type LogInput } from '../../src/store/logRows.js'
-import { cpuSecondsOf, startCpuCount } from './processes.js'
+import { cpuSecondsOf, startCpuCount } from './processStats.js'
 import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 
 /**

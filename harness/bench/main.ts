@@ -1,7 +1,7 @@
 /**
  * npm run bench -- [--quick] [--profile] [--pending-ws] [--duration 300s] [--step 15s] [all | backfill pending decode api webhooks blocks tip]
  *
- * The benchmarks of SPEC §10, each figure beside the limits of this machine measured in the same
+ * The benchmarks of codetrail's backfill, pending, decode, API, webhook and tip paths, each figure beside the limits of this machine measured in the same
  * run on the same data: prints a table and writes `harness/bench/results.json`. Named parts run alone and
  * the other figures in `harness/bench/results.json` are kept. Without names: backfill, pending and decode
  * (about 4 minutes); `api` seeds 10 million attributions first (about 8 minutes more), so it runs
@@ -33,7 +33,7 @@ import { runTip, TIP_TX_PER_BLOCK, type TipRun } from './tip.js'
 import { parseDuration } from '../demo/options.js'
 import type { ProfileSummary } from './profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow, type TipResults } from './report.js'
-import { createBenchDatabase } from './services.js'
+import { createBenchDatabase } from '../services.js'
 import { benchDecode, type DecodeBenchCase } from './decode.js'
 import { ensureFixture, type Fixture } from './fixture.js'
 
@@ -65,7 +65,7 @@ const SIZES = {
 }
 const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
-// SPEC §10: concurrent clients, each its own connection, over this many seeded builder codes.
+// Concurrent clients, each its own connection, over this many seeded builder codes.
 const API_CLIENTS = 8
 const API_CODES = 100
 // Pages of a code's attributions one session reads (the first, then nextCursor).

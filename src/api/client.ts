@@ -1,14 +1,9 @@
 /** A small client for agents: register a wallet and read its builder code from a codetrail API. */
+import createClient from 'openapi-fetch'
+import type { components, paths } from './openapi.js'
 
-export type BuilderCodeRegistration = { builderCode: string; walletAddress: string }
-
-export type BuilderCodeCoverageSide = { transactions: number | null; attributed: number }
-
-export type BuilderCodeRecord = BuilderCodeRegistration & {
-  createdAt: string
-  source: 'local' | 'upstream'
-  coverage: { latest: BuilderCodeCoverageSide; pending: BuilderCodeCoverageSide }
-}
+export type BuilderCodeRegistration = components['schemas']['BuilderCodeRegistration']
+export type BuilderCodeRecord = components['schemas']['BuilderCodeRecord']
 
 /** A non-2xx answer: the HTTP status and the API's error code and message. */
 export class BuilderCodeClientError extends Error {
@@ -21,6 +16,14 @@ export class BuilderCodeClientError extends Error {
     this.status = status
     this.code = code
   }
+}
+
+/** The body of a 2xx answer to an `openapi-fetch` call; any other answer throws a {@link BuilderCodeClientError}. */
+export async function answer<T>(request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await request
+  if (response.ok) return data as T
+  const problem = (error as { error?: { code?: string; message?: string } } | undefined)?.error
+  throw new BuilderCodeClientError(response.status, problem?.code ?? 'http_error', problem?.message ?? `codetrail answered HTTP ${response.status}`)
 }
 
 export type BuilderCodeClient = {
@@ -36,30 +39,17 @@ export type BuilderCodeClient = {
  * const { builderCode } = await codes.register('0xd8da6bf26964af9d7eed9e03e53415d37aa96045')
  */
 export function createBuilderCodeClient(baseUrl: string, { fetch: fetchFn = fetch }: { fetch?: typeof fetch } = {}): BuilderCodeClient {
-  const base = baseUrl.replace(/\/+$/, '')
-
-  async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
-    const response = await fetchFn(`${base}${path}`, { ...init, headers: { accept: 'application/json', ...init.headers } })
-    const body = (await response.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null
-    if (!response.ok)
-      throw new BuilderCodeClientError(
-        response.status,
-        body?.error?.code ?? 'http_error',
-        body?.error?.message ?? `codetrail answered HTTP ${response.status}`,
-      )
-    return body as T
-  }
+  const client = createClient<paths>({
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    headers: { accept: 'application/json' },
+    fetch: fetchFn,
+  })
 
   return {
-    register: (walletAddress) =>
-      call('/v1/agents/builder-codes', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ walletAddress }),
-      }),
+    register: (walletAddress) => answer(client.POST('/v1/agents/builder-codes', { body: { walletAddress } })),
     async get(walletAddress) {
       try {
-        return await call<BuilderCodeRecord>(`/v1/agents/builder-codes/${encodeURIComponent(walletAddress)}`)
+        return await answer(client.GET('/v1/agents/builder-codes/{walletAddress}', { params: { path: { walletAddress } } }))
       } catch (error) {
         if (error instanceof BuilderCodeClientError && error.status === 404) return null
         throw error

@@ -467,5 +467,3 @@ export function createAttributor(context: AttributorContext) {
 
   return { attribute, forLogs, forRange, forFetched, decodeBlocks, gasWanted }
 }
-
-export type Attributor = ReturnType<typeof createAttributor>

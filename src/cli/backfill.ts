@@ -7,10 +7,12 @@
  */
 import cliProgress from 'cli-progress'
 import { ConfigError, loadConfig, secretsOf } from '../config/index.js'
+import { UsageError } from '../internal/errors.js'
 import { createIndexer } from '../indexer.js'
 import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
+import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId } from '../queue/index.js'
+import type { FilterRange } from '../store/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
 import { sleep } from '../utils/loop.js'
 import { createRedactor } from '../utils/redact.js'
@@ -19,9 +21,6 @@ const POLL_MS = 500
 const REPLAN_MS = 5_000
 /** A Redis command of the waiting loop that has no answer by then is given up for this poll. */
 const REDIS_STEP_TIMEOUT_MS = 10_000
-
-/** A flag value the command cannot use: reported with exit 2, like an unknown flag. */
-export class UsageError extends Error {}
 
 export type BackfillOptions = { from: number; to: number | 'latest' | 'safe' | 'finalized'; addresses: string[]; topics: string[]; wait: boolean; json: boolean }
 
@@ -44,7 +43,7 @@ export function parseBackfillOptions(values: { from: string; to: string; address
 }
 
 /** The chunk jobs Redis no longer holds in any state. */
-async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs: readonly RangeJobData[]): Promise<RangeJobData[]> {
+async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs: readonly FilterRange[]): Promise<FilterRange[]> {
   const held = await Promise.all(jobs.map((job) => rangeQueue.queue.getJob(rangeJobId(job))))
   return jobs.filter((_, i) => !held[i])
 }

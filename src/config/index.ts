@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
-import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
-import { parseSecretsKey } from '../delivery/secrets.js'
+import { ConfigError } from '../internal/errors.js'
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from './limits.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -73,7 +73,7 @@ const origins = z
   )
   .transform((items) => [...new Set(items.map((item) => new URL(item).origin))])
 
-/** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
+/** Each environment variable codetrail reads, with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
@@ -211,13 +211,17 @@ export type Config = Readonly<{
   shutdownTimeoutMs: number
 }>
 
+export { ConfigError }
+
+/** `SECRETS_KEY` decoded: 32 bytes for AES-256-GCM. */
+export function parseSecretsKey(value: string): Buffer | null {
+  const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64')
+  return key.length === 32 ? key : null
+}
+
 /** Whether a daemon of this role applies migrations at start: `MIGRATE_ON_START`, else only the roles that write the index's state. */
 export function migratesOnStart(config: Pick<Config, 'migrateOnStart'>, role: Role): boolean {
   return config.migrateOnStart ?? (role === 'all' || role === 'scheduler')
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError'
 }
 
 /** Variables whose value may hold a secret, and how an error line shows it. */

@@ -129,5 +129,3 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     },
   }
 }
-
-export type Dispatcher = ReturnType<typeof createDispatcher>

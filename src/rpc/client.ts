@@ -1,15 +1,15 @@
 import { isAscii } from 'node:buffer'
 import http from 'node:http'
 import https from 'node:https'
-import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
+import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError } from 'viem'
 import { silentLogger, type Logger } from '../internal/logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/limits.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
-/** Providers refuse batches above roughly 100–1,000 calls (SPEC §5 `RPC_BATCH_SIZE`). */
+/** Providers refuse batches above roughly 100–1,000 calls; `RPC_BATCH_SIZE` sets it. */
 const DEFAULT_BATCH_SIZE = 100
 
 /** One finished HTTP request, for metrics. */
@@ -58,8 +58,6 @@ export type RpcClient = {
   batch<T = unknown>(calls: readonly RpcCall[], options?: RpcRequestOptions): Promise<T[]>
   /** `eth_chainId`, asked once. */
   chainId(): Promise<number>
-  /** A viem public client over the same requests, for typed actions off the hot path. */
-  viem: PublicClient
 }
 
 type RpcResponse = { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }
@@ -257,9 +255,5 @@ export function createRpcClient({
     return chainId
   }
 
-  const viem = createPublicClient({
-    transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params) }, { retryCount: 0 }),
-  })
-
-  return { url, logger, request, batch, chainId: getChainId, viem }
+  return { url, logger, request, batch, chainId: getChainId }
 }

@@ -2,18 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Address, Hex } from 'viem'
 import { alignedChunks, type Interval } from '../utils/interval.js'
 import { backoffDelay } from './backoff.js'
+import { MAX_BLOCKS_PER_REQUEST } from '../config/limits.js'
 import type { RpcClient } from './client.js'
 import { classifyRpcError, type RpcErrorAction } from './errors.js'
 import { blockCount, halveInterval, narrowInterval } from './ranges.js'
 import { verifyLogsRequested } from './verify.js'
+import { CodetrailError } from '../internal/errors.js'
 
-/** SPEC §2: keep `eth_getLogs` ranges under 2,000 blocks. */
-export const MAX_BLOCKS_PER_REQUEST = 1999
-/**
- * `RPC_MAX_RESPONSE_BYTES` by default: the widest range of a chain as busy as Base (~50 kB of logs per
- * block, FACTS.md), with half again as headroom: 150 MB, Alchemy's own cap. A larger answer splits the range.
- */
-export const DEFAULT_MAX_RESPONSE_BYTES = Math.ceil(MAX_BLOCKS_PER_REQUEST * 50_000 * 1.5)
 
 export const DEFAULT_GET_LOGS_RETRY: GetLogsRetryPolicy = {
   maxRetries: 4,
@@ -87,7 +82,7 @@ export type GetLogsHooks = {
 export type GetLogsReturnType = RpcLog[]
 
 /** `eth_getLogs` gave up on a range; `retryable` says whether a later attempt may succeed. */
-export class GetLogsError extends Error {
+export class GetLogsError extends CodetrailError {
   override name = 'GetLogsError'
   readonly fromBlock: BlockTag
   readonly toBlock: BlockTag
@@ -110,10 +105,8 @@ export class GetLogsError extends Error {
   }
 }
 
-export type GetLogsErrorType = GetLogsError
-
 /** The node that answered has not reached the range's last block; its message reads as `retry` to {@link classifyRpcError}. */
-export class NodeBehindError extends Error {
+export class NodeBehindError extends CodetrailError {
   override name = 'NodeBehindError'
   constructor(toBlock: number) {
     super(`block ${toBlock} is beyond current head of the node that answered`)

@@ -221,15 +221,6 @@ export async function clearRepairRetry(db: Queryable, repair: Repair): Promise<v
   await db.query(`UPDATE sync_repairs SET retry_at = NULL WHERE ${repairKey}`, repairKeyOf(repair))
 }
 
-/** Open repairs of a chain: all of them, and those quarantined. */
-export async function countRepairs(db: Queryable, chainId: number): Promise<{ open: number; quarantined: number }> {
-  const { rows } = await db.query<{ open: number; quarantined: number }>(
-    `SELECT count(*)::int AS open, count(*) FILTER (WHERE quarantined_at IS NOT NULL)::int AS quarantined FROM sync_repairs WHERE chain_id = $1`,
-    [chainId],
-  )
-  return rows[0] ?? { open: 0, quarantined: 0 }
-}
-
 /** Appends a handled reorg to the audit table. */
 export async function recordReorg(
   client: pg.PoolClient,

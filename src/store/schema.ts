@@ -450,7 +450,7 @@ export const reorgs = pgTable(
   (t) => [index('reorgs_chain').on(t.chainId, t.detectedAt)],
 )
 
-/** Webhook event types, one per state an attribution can reach (SPEC §7). */
+/** Webhook event types, one per state an attribution can reach. */
 export const WEBHOOK_EVENTS = ['attribution.pending', 'attribution.confirmed', 'attribution.finalized', 'attribution.removed'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number]
 

@@ -6,7 +6,7 @@ import { whilePreconfirming, type ChainProfiler } from '../chains/index.js'
 import { createWakeUp, runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
 import type { PendingPoller } from './pendingPoller.js'
-import type { RepairRunner } from '../reorg/repairRunner.js'
+import type { RepairRunner } from '../reorg/index.js'
 
 /** How long a dead scheduler's lease blocks the next one; renewed every third of it. */
 const LEASE_TTL_MS = 5_000

@@ -1,4 +1,5 @@
-import type { Logger } from '../internal/logger.js'
+/** What a loop reports a failed step to: the process logger, or anything shaped like its `warn`. */
+type StepLog = { warn: (fields: Record<string, unknown>, message: string) => void }
 
 /**
  * Runs `task` every `every` ms (read again each round when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
@@ -7,7 +8,7 @@ import type { Logger } from '../internal/logger.js'
 export async function runEvery(
   every: number | (() => number),
   task: () => Promise<unknown>,
-  { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: () => Promise<void> },
+  { signal, logger, name, wake }: { signal: AbortSignal; logger: StepLog; name: string; wake?: () => Promise<void> },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {

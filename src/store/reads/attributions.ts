@@ -185,16 +185,10 @@ type StatsTotals = { buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }
 
 /**
  * Per UTC hour or day of `[since, until)`: the code's attributions that are not removed (all, confirmed
- * or finalized, pending), distinct senders and gas used, plus a grand total, read from the rollup the
- * triggers on `attributions` keep (store/sql/02-stats-rollup.sql) rather than from the rows themselves.
- * Every bucket of the range comes back, empty ones as zeros.
+ * or finalized, pending), distinct senders and gas used, read from the rollup the triggers on
+ * `attributions` keep (store/sql/02-stats-rollup.sql) rather than from the rows themselves: one row per bucket with rows, and the total
+ * with `start` null.
  */
-export async function builderCodeStats(db: Database, parameters: BuilderCodeStatsParameters): Promise<StatsTotals> {
-  const result = await db.execute<StatsRow>(statsQuery(parameters))
-  return toStats(parameters, result.rows)
-}
-
-/** Rows of {@link builderCodeStats}: one per bucket with rows, and the total with `start` null. */
 function statsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
   return sql`
     select extract(epoch from ${builderCodeBuckets.start})::int8 * 1000 as start,
@@ -239,8 +233,8 @@ export type BuilderCodeStatsReport = {
 }
 
 /**
- * What the stats route answers with, in one prepared statement and so one round trip: {@link builderCodeStats},
- * {@link builderCodeRoleStats}, the wallet that registered the code here and the code's registry record.
+ * What the stats route answers with, in one prepared statement and so one round trip: the code's
+ * buckets and total (every bucket of the range, empty ones as zeros), the same per role, the wallet that registered the code here and the code's registry record.
  */
 export async function builderCodeStatsReport(db: Database, parameters: BuilderCodeStatsParameters): Promise<BuilderCodeStatsReport> {
   const { chainId, builderCode, interval, since, until } = parameters
@@ -299,7 +293,7 @@ export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string;
 
 /**
  * The codes with the most attributions (not removed) in `[since, until)` (whole UTC hours, see
- * {@link roundToBuckets}), most first, with the same counts as {@link builderCodeStats} gives each
+ * {@link roundToBuckets}), most first, with the same counts as {@link builderCodeStatsReport} gives each
  * code over that range with `interval: 'hour'`, and its roles; one prepared statement.
  */
 export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
@@ -378,16 +372,10 @@ type RoleStats = { buckets: Map<number, RoleCounts[]>; total: RoleCounts[] }
 const roleRank = (role: SQL) => sql`array_position(array['app', 'wallet', 'service', '']::text[], ${role})`
 
 /**
- * Per UTC hour or day of `[since, until)` and in total: the code's attributions that are not removed,
- * per role it held, read from the rollup the triggers on `attributions` keep (store/sql/02-stats-rollup.sql).
- * Only roles with rows appear, in the order app, wallet, service, none.
+ * Per UTC hour or day of `[since, until)` and in total: the code's attributions that are not removed, per
+ * role it held, read from the rollup the triggers on `attributions` keep (store/sql/02-stats-rollup.sql). Unordered rows: one per bucket
+ * and role with rows, and per role with `start` null.
  */
-export async function builderCodeRoleStats(db: Database, parameters: BuilderCodeStatsParameters): Promise<RoleStats> {
-  const result = await db.execute<RoleRow>(sql`${roleStatsQuery(parameters)} order by start nulls first, ${roleRank(sql`role`)}`)
-  return toRoleStats(result.rows)
-}
-
-/** Rows of {@link builderCodeRoleStats}, unordered: one per bucket and role with rows, and per role with `start` null. */
 function roleStatsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
   const b = builderCodeRoleBuckets
   return sql`

@@ -1,9 +1,6 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 // /proc/<pid>/stat counts CPU time in clock ticks, 100 per second on Linux.
 const CLOCK_TICKS = 100
 
@@ -17,57 +14,6 @@ export function monotonicUs(at: number): number {
 
 /** The compiled entry points the bench runs, as users start them after `npm run build`. */
 export const COMPILED_ENTRIES = { daemon: 'dist/src/main.js', backfill: 'dist/scripts/backfill.js' } as const
-
-export type NodeChild = {
-  child: ChildProcess
-  pid: number
-  /** Resolves with the exit code (or the signal's name). */
-  exited: Promise<number | string>
-  /** The last lines of stderr, for error messages. */
-  stderrTail: () => string
-  stop: (signal?: NodeJS.Signals) => Promise<number | string>
-}
-
-export type SpawnNodeParameters = {
-  entry: string
-  args?: string[]
-  env: Record<string, string>
-  /** Flags for node itself, e.g. `--cpu-prof`. */
-  nodeFlags?: string[]
-  onStdoutLine?: (line: string, at: number) => void
-  onStderrLine?: (line: string, at: number) => void
-}
-
-/**
- * Runs an entry point of the repo as one node process: compiled JavaScript (`dist/…`) as it is, a
- * TypeScript one with tsx as a loader (so the pid is the one that works).
- */
-export function spawnNode({ entry, args = [], env, nodeFlags = [], onStdoutLine, onStderrLine }: SpawnNodeParameters): NodeChild {
-  const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : []
-  const child = spawn(process.execPath, [...nodeFlags, ...loader, entry, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const tail: string[] = []
-  createInterface({ input: child.stdout! }).on('line', (line) => onStdoutLine?.(line, performance.now()))
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    tail.push(line)
-    if (tail.length > 20) tail.shift()
-    onStderrLine?.(line, performance.now())
-  })
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')))
-  return {
-    child,
-    pid: child.pid!,
-    exited,
-    stderrTail: () => tail.join('\n'),
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-      return exited
-    },
-  }
-}
 
 /** Resident set size now and its peak (VmHWM) in MiB, or null once the process has exited. */
 export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } | null {

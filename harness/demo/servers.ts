@@ -1,6 +1,7 @@
-/** The demo's PostgreSQL database and Redis prefix: reachability first, then a fresh database of its own. */
+/** The demo's servers: PostgreSQL and Redis checked first, each failure one line with its fix, then a fresh database of its own. */
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import { databaseUrlFor } from '../services.js'
 
 const CONNECT_TIMEOUT_MS = 3_000
 /** A database name the demo may drop and create without quoting. */
@@ -57,13 +58,6 @@ export async function checkRedisServer(redisUrl: string): Promise<string | null>
 /** Whether `name` can be the demo's database name. */
 export function isDatabaseName(name: string): boolean {
   return DATABASE_NAME.test(name)
-}
-
-/** `databaseUrl` with its database replaced by `name`. */
-export function databaseUrlFor(databaseUrl: string, name: string): string {
-  const url = new URL(databaseUrl)
-  url.pathname = `/${name}`
-  return url.toString()
 }
 
 /**

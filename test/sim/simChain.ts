@@ -9,7 +9,7 @@ import { concat, type Address, type Hash, type Hex } from 'viem'
 import type { Devnet } from '../../harness/devnet/index.js'
 import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../../harness/fixtures/chain.js'
 import { createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../../harness/fixtures/entryPoint.js'
-import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/chain.js'
+import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/faultChain.js'
 import { rpcCall } from '../faults/helpers/nodeCompare.js'
 import { ACCOUNTS_PER_VERSION, ENTRY_POINT_VERSIONS, type Action, type BlockPlan, type EntryPointVersion } from './schedule.js'
 
