@@ -171,19 +171,11 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
   const timer = members.length > 1 ? setInterval(() => void probe(), probeEveryMs) : undefined
   timer?.unref()
 
-  let chainId: Promise<number> | undefined
   const client: RpcClient = {
     url: members[0]!.client.url,
     logger,
     request: <T>(method: string, params?: readonly unknown[], options?: RpcRequestOptions) => call((c) => c.request<T>(method, params, options)),
     batch: <T>(calls: readonly RpcCall[], options?: RpcRequestOptions) => call((c) => c.batch<T>(calls, options)),
-    chainId() {
-      chainId ??= client.request<string>('eth_chainId').then(Number, (error: unknown) => {
-        chainId = undefined
-        throw error
-      })
-      return chainId
-    },
   }
   return {
     ...client,
