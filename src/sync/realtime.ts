@@ -28,10 +28,22 @@ export type { Header }
 
 const isTipBlock = (block: Header | TipBlock): block is TipBlock => 'transactions' in block
 
+/**
+ * Where a step that stored blocks spent its time, in ms: `startedAt` (epoch ms, comparable across
+ * processes on one machine) when it began; `head` reading or taking the newest head, `read` the
+ * batch of bodies and logs, `attribute` decoding and attribution, `store` the database transaction
+ * (its rows are readable from `startedAt` + head + read + attribute + store), `finalize` the
+ * finality step after it.
+ */
+export type StepTimings = { startedAt: number; head: number; read: number; attribute: number; store: number; finalize: number }
+
+/** Wall-clock milliseconds with sub-millisecond precision. */
+const now = () => performance.timeOrigin + performance.now()
+
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
   | { type: 'idle'; head: number }
-  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number }
+  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number; timings: StepTimings }
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }
@@ -128,6 +140,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
    * logs of the range in one batch, attribution from those bodies, one database transaction.
    */
   async function step(): Promise<FollowEvent[]> {
+    const startedAt = now()
     const { liveBlock, liveHash } = await initialise()
     const notified = announced
     announced = undefined
@@ -156,6 +169,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const filters = [context.filter, ...also.map((followed) => followed.filter)]
     // Receipts ride with the logs only where every log is followed: elsewhere most attributed transactions have no indexed log.
     const receipts = context.gasWanted && isEveryLog(context.filter) ? context.gasWanted([...have.values()]) : []
+    const headAt = now()
     let read: Awaited<ReturnType<TipReader['step']>>
     try {
       read = await context.tip.step([liveBlock + 1, to], have, filters, receipts)
@@ -163,6 +177,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
     }
+    const readAt = now()
     const headers = read.blocks
     if (headers[0]!.parentHash !== liveHash) return [await reorg(liveBlock, liveHash, headers[0]!.parentHash)]
     for (let i = 1; i < headers.length; i++) {
@@ -179,6 +194,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
     const finalized = (await context.finalized())?.number ?? null
     const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
+    const attributedAt = now()
     crashPoint('tip-read')
     const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
       chainId,
@@ -191,10 +207,12 @@ export function createHeadFollower(context: HeadFollowerContext) {
       ...fenced,
     })
     crashPoint('tip-stored')
-    const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
-    events.push(...orphanedOffCanonical(orphaned, orphanLogsRemoved))
+    const storedAt = now()
+    const events: FollowEvent[] = orphanedOffCanonical(orphaned, orphanLogsRemoved)
     events.push(...(await finalize()))
-    return events
+    const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10
+    const timings = { startedAt: Math.round(startedAt), head: ms(startedAt, headAt), read: ms(headAt, readAt), attribute: ms(readAt, attributedAt), store: ms(attributedAt, storedAt), finalize: ms(storedAt, now()) }
+    return [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored, timings }, ...events]
   }
 
   async function reorg(liveBlock: number, oldHash: string, newHash: string): Promise<FollowEvent> {
