@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createWakeUp } from './loop.js'
+import { silentLogger } from '../logger.js'
+import { createWakeUp, runEvery } from './loop.js'
 
 describe('createWakeUp', () => {
   it('resolves a wait at the next notify', async () => {
@@ -22,5 +23,29 @@ describe('createWakeUp', () => {
     void wakeUp.wait().then(() => (woken = true))
     await new Promise((resolve) => setTimeout(resolve, 10))
     expect(woken).toBe(false)
+  })
+})
+
+describe('runEvery with a wake-up', () => {
+  it('runs again at once for a notification that came during a run, after a wait the sleep ended', async () => {
+    const wakeUp = createWakeUp()
+    const stop = new AbortController()
+    let runs = 0
+    let third!: () => void
+    const ranThird = new Promise<void>((resolve) => (third = resolve))
+    const loop = runEvery(
+      // Read before each run: the first wait ends by its sleep; after the second run only a notification starts the third.
+      () => (runs < 1 ? 1 : 600_000),
+      async () => {
+        runs++
+        if (runs === 2) wakeUp.notify()
+        if (runs === 3) third()
+      },
+      { signal: stop.signal, logger: silentLogger, name: 'test', wake: wakeUp.wait },
+    )
+    await ranThird
+    stop.abort()
+    await loop
+    expect(runs).toBe(3)
   })
 })

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.js'
 export async function runEvery(
   every: number | (() => number),
   task: () => Promise<unknown>,
-  { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: () => Promise<void> },
+  { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: (given: AbortSignal) => Promise<void> },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
@@ -22,8 +22,13 @@ export async function runEvery(
     }
     const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
     const wait = Math.max(backoff, intervalMs - (performance.now() - started))
-    // `wake` cuts the wait short when something says there is work now (never after a failure).
-    await (wake && failures === 0 ? Promise.race([sleep(wait, signal), wake()]) : sleep(wait, signal))
+    // `wake` cuts the wait short when something says there is work now (never after a failure). The
+    // wait it was given up when the sleep wins, so a notification during the next run is not spent on it.
+    if (wake && failures === 0) {
+      const waited = new AbortController()
+      await Promise.race([sleep(wait, signal), wake(waited.signal)])
+      waited.abort()
+    } else await sleep(wait, signal)
   }
 }
 
@@ -42,27 +47,38 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * A latch for `runEvery`'s `wake`: `wait()` resolves at the next `notify()`, or at once when one came
- * since the last wait (a notification during a step is not lost).
+ * since the last wait (a notification during a step is not lost). A wait whose `given` signal aborts
+ * (its caller stopped waiting) no longer takes notifications: the next one is kept for the next wait.
  */
 export function createWakeUp() {
   let notified = false
-  let resolve: (() => void) | undefined
+  let waiter: (() => void) | undefined
   return {
     notify() {
-      notified = true
-      resolve?.()
+      if (!waiter) {
+        notified = true
+        return
+      }
+      const woken = waiter
+      waiter = undefined
+      woken()
     },
-    wait(): Promise<void> {
+    wait(given?: AbortSignal): Promise<void> {
       if (notified) {
         notified = false
         return Promise.resolve()
       }
       return new Promise<void>((done) => {
-        resolve = () => {
-          notified = false
-          resolve = undefined
-          done()
-        }
+        if (given?.aborted) return done()
+        waiter = done
+        given?.addEventListener(
+          'abort',
+          () => {
+            if (waiter === done) waiter = undefined
+            done()
+          },
+          { once: true },
+        )
       })
     },
   }
