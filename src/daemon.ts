@@ -153,6 +153,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
         // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
         headPollMs: () => (wsUrl ? (config.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
+        // Polled: each look aims just after the next block is due, where the chain stamps milliseconds.
+        ...(wsUrl || config.headPollMs !== undefined ? {} : { nextHeadInMs: () => indexer.follower.nextPollInMs(profiler.current().blockTimeMs) }),
         pendingPollMs: config.pendingPollMs,
         profiler,
         ...(wsUrl

@@ -19,6 +19,8 @@ export type StoreTipBlocksParameters = {
   blocks: readonly (BlockRow & { parentHash: string })[]
   rows: readonly LogRow[]
   finalizedBlock: number | null
+  /** The node's head as the step saw it, recorded with the follower's position. */
+  headBlock?: number
   extraWrites?: (client: pg.PoolClient) => Promise<void>
   /** Refuses the write when a newer scheduler lease generation was claimed. */
   fence?: Fence
@@ -103,7 +105,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     const orphaned = await blocksOffCanonical(client, chainId, blocks)
     const { logsRemoved } = orphaned.length > 0 ? await orphanBlocksIn(client, chainId, orphaned, [filterId, ...(params.alsoFilterIds ?? [])]) : { logsRemoved: 0 }
     for (const id of [filterId, ...(params.alsoFilterIds ?? [])]) await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
-    await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash })
+    await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash, ...(params.headBlock !== undefined ? { headBlock: params.headBlock } : {}) })
     return {
       confirmed: claimed.rowCount ?? 0,
       diverged: claimed.rows.filter((row) => row.diverged).length,

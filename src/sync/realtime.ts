@@ -82,8 +82,13 @@ export function createHeadFollower(context: HeadFollowerContext) {
   const also = context.alsoFollow ?? []
   const fenced = context.fence ? { fence: context.fence } : {}
   let lastHead: number | undefined
+  /** The head last written to `chain_state` (by the tip's transaction when it stores blocks). */
+  let savedHead: number | undefined
   /** The newest head a `newHeads` notification announced since the last step. */
   let announced: Header | undefined
+  /** The node's finalized block that the last finality step reached. */
+  let finalizedReached: number | undefined
+  const polls = createPollTimer()
 
   /** The logs of every followed filter (answers in `[filter, ...also]` order), each checked against the headers, once each. */
   function followedLogs(answers: readonly LogInput[][], headers: ReadonlyMap<number, Header>): LogInput[] {
@@ -119,7 +124,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
   }
 
   async function finalize(): Promise<FollowEvent[]> {
-    const steps = await advanceToFinalized(pool, { chainId, finalized: await context.finalized(), fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
+    const finalized = await context.finalized()
+    // Finality already reached this read of the node's finalized block: nothing to do until it moves.
+    if (finalized && finalized.number === finalizedReached) return []
+    const steps = await advanceToFinalized(pool, { chainId, finalized, fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
+    if (steps.some((step) => step.type === 'finalize' && step.to === finalized?.number)) finalizedReached = finalized!.number
     return steps.map((step) => {
       if (step.type === 'finalize') return step
       logger.warn({ chain_id: chainId, blocks: step.blocks, logs_removed: step.logsRemoved }, 'stored rows from an orphaned fork')
@@ -144,14 +153,18 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const { liveBlock, liveHash } = await initialise()
     const notified = announced
     announced = undefined
-    const newest: Header | TipBlock | null = notified ?? (await context.tip.latest())
-    if (!newest) return [{ type: 'retry', reason: 'node has no latest block' }]
+    const filters = [context.filter, ...also.map((followed) => followed.filter)]
+    const polled = notified ? undefined : await context.tip.poll(filters)
+    if (polled === null) return [{ type: 'retry', reason: 'node has no latest block' }]
+    if (polled) polls.polled(polled.block)
+    const newest: Header | TipBlock = notified ?? polled!.block
     const head = newest
-    if (head.number !== lastHead) {
-      await updateChainState(pool, chainId, { headBlock: head.number })
-      lastHead = head.number
-    }
+    lastHead = head.number
     if (head.number <= liveBlock) {
+      if (head.number !== savedHead) {
+        await updateChainState(pool, chainId, { headBlock: head.number })
+        savedHead = head.number
+      }
       if (head.number === liveBlock) {
         if (head.hash !== liveHash) return [await reorg(liveBlock, liveHash, head.hash)]
       } else if (!notified) {
@@ -166,13 +179,16 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const to = Math.min(head.number, liveBlock + MAX_BLOCKS_PER_STEP)
     const have = new Map<number, TipBlock>()
     if (isTipBlock(newest) && newest.number <= to) have.set(newest.number, newest)
-    const filters = [context.filter, ...also.map((followed) => followed.filter)]
     // Receipts ride with the logs only where every log is followed: elsewhere most attributed transactions have no indexed log.
     const receipts = context.gasWanted && isEveryLog(context.filter) ? context.gasWanted([...have.values()]) : []
     const headAt = now()
     let read: Awaited<ReturnType<TipReader['step']>>
     try {
-      read = await context.tip.step([liveBlock + 1, to], have, filters, receipts)
+      // The one new block came whole with the poll (its logs and receipts beside it): nothing more to read.
+      read =
+        polled?.reads && head.number === liveBlock + 1
+          ? { blocks: [polled.block], ...polled.reads }
+          : await context.tip.step([liveBlock + 1, to], have, filters, receipts)
     } catch (error) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
@@ -193,7 +209,10 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
     const finalized = (await context.finalized())?.number ?? null
-    const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
+    // Gas used of the transactions attribution records it for (receipts may have brought every transaction's).
+    const wanted = context.gasWanted?.(headers) ?? []
+    const gasUsed = new Map(wanted.flatMap((hash) => (read.gasUsed.has(hash) ? [[hash, read.gasUsed.get(hash)!] as const] : [])))
+    const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), gasUsed)
     const attributedAt = now()
     crashPoint('tip-read')
     const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
@@ -203,10 +222,12 @@ export function createHeadFollower(context: HeadFollowerContext) {
       blocks: headers,
       rows,
       finalizedBlock: finalized,
+      headBlock: head.number,
       ...(extraWrites ? { extraWrites } : {}),
       ...fenced,
     })
     crashPoint('tip-stored')
+    savedHead = head.number
     const storedAt = now()
     const events: FollowEvent[] = orphanedOffCanonical(orphaned, orphanLogsRemoved)
     events.push(...(await finalize()))
@@ -234,7 +255,48 @@ export function createHeadFollower(context: HeadFollowerContext) {
     },
     /** The newest head any step saw (announced or read), for the subscription's freshness watchdog. */
     lastHead: () => lastHead,
+    /** Milliseconds from now until the next poll should find the next block (see {@link createPollTimer}); undefined where the chain serves no `timestampMs`. */
+    nextPollInMs: (blockTimeMs: number) => polls.nextInMs(blockTimeMs),
   }
 }
 
 export type HeadFollower = ReturnType<typeof createHeadFollower>
+
+/** How much later than the last estimate a poll that found nothing new moves the next ones. */
+const LEAD_UP_MS = 10
+/** How much earlier each poll that found its block at once tries the next one. */
+const LEAD_DOWN_MS = 2
+
+/**
+ * When to poll a chain that stamps blocks in milliseconds (`timestampMs`): each poll aims just after
+ * the next block becomes readable at the node, the previous block's `timestampMs` plus the block time
+ * plus a learned lead (the node's lateness and the clocks' offset). A poll that finds its block moves
+ * the lead a little earlier, one that finds nothing moves it later and is tried again a quarter block
+ * later, once; past that the plain interval applies. About one poll a block, each soon after its block.
+ */
+export function createPollTimer() {
+  let last: { number: number; timestampMs: number } | undefined
+  let lead = 0
+  let misses = 0
+  return {
+    /** The newest block a poll answered. */
+    polled(block: Header) {
+      if (last && block.number <= last.number) {
+        if (misses++ === 0) lead += LEAD_UP_MS
+        return
+      }
+      if (last && block.number === last.number + 1 && misses === 0) lead -= LEAD_DOWN_MS
+      misses = 0
+      last = block.timestampMs == null ? undefined : { number: block.number, timestampMs: block.timestampMs }
+    },
+    nextInMs(blockTimeMs: number): number | undefined {
+      if (!last || misses > 1) return undefined
+      lead = Math.max(-blockTimeMs, Math.min(blockTimeMs, lead))
+      if (misses === 1) return Math.max(MIN_RETRY_MS, blockTimeMs / 4)
+      return Math.max(0, Math.min(blockTimeMs, last.timestampMs + blockTimeMs + lead - Date.now()))
+    },
+  }
+}
+
+/** The soonest a poll that found nothing new is tried again. */
+const MIN_RETRY_MS = 25

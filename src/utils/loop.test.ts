@@ -34,8 +34,8 @@ describe('runEvery with a wake-up', () => {
     let third!: () => void
     const ranThird = new Promise<void>((resolve) => (third = resolve))
     const loop = runEvery(
-      // Read before each run: the first wait ends by its sleep; after the second run only a notification starts the third.
-      () => (runs < 1 ? 1 : 600_000),
+      // Read after each run: the first wait ends by its sleep; after the second run only a notification starts the third.
+      () => (runs < 2 ? 1 : 600_000),
       async () => {
         runs++
         if (runs === 2) wakeUp.notify()
