@@ -1,5 +1,5 @@
 # docker build -t codetrail .                       the runtime image: compiled daemon, production dependencies, migrations
-# docker build -t codetrail-demo --target demo .    the embedded devnet demo (anvil, the devnet, test fixtures, tsx)
+# docker build -t codetrail-demo --target demo .    the embedded devnet demo (anvil, the harness, tsx)
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 # Every dependency, for the compiler and for the demo.
@@ -29,11 +29,11 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY scripts ./scripts
 COPY migrations ./migrations
-# The demo deploys the test contracts and builds its agents' transactions with the fixture helpers.
-COPY test/fixtures ./test/fixtures
+# The demo runs on the harness: the devnet, the test contracts and the fixture helpers its agents use.
+COPY harness ./harness
 USER node
 EXPOSE 8080
-ENTRYPOINT ["node", "--import", "tsx", "scripts/demo.ts"]
+ENTRYPOINT ["node", "--import", "tsx", "harness/demo/main.ts"]
 
 # The runtime image, last so that a plain `docker build` makes it. dist holds the migrations too.
 FROM ${NODE_IMAGE} AS runtime

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const DOC = new URL('../docs/analytics.md', import.meta.url)
 const BASE_TABLES = ['logs', 'blocks', 'transactions', 'builder_codes', 'attributions', 'sync_intervals', 'chain_state', 'reorgs']

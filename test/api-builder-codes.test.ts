@@ -4,10 +4,10 @@ import { checksumAddress, type Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createBuilderCodeClient, BuilderCodeClientError, type Api } from '../src/api/index.js'
 import { BUILDER_CODE_PATTERN, deriveBuilderCode } from '../src/attribution/index.js'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 const UPSTREAM_CHAIN_ID = 777

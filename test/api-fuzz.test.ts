@@ -3,8 +3,8 @@ import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { silentLogger } from '../src/internal/logger.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const WALLET = '0xd8da6bf26964af9d7eed9e03e53415d37aa96045'

@@ -4,11 +4,11 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createApiRedis, createMetrics, type Api, type CreateApiParameters } from '../src/api/index.js'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRangeQueue } from '../src/queue/index.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 

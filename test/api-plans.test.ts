@@ -8,7 +8,7 @@ import { listLogs } from '../src/api/queries/logs.js'
 import { openRepairsIn } from '../src/api/queries/status.js'
 import { getTransactionAttribution } from '../src/api/queries/transactions.js'
 import { schema, type Database } from '../src/store/index.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 /** Tables that grow with history: a plan may reach them only through an index. */

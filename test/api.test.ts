@@ -1,8 +1,8 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { silentLogger } from '../src/internal/logger.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10

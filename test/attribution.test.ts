@@ -9,11 +9,11 @@ import { concat, encodeFunctionData, parseEventLogs, type Address, type Hash, ty
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deriveBuilderCode, eip7702Delegate } from '../src/attribution/index.js'
 import { createAttributor } from '../src/attribution/attributor.js'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient } from '../src/rpc/index.js'
 import { toLogRows, withTransaction, ZERO_HASH, type LogInput, type LogRow } from '../src/store/index.js'
-import { anvilAccount, artifacts, buildChain, deployContract, encodeEmitMany, fixtureClient, rawSignedTx, sendWithSuffix, type FixtureClient } from './fixtures/chain.js'
+import { anvilAccount, artifacts, buildChain, deployContract, encodeEmitMany, fixtureClient, rawSignedTx, sendWithSuffix, type FixtureClient } from '../harness/fixtures/chain.js'
 import {
   createEip7702Account,
   createSmartAccount,
@@ -23,12 +23,12 @@ import {
   sendHandleOps,
   type EntryPointVersion,
   type SmartAccount,
-} from './fixtures/entryPoint.js'
-import { asciiHex, schema0Suffix, schema2Suffix } from './fixtures/erc8021-vectors.js'
-import { startFaultProxy, type Faults } from './fixtures/faultProxy.js'
+} from '../harness/fixtures/entryPoint.js'
+import { asciiHex, schema0Suffix, schema2Suffix } from '../harness/fixtures/erc8021-vectors.js'
+import { startFaultProxy, type Faults } from '../harness/fixtures/faultProxy.js'
 import { waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 const OTHER_CHAIN_REGISTRY = { address: '0x000000000000000000000000000000000000c0de' as Address, chainId: 8453 }

@@ -1,13 +1,13 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { MIGRATION_LOCK_KEY } from '../src/store/migrate.js'
 import { storedBlocks } from '../src/sync/historical.js'
-import { buildChain } from './fixtures/chain.js'
-import { startFaultProxy } from './fixtures/faultProxy.js'
+import { buildChain } from '../harness/fixtures/chain.js'
+import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
-import { runTs, spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 let anvil: Anvil
 let range: [number, number]

@@ -5,10 +5,10 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { waitFor } from './helpers/compare.js'
-import { ROOT, spawnNode } from './helpers/processes.js'
-import { ADMIN_DATABASE_URL, createTestRedisPrefix, dropDatabase, REDIS_URL } from './helpers/services.js'
+import { ROOT, spawnNode } from '../harness/processes.js'
+import { ADMIN_DATABASE_URL, createTestRedisPrefix, dropDatabase, REDIS_URL } from '../harness/services.js'
 
 const CLI = 'dist/scripts/codetrail.js'
 const cleanups: (() => Promise<unknown>)[] = []

@@ -4,12 +4,12 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createBuilderCodeClient } from '../src/api/index.js'
-import { startFaultProxy } from './fixtures/faultProxy.js'
+import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { waitFor } from './helpers/compare.js'
-import { ROOT, runTs, spawnTs } from './helpers/processes.js'
-import { ADMIN_DATABASE_URL, createTestDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { ROOT, runTs, spawnTs } from '../harness/processes.js'
+import { ADMIN_DATABASE_URL, createTestDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Attribution } from 'ox/erc8021'
-import { startAnvil, freePort, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, freePort, type Anvil } from '../harness/devnet/anvil.js'
 import { createBuilderCodeClient } from '../src/api/index.js'
-import { anvilAccount, buildChain, fixtureClient } from './fixtures/chain.js'
+import { anvilAccount, buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let anvil: Anvil

@@ -7,12 +7,12 @@ import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import type { Address, Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createBuilderCodeClient } from '../src/api/index.js'
-import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
-import { anvilAccount, artifacts, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { createDevnet, freePort, type Devnet } from '../harness/devnet/index.js'
+import { anvilAccount, artifacts, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
 import { deployOnDevnet } from './helpers/devnet.js'
-import { ROOT, runTs, spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { ROOT, runTs, spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 /** Screenshots of every page, for a person to look at (git-ignored). */
 const ARTIFACTS = join(ROOT, 'test-artifacts')

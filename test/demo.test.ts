@@ -6,14 +6,14 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { decodeAttribution } from '../src/attribution/index.js'
-import { freePort } from '../src/devnet/index.js'
+import { freePort } from '../harness/devnet/index.js'
 import { sleep } from '../src/utils/loop.js'
-import { parseDuration, parseOptions } from '../scripts/demo/options.js'
-import { databaseUrlFor } from '../scripts/demo/services.js'
-import { pickSuffixKind, suffixFor, SUFFIX_WEIGHTS, UNREGISTERED_CODE, WALLET_CODE, type SuffixKind } from '../scripts/demo/suffixes.js'
-import { aboutLines, renderFrame, renderLine, type Figures, type ViewContext } from '../scripts/demo/view.js'
-import { runTs, spawnTs } from './helpers/processes.js'
-import { ADMIN_DATABASE_URL, createTestRedisPrefix, REDIS_URL } from './helpers/services.js'
+import { parseDuration, parseOptions } from '../harness/demo/options.js'
+import { databaseUrlFor } from '../harness/demo/services.js'
+import { pickSuffixKind, suffixFor, SUFFIX_WEIGHTS, UNREGISTERED_CODE, WALLET_CODE, type SuffixKind } from '../harness/demo/suffixes.js'
+import { aboutLines, renderFrame, renderLine, type Figures, type ViewContext } from '../harness/demo/view.js'
+import { runTs, spawnTs } from '../harness/processes.js'
+import { ADMIN_DATABASE_URL, createTestRedisPrefix, REDIS_URL } from '../harness/services.js'
 
 const DEMO_DURATION_MS = 40_000
 const POLL_MS = 250
@@ -166,7 +166,7 @@ describe('npm run demo', () => {
   })
 
   it('refuses an unknown --chain with a line naming the flag, and exits 2', async () => {
-    const { code, output } = await runTs('scripts/demo.ts', ['--chain', 'unichain'], {})
+    const { code, output } = await runTs('harness/demo/main.ts', ['--chain', 'unichain'], {})
     expect(code).toBe(2)
     expect(output).toContain('demo: --chain must be one of base, op, got "unichain"')
     expect(output).toContain('usage: npm run demo [-- --chain <base|op>]')
@@ -174,7 +174,7 @@ describe('npm run demo', () => {
 
   it('says in one line per service how to fix an unreachable PostgreSQL or Redis, and exits 1', async () => {
     const [pgPort, redisPort] = await Promise.all([freePort(), freePort()])
-    const { code, output } = await runTs('scripts/demo.ts', [], {
+    const { code, output } = await runTs('harness/demo/main.ts', [], {
       DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/postgres`,
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
     })
@@ -187,7 +187,7 @@ describe('npm run demo', () => {
 
   it('runs for a bounded time: attributions pending then confirmed, a reorg handled, nothing left running', async () => {
     const [apiPort, rpcPort] = await Promise.all([freePort(), freePort()])
-    const demo = spawnTs('scripts/demo.ts', ['--chain', 'op'], {
+    const demo = spawnTs('harness/demo/main.ts', ['--chain', 'op'], {
       DATABASE_URL: ADMIN_DATABASE_URL,
       REDIS_URL,
       DEMO_DATABASE: database,

@@ -13,8 +13,8 @@ import {
 import { mnemonicToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import WebSocket from 'ws'
-import { createDevnet, DEPOSITOR, divergenceOf, DROP_TRANSACTION_METHOD, SYSTEM_DEPOSIT_TARGETS, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
-import { divergedLogs } from '../src/devnet/preconf.js'
+import { createDevnet, DEPOSITOR, divergenceOf, DROP_TRANSACTION_METHOD, SYSTEM_DEPOSIT_TARGETS, ZERO_HASH, type Devnet } from '../harness/devnet/index.js'
+import { divergedLogs } from '../harness/devnet/preconf.js'
 
 const MNEMONIC = 'test test test test test test test test test test test junk'
 const ECHO_TOPIC = keccak256(toHex('Echo(bytes)'))

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { blocksForTarget, createRpcClient, getLogs, type LogsDensity } from '../src/rpc/index.js'
 import type { LogInput } from '../src/store/index.js'
 import { toRpcFilter } from '../src/sync/filter.js'
 import { createRangeProcessor, planBackfill } from '../src/sync/historical.js'
 import type { Interval } from '../src/utils/interval.js'
 import type { RangeJobData } from '../src/queue/index.js'
-import { buildChain, fixtureClient } from './fixtures/chain.js'
+import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 const LOGS_PER_REQUEST = 100

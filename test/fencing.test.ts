@@ -5,11 +5,11 @@
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyReorg, orphanBlocks } from '../src/chain/index.js'
-import { createDevnet } from '../src/devnet/index.js'
+import { applyReorg, orphanBlocks } from '../src/reorg/index.js'
+import { createDevnet } from '../harness/devnet/index.js'
 import { createRpcClient } from '../src/rpc/index.js'
 import { createDispatcher } from '../src/delivery/index.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import {
   advanceFinality,
   createLeaseFence,
@@ -24,8 +24,8 @@ import {
 } from '../src/store/index.js'
 import { upsertAttributions } from '../src/store/attributions.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`

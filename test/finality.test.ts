@@ -7,11 +7,11 @@ import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { advanceToFinalized, FINALITY_STEP_BLOCKS, type Header } from '../src/chain/index.js'
-import { startAnvil } from '../src/devnet/anvil.js'
+import { advanceToFinalized, FINALITY_STEP_BLOCKS, type Header } from '../src/reorg/index.js'
+import { startAnvil } from '../harness/devnet/anvil.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let db: TestDatabase

@@ -1,6 +1,6 @@
 import { concat, decodeEventLog, getAddress, toHex, type Address, type Hex, type Log } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import {
   anvilAccount,
   artifacts,
@@ -13,7 +13,7 @@ import {
   rawSignedTx,
   sendWithSuffix,
   type BuildChainReturnType,
-} from './fixtures/chain.js'
+} from '../harness/fixtures/chain.js'
 import {
   accountFactoryAddress,
   createSmartAccount,
@@ -23,7 +23,7 @@ import {
   ENTRY_POINT_VERSIONS,
   entryPointArtifacts,
   sendHandleOps,
-} from './fixtures/entryPoint.js'
+} from '../harness/fixtures/entryPoint.js'
 
 // A schema-0 ERC-8021 suffix: codes ∥ codesLength ∥ schema 0 ∥ marker.
 const MARKER = '0x80218021802180218021802180218021'

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient, getLogs } from '../src/rpc/index.js'
 import type { LogInput } from '../src/store/index.js'
 import { toRpcFilter } from '../src/sync/filter.js'
 import { createRangeProcessor, planBackfill } from '../src/sync/historical.js'
-import { buildChain } from './fixtures/chain.js'
-import { startFaultProxy, type FaultProxy } from './fixtures/faultProxy.js'
+import { buildChain } from '../harness/fixtures/chain.js'
+import { startFaultProxy, type FaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { buildChain } from './fixtures/chain.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { buildChain } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let anvil: Anvil

@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { afterAll, describe, expect, it } from 'vitest'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import type { BlockHeader } from '../src/rpc/index.js'
 import { followNewHeads } from '../src/sync/subscription.js'
 import { waitFor } from './helpers/compare.js'

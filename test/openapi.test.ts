@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createApi } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
-import { ROOT } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from './helpers/services.js'
+import { silentLogger } from '../src/internal/logger.js'
+import { ROOT } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../harness/services.js'
 
 const run = promisify(execFile)
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name)

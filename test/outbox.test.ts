@@ -4,7 +4,7 @@ import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { createDispatcher } from '../src/delivery/index.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createWebhookQueue } from '../src/queue/index.js'
 import {
   advanceFinality,
@@ -21,7 +21,7 @@ import {
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { waitFor } from './helpers/compare.js'
 import { openSse } from './helpers/sse.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Address, Hash } from 'viem'
-import { createDevnet, freePort, ZERO_HASH, type Devnet } from '../src/devnet/index.js'
-import { artifacts, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { createDevnet, freePort, ZERO_HASH, type Devnet } from '../harness/devnet/index.js'
+import { artifacts, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, nodeLogs, waitFor, type ComparableLog } from './helpers/compare.js'
 import { deployOnDevnet } from './helpers/devnet.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let devnet: Devnet

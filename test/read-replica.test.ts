@@ -2,12 +2,12 @@ import { Writable } from 'node:stream'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, type Api, type ApiConfig } from '../src/api/index.js'
-import { freePort } from '../src/devnet/anvil.js'
-import { silentLogger, type Logger } from '../src/logger.js'
+import { freePort } from '../harness/devnet/anvil.js'
+import { silentLogger, type Logger } from '../src/internal/logger.js'
 import { createReadRouting } from '../src/store/index.js'
 import { startReplica, type Replica } from './helpers/replica.js'
 import { openSse } from './helpers/sse.js'
-import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 /** Far more than any test takes: the replica keeps serving however long replay is paused. */

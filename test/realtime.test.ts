@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Hex } from 'viem'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterAll(async () => {

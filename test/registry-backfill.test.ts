@@ -4,12 +4,12 @@
  */
 import { encodeFunctionData } from 'viem'
 import { afterAll, describe, expect, it } from 'vitest'
-import { startAnvil } from '../src/devnet/anvil.js'
+import { startAnvil } from '../harness/devnet/anvil.js'
 import { clearRedisPrefix } from '../src/queue/index.js'
-import { anvilAccount, deployContract, fixtureClient, loadArtifact, sendWithSuffix } from './fixtures/chain.js'
+import { anvilAccount, deployContract, fixtureClient, loadArtifact, sendWithSuffix } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../harness/services.js'
 
 const BuilderCodes = loadArtifact('BuilderCodes')
 const cleanups: (() => Promise<unknown>)[] = []

@@ -6,12 +6,12 @@
 import { Attribution } from 'ox/erc8021'
 import { encodeFunctionData, type Address, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { anvilAccount, deployContract, encodeEmitMany, fixtureClient, loadArtifact, rawSignedTx, sendWithSuffix, artifacts } from './fixtures/chain.js'
-import { laterSchemaSuffix } from './fixtures/erc8021-vectors.js'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { anvilAccount, deployContract, encodeEmitMany, fixtureClient, loadArtifact, rawSignedTx, sendWithSuffix, artifacts } from '../harness/fixtures/chain.js'
+import { laterSchemaSuffix } from '../harness/fixtures/erc8021-vectors.js'
 import { waitFor } from './helpers/compare.js'
-import { spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const BuilderCodes = loadArtifact('BuilderCodes')
 const OWNER = 1

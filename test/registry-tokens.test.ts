@@ -2,10 +2,10 @@ import fc from 'fast-check'
 import { decodeAbiParameters, encodeAbiParameters, toEventSelector } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodesRegistryAbi } from '../src/attribution/registry.js'
-import { applyReorg, orphanBlocks } from '../src/chain/index.js'
+import { applyReorg, orphanBlocks } from '../src/reorg/index.js'
 import { insertCanonicalLogs, saveBuilderCodeRegistry, upsertPendingLogs, withTransaction, type LogRow } from '../src/store/index.js'
 import { toCopyData } from '../src/store/logRows.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const REGISTRY = '0x00000000000000000000000000000000000b0c0d'

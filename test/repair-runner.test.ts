@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRangeQueue, createRangeWorker, rangeJobId, type RangeJobData, type RangeQueue } from '../src/queue/index.js'
 import { FatalError } from '../src/rpc/index.js'
 import { lockForkMarks, recordRepairs, saveFilter, takeOutOfIntervals, withTransaction } from '../src/store/index.js'
-import { createRepairRunner } from '../src/sync/repairs.js'
+import { createRepairRunner } from '../src/reorg/repairRunner.js'
 import { waitFor } from './helpers/compare.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 const OTHER = 'other-filter'

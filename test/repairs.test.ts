@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Address, Hex } from 'viem'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
-import { freePort } from '../src/devnet/index.js'
-import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { freePort } from '../harness/devnet/index.js'
+import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { nodeLogs, waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterAll(async () => {

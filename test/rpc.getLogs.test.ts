@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import {
   createRpcClient,
   getLogs,
@@ -12,7 +12,7 @@ import {
   type RpcLog,
   type RpcRequestEvent,
 } from '../src/rpc/index.js'
-import { startFaultProxy, type FaultProxy, type Faults } from './fixtures/faultProxy.js'
+import { startFaultProxy, type FaultProxy, type Faults } from '../harness/fixtures/faultProxy.js'
 
 const TOPIC = `0x${'ab'.repeat(32)}` as const
 /**

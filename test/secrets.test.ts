@@ -1,11 +1,11 @@
 import { createServer as createHttpServer, type Server } from 'node:http'
 import { createServer as createTcpServer, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../src/devnet/anvil.js'
+import { freePort } from '../harness/devnet/anvil.js'
 import { createRangeQueue } from '../src/queue/index.js'
 import { waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 /** One distinctive string per place a key or password can sit; none may reach any output. */
 const SECRET = {

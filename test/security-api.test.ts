@@ -12,11 +12,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi, createApiRedis, type CreateApiParameters } from '../src/api/index.js'
 import { loadConfig } from '../src/config/index.js'
-import { freePort } from '../src/devnet/anvil.js'
+import { freePort } from '../harness/devnet/anvil.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { waitFor } from './helpers/compare.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 let db: TestDatabase

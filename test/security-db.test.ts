@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApi } from '../src/api/index.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createStore, runMigrations } from '../src/store/index.js'
 import { LOCK_TIMEOUT_MS } from '../src/store/client.js'
-import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 let db: TestDatabase
 let reader: pg.Client

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NONCE_WALLETS_PER_MINUTE, refreshWalletNonces } from '../src/attribution/coverage.js'
-import { startAnvil, type Anvil } from '../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 let db: TestDatabase

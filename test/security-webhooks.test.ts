@@ -12,10 +12,10 @@ import { createApi } from '../src/api/index.js'
 import { loadConfig } from '../src/config/index.js'
 import { createDeliveryProcessor } from '../src/delivery/index.js'
 import { refusedAddress, refusedUrl, webhookTargets } from '../src/delivery/targets.js'
-import { silentLogger } from '../src/logger.js'
+import { silentLogger } from '../src/internal/logger.js'
 import type { WebhookJobData } from '../src/queue/index.js'
 import { addOutstanding, insertSubscription, listDeliveries } from '../src/store/index.js'
-import { createTestDatabase, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const ADMIN_TOKEN = 'test-admin-token-0123456789'
 let db: TestDatabase

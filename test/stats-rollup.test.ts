@@ -9,11 +9,11 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/api/queries/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
-import { applyReorg } from '../src/chain/index.js'
+import { applyReorg } from '../src/reorg/index.js'
 import { advanceFinality, runMigrations, storeTipBlocks, withTransaction } from '../src/store/index.js'
 import { STATUSES, type Status } from '../src/store/schema.js'
-import { seededRandom } from './helpers/random.js'
-import { ADMIN_DATABASE_URL, createTestDatabase, dropDatabase, type TestDatabase } from './helpers/services.js'
+import { seededRandom } from '../harness/random.js'
+import { ADMIN_DATABASE_URL, createTestDatabase, dropDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
 import { getIntervals, prepareLogs, storeLogChunk, toLogRows, updateChainState, withTransaction, type LogInput } from '../src/store/index.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 const log = (block: number, tx: number, index: number, overrides: Partial<LogInput> = {}): LogInput => ({

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import type { Address, Hash } from 'viem'
-import { createDevnet, freePort, type Devnet } from '../src/devnet/index.js'
-import { artifacts, encodeEmitMany, fixtureClient, rawSignedTx } from './fixtures/chain.js'
+import { createDevnet, freePort, type Devnet } from '../harness/devnet/index.js'
+import { artifacts, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
 import { deployOnDevnet } from './helpers/devnet.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 let devnet: Devnet

@@ -7,14 +7,14 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAttributor } from '../src/attribution/attributor.js'
-import { advanceToFinalized } from '../src/chain/index.js'
-import { startAnvil } from '../src/devnet/anvil.js'
-import { silentLogger } from '../src/logger.js'
+import { advanceToFinalized } from '../src/reorg/index.js'
+import { startAnvil } from '../harness/devnet/anvil.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient } from '../src/rpc/index.js'
 import { advanceFinality, getIntervals, insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction } from '../src/store/index.js'
 import { finalizeBehindFinality } from '../src/store/finality.js'
 import { waitFor } from './helpers/compare.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createPendingPoller } from '../src/sync/pending.js'
+import { createPendingPoller } from '../src/sync/pendingPoller.js'
 import { createPendingLogBuffer } from '../src/sync/subscription.js'
 import { lockTipWrites, toLogRows, upsertPendingLogs, updateChainState, withTransaction, ZERO_HASH, type LogInput } from '../src/store/index.js'
-import { createLogger } from '../src/logger.js'
-import { createTestDatabase, type TestDatabase } from './helpers/services.js'
+import { createLogger } from '../src/internal/logger.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 31337
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`

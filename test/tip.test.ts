@@ -7,14 +7,14 @@
 import type { Address, Hash } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { probeChain } from '../src/chains/index.js'
-import { createDevnet, type Devnet } from '../src/devnet/index.js'
+import { createDevnet, type Devnet } from '../harness/devnet/index.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { artifacts, encodeEmitMany, sendWithSuffix } from './fixtures/chain.js'
-import { schema0Suffix } from './fixtures/erc8021-vectors.js'
+import { artifacts, encodeEmitMany, sendWithSuffix } from '../harness/fixtures/chain.js'
+import { schema0Suffix } from '../harness/fixtures/erc8021-vectors.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
 import { deployOnDevnet } from './helpers/devnet.js'
-import { spawnTs } from './helpers/processes.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from './helpers/services.js'
+import { spawnTs } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 afterAll(async () => {

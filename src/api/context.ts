@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { RpcClient } from '../rpc/index.js'
 import type { Database, ReplicaStatus } from '../store/index.js'
 import type { BuilderCodeRegistrar } from './registration.js'

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 
 /** An error the API answers as it is: status, snake_case code and a sentence for the client. */
 export class ApiError extends Error {

@@ -8,7 +8,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { Redis } from 'ioredis'
 import { API_DEFAULTS, type Config } from '../config/index.js'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { createRangeQueue } from '../queue/index.js'
 import type { RpcClient } from '../rpc/index.js'
 import { createReadRouting, createStore, type ReadRouting, type Store } from '../store/index.js'
@@ -17,7 +17,7 @@ import type { ApiContext } from './context.js'
 import { dashboardRoutes, DEFAULT_DASHBOARD_DIR } from './dashboard.js'
 import { EDGE_DEFAULTS, fallbackStore, type EdgeLimits } from './edges.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
-import { createMetrics, type Metrics } from '../metrics.js'
+import { createMetrics, type Metrics } from '../internal/metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
 import { serializerCompiler } from './serializer.js'
 import { attributionRoutes } from './routes/attributions.js'
@@ -30,7 +30,7 @@ import { webhookRoutes } from './routes/webhooks.js'
 import { createEventStream } from '../delivery/index.js'
 import { createWebhookQueue, type WebhookQueue } from '../queue/index.js'
 
-export { createMetrics, type Metrics } from '../metrics.js'
+export { createMetrics, type Metrics } from '../internal/metrics.js'
 export { ApiError, toErrorAnswer, type ErrorEnvelope } from './errors.js'
 export { createBuilderCodeClient, BuilderCodeClientError, type BuilderCodeClient } from './client.js'
 
@@ -69,7 +69,7 @@ export type CreateApiParameters = {
   /**
    * Connections of the API's own pool (`API_DB_POOL_SIZE`). Beyond the database server's cores, more
    * connections only make its backends contend: at 8 concurrent clients on 2 cores, 10 connections
-   * cost PostgreSQL 2–2.5 times the CPU per request that 2 did (bench/README.md).
+   * cost PostgreSQL 2–2.5 times the CPU per request that 2 did (harness/bench/README.md).
    */
   dbPoolSize?: number
   /** Longest a request waits for a connection of the API's own pool before a 503, so a stall cannot queue requests for ever. */

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { numberToHex, type Address } from 'viem'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import {
   knownTransactions,
   storeRegistryAnswers,
@@ -14,7 +14,7 @@ import {
 import type { Status, TransactionRow } from '../store/index.js'
 import type { RpcBlockHeader } from '../rpc/index.js'
 import type { Interval } from '../utils/interval.js'
-import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './attribute.js'
+import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './transaction.js'
 import { eip7702Delegate } from './userOps.js'
 import { sleep } from '../utils/loop.js'
 import { BATCH_SIZE, BATCHES_IN_FLIGHT, blockWeight, createReceiptReader, inSlices, readsWholeBlock, type AttributionRpc } from './nodeReads.js'

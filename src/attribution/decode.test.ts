@@ -3,7 +3,7 @@ import { Cbor, Hex as OxHex } from 'ox'
 import { Attribution } from 'ox/erc8021'
 import type { Hex } from 'viem'
 import { describe, expect, test } from 'vitest'
-import { erc8021Vectors, laterSchemaSuffix, MARKER, schema1Suffix, vectorInput } from '../../test/fixtures/erc8021-vectors.js'
+import { erc8021Vectors, laterSchemaSuffix, MARKER, schema1Suffix, vectorInput } from '../../harness/fixtures/erc8021-vectors.js'
 import { codeAttributions, type DecodedAttribution, decodeAttribution, hasAttributionMarker, isAttributionCode } from './decode.js'
 
 const validCode = fc.stringMatching(/^[a-z0-9_]{1,32}$/)

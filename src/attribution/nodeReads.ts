@@ -8,7 +8,7 @@ export const BLOCKS_PER_BATCH = 10
 /**
  * A block's whole list (its transactions, its receipts) is read in one call once the ones needed are at
  * least this share of it; below it, one call each by hash carries fewer bytes. Anvil serves both ways
- * at the same transactions per second (bench/README.md), so the share decides calls, not speed.
+ * at the same transactions per second (harness/bench/README.md), so the share decides calls, not speed.
  */
 export const WHOLE_BLOCK_SHARE = 0.5
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { RpcClient } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'
 import { probeChain, type ChainProbe } from './probe.js'

@@ -7,9 +7,9 @@
  */
 import cliProgress from 'cli-progress'
 import { ConfigError, loadConfig, secretsOf } from '../config/index.js'
-import { createIndexer } from '../wiring.js'
-import { createLogger } from '../logger.js'
-import { createMetrics, type Metrics } from '../metrics.js'
+import { createIndexer } from '../indexer.js'
+import { createLogger } from '../internal/logger.js'
+import { createMetrics, type Metrics } from '../internal/metrics.js'
 import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, type RangeJobData } from '../queue/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
 import { sleep } from '../utils/loop.js'

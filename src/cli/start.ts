@@ -26,7 +26,7 @@ export async function start(role: Role): Promise<void> {
   const [{ loadConfig, secretsOf }, { startDaemon, stopServices }, { createLogger }, { createRedactor }] = await Promise.all([
     import('../config/index.js'),
     import('../daemon.js'),
-    import('../logger.js'),
+    import('../internal/logger.js'),
     import('../utils/redact.js'),
   ])
 

@@ -2,7 +2,7 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Job } from 'bullmq'
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { retryJob, type DrainJob, type WebhookJobData } from '../queue/index.js'
 import {
   claimDrain,
@@ -16,8 +16,8 @@ import {
   type WebhookEvent,
   type WebhookSubscription,
 } from '../store/index.js'
-import { crashPoint } from '../utils/crashPoint.js'
-import { briefly } from '../utils/errors.js'
+import { crashPoint } from '../internal/crashPoint.js'
+import { briefly } from '../internal/errors.js'
 import { toPayload } from './events.js'
 import { openSecret } from './secrets.js'
 import { signedHeaders } from './signature.js'

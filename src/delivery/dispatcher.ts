@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { DrainJob } from '../queue/index.js'
 import {
   addOutstanding,
@@ -14,7 +14,7 @@ import {
   withTransaction,
   type Fence,
 } from '../store/index.js'
-import { crashPoint } from '../utils/crashPoint.js'
+import { crashPoint } from '../internal/crashPoint.js'
 import { createWakeUp, runEvery } from '../utils/loop.js'
 import { matchesSubscription } from './events.js'
 

@@ -1,7 +1,7 @@
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { EVENTS_CHANNEL, latestEventId, listen, markStreamDemand, readEvents, type EventFilter, type WebhookEvent } from '../store/index.js'
-import { briefly } from '../utils/errors.js'
+import { briefly } from '../internal/errors.js'
 import { toPayload } from './events.js'
 
 /** Events read per query. */

@@ -1,8 +1,8 @@
 import { Queue, QueueEvents, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { FatalError, toKindedError } from '../rpc/index.js'
-import { briefly } from '../utils/errors.js'
+import { briefly } from '../internal/errors.js'
 
 export const RANGE_QUEUE = 'ranges'
 const RANGE_ATTEMPTS = 10

@@ -1,6 +1,6 @@
 import { Queue, Worker, type Job } from 'bullmq'
-import type { Logger } from '../logger.js'
-import { briefly } from '../utils/errors.js'
+import type { Logger } from '../internal/logger.js'
+import { briefly } from '../internal/errors.js'
 import { createRedis, type QueueContext } from './index.js'
 
 export const WEBHOOK_QUEUE = 'webhooks'

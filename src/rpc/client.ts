@@ -2,7 +2,7 @@ import { isAscii } from 'node:buffer'
 import http from 'node:http'
 import https from 'node:https'
 import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
-import { silentLogger, type Logger } from '../logger.js'
+import { silentLogger, type Logger } from '../internal/logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
 import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
@@ -75,7 +75,7 @@ type Shown = { url: string; redact: (text: string) => string }
 
 /**
  * JSON-RPC over HTTP with `node:http` and a keep-alive agent. viem's HTTP client rides on `fetch`,
- * whose web streams and text decoding cost twice the CPU per transaction batch (bench/README.md); its
+ * whose web streams and text decoding cost twice the CPU per transaction batch (harness/bench/README.md); its
  * errors are kept: a non-2xx answer is an `RpcRequestError` (a JSON-RPC error body) or an
  * `HttpRequestError` with the status and headers, a network failure an `HttpRequestError` with the
  * cause, a stalled request a `TimeoutError`; an aborted one rejects with the signal's reason. The

@@ -5,7 +5,7 @@
  * Providers refuse wide `eth_getLogs` ranges and big results in many dialects; the catalogue below
  * lists them as data, most specific first, so adding a provider is adding an entry.
  */
-import { briefly } from '../utils/errors.js'
+import { briefly } from '../internal/errors.js'
 
 /** What a caller should do after a failed request. */
 export type RpcErrorAction =

@@ -7,7 +7,7 @@ import { toCopyData, type CopyData, type LogRow, type TransactionRow } from './l
 import { statusBelow } from './schema.js'
 import { finalizeBehindFinality } from './finality.js'
 import { blocksInConflict } from './reorgs.js'
-import { isCovered, recordInterval } from './sync.js'
+import { isCovered, recordInterval } from './syncState.js'
 
 /**
  * A range's answer is from a fork the index already knows to be orphaned, or disagrees with blocks the

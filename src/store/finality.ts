@@ -3,7 +3,7 @@ import type { Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
 import { withTransaction } from './client.js'
 import type { Fence } from './fence.js'
-import { updateChainState } from './sync.js'
+import { updateChainState } from './syncState.js'
 
 /**
  * Moves rows of `(from, to]` from `confirmed` to `finalized` as the node's finalized block advances,

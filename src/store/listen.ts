@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { sleep } from '../utils/loop.js'
 
 const RECONNECT_MS = 1_000

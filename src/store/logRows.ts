@@ -150,7 +150,7 @@ const ROW_OVERHEAD_BYTES = 2 + FIELDS * 4 + 4 * 4 + 3 * 8 + 9
 /**
  * Rows in PostgreSQL's binary `COPY` format, written into buffers of at most 2,000 rows. The server
  * parses no text (numbers and timestamps arrive as integers), and writing them costs a quarter of the
- * text format's CPU (bench/README.md). Hex strings are ASCII, one byte per character.
+ * text format's CPU (harness/bench/README.md). Hex strings are ASCII, one byte per character.
  */
 export function toCopyData(rows: readonly LogRow[], chainId: number, statusOf: (row: LogRow) => Status): CopyData {
   const pieces: Buffer[] = []

@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { intervalDifference, intervalIntersection, intervalUnion, type Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
 import { withTransaction } from './client.js'
-import { getIntervals, lockFilterIntervals } from './sync.js'
+import { getIntervals, lockFilterIntervals } from './syncState.js'
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 

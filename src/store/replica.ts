@@ -1,6 +1,6 @@
 import { drizzle } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import { runEvery } from '../utils/loop.js'
 import { redactUrl } from '../utils/redact.js'
 import type { Database } from './client.js'

@@ -8,7 +8,7 @@ import type { Fence } from './fence.js'
 import { logArrays, LOG_COLUMNS, UNNEST_LOGS } from './logParams.js'
 import type { LogRow } from './logRows.js'
 import { statusBelow } from './schema.js'
-import { recordInterval, updateChainState } from './sync.js'
+import { recordInterval, updateChainState } from './syncState.js'
 
 export type StoreTipBlocksParameters = {
   chainId: number

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { RangeJobData, RangeJobResult } from '../queue/index.js'
 import {
   getIntervals,
@@ -17,14 +17,14 @@ import {
 } from '../store/index.js'
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, isEveryLog, normalizeFilter, type LogFilter } from './filter.js'
-import type { Header } from '../chain/index.js'
+import type { Header } from '../reorg/index.js'
 import { blocksForTarget, logsJsonBytes, verifyLogs, type LogsDensity } from '../rpc/index.js'
-import { crashPoint } from '../utils/crashPoint.js'
+import { crashPoint } from '../internal/crashPoint.js'
 
 /**
  * Logs per `eth_getLogs` request a range job aims at: the parsed answer then fits the young generation
  * and dies there, where a whole 1,000-block chunk of a busy chain (~25,000 logs, 15 MB) outlived
- * collections and cost the old generation's (bench/README.md).
+ * collections and cost the old generation's (harness/bench/README.md).
  */
 const LOGS_PER_REQUEST = 2_500
 /** JSON bytes per request aimed at: 2,500 logs of 4 KB data each would be 20 MB. */

@@ -1,6 +1,6 @@
 import type pg from 'pg'
-import { advanceToFinalized, applyReorg, findForkPoint, type Header } from '../chain/index.js'
-import type { Logger } from '../logger.js'
+import { advanceToFinalized, applyReorg, findForkPoint, type Header } from '../reorg/index.js'
+import type { Logger } from '../internal/logger.js'
 import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
   statusBelow,
@@ -16,7 +16,7 @@ import {
   type Status,
   type Fence,
 } from '../store/index.js'
-import { crashPoint } from '../utils/crashPoint.js'
+import { crashPoint } from '../internal/crashPoint.js'
 import type { Interval } from '../utils/interval.js'
 import { isEveryLog, type LogFilter } from './filter.js'
 import { createPollTimer } from './pollTimer.js'

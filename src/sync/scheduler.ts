@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis'
-import type { Logger } from '../logger.js'
-import { createLease } from '../queue/schedulerLease.js'
+import type { Logger } from '../internal/logger.js'
+import { createLease } from './lease.js'
 import { LeaseFencedError, type LeaseFence } from '../store/index.js'
 import { whilePreconfirming, type ChainProfiler } from '../chains/index.js'
 import { createWakeUp, runEvery, sleep } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
-import type { PendingPoller } from './pending.js'
-import type { RepairRunner } from './repairs.js'
+import type { PendingPoller } from './pendingPoller.js'
+import type { RepairRunner } from '../reorg/repairRunner.js'
 
 /** How long a dead scheduler's lease blocks the next one; renewed every third of it. */
 const LEASE_TTL_MS = 5_000
@@ -20,7 +20,7 @@ export type SchedulerContext = {
   logger: Logger
   follower: HeadFollower
   poller?: PendingPoller
-  /** Turns open repairs into range jobs (see `sync/repairs.ts`). */
+  /** Turns open repairs into range jobs (see `reorg/repairRunner.ts`). */
   repairs?: RepairRunner
   /** How often the head is looked at without a notification (read again each round). */
   headPollMs: number | (() => number)

@@ -1,5 +1,5 @@
 import WebSocket from 'ws'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 import type { LogInput } from '../store/index.js'
 import { toBlockHeader, type BlockHeader, type RpcBlockHeader } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'

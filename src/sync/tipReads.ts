@@ -1,6 +1,6 @@
 import { Bloom } from 'ox'
 import type { FetchedBlock } from '../attribution/attributor.js'
-import type { TransactionInput } from '../attribution/attribute.js'
+import type { TransactionInput } from '../attribution/transaction.js'
 import { InconsistentAnswerError, toBlockHeader, verifyLogsRequested, withRetry, type BlockHeader, type RpcBlockHeader, type RpcCall } from '../rpc/index.js'
 import type { LogInput } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'

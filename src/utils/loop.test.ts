@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { silentLogger } from '../logger.js'
+import { silentLogger } from '../internal/logger.js'
 import { createWakeUp, runEvery } from './loop.js'
 
 describe('createWakeUp', () => {

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.js'
+import type { Logger } from '../internal/logger.js'
 
 /**
  * Runs `task` every `every` ms (read again after each run when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the

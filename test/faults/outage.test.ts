@@ -4,9 +4,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, describe, expect, it } from 'vitest'
-import { startAnvil } from '../../src/devnet/anvil.js'
+import { startAnvil } from '../../harness/devnet/anvil.js'
 import { expectIndexMatchesNode } from '../helpers/compare.js'
-import { spawnTs } from '../helpers/processes.js'
+import { spawnTs } from '../../harness/processes.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
 import { buildAttributedChain, createCleanups, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
 import { startNodeGate } from './helpers/endpoints.js'

@@ -5,10 +5,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { encodeDeployData, type Address, type Hash, type Hex } from 'viem'
-import { createDevnet, ZERO_HASH, type Devnet } from '../../src/devnet/index.js'
-import { artifacts, fixtureClient, rawSignedTx } from '../fixtures/chain.js'
+import { createDevnet, ZERO_HASH, type Devnet } from '../../harness/devnet/index.js'
+import { artifacts, fixtureClient, rawSignedTx } from '../../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
-import { spawnTs } from '../helpers/processes.js'
+import { spawnTs } from '../../harness/processes.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
 import { attributedCall, createCleanups, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
 

@@ -5,12 +5,12 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Address, Hash, Hex } from 'viem'
-import { startAnvil, type Anvil } from '../../src/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../../harness/devnet/anvil.js'
 import { storedBlocks } from '../../src/sync/historical.js'
-import { anvilAccount, fixtureClient } from '../fixtures/chain.js'
-import { startFaultProxy } from '../fixtures/faultProxy.js'
+import { anvilAccount, fixtureClient } from '../../harness/fixtures/chain.js'
+import { startFaultProxy } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
-import { runTs, spawnTs } from '../helpers/processes.js'
+import { runTs, spawnTs } from '../../harness/processes.js'
 import { blocksDifferingFromNode, expectAttributionsMatchNode, rpcCall } from './helpers/nodeCompare.js'
 import { attributedCall, buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
 

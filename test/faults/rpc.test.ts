@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Address } from 'viem'
-import { startAnvil, type Anvil } from '../../src/devnet/anvil.js'
-import { startFaultProxy, type Faults } from '../fixtures/faultProxy.js'
+import { startAnvil, type Anvil } from '../../harness/devnet/anvil.js'
+import { startFaultProxy, type Faults } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
-import { runTs, spawnTs } from '../helpers/processes.js'
+import { runTs, spawnTs } from '../../harness/processes.js'
 import { blocksDifferingFromNode, expectAttributionsMatchNode } from './helpers/nodeCompare.js'
 import { buildAttributedChain, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
 import { startFlakyEdge, startLaggingNode, startLoadBalancer, type EdgeFaults } from './helpers/endpoints.js'

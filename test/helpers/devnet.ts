@@ -1,6 +1,6 @@
 import { encodeDeployData, type Address } from 'viem'
-import type { Devnet } from '../../src/devnet/index.js'
-import { fixtureClient, rawSignedTx, type Artifact } from '../fixtures/chain.js'
+import type { Devnet } from '../../harness/devnet/index.js'
+import { fixtureClient, rawSignedTx, type Artifact } from '../../harness/fixtures/chain.js'
 
 /** Deploys a contract on a devnet that mines only on request (`blockTimeMs: 0`): send, mine, read the receipt. */
 export async function deployOnDevnet(devnet: Devnet, artifact: Artifact): Promise<Address> {

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { freePort } from '../../src/devnet/anvil.js'
-import { ADMIN_DATABASE_URL } from './services.js'
+import { freePort } from '../../harness/devnet/anvil.js'
+import { ADMIN_DATABASE_URL } from '../../harness/services.js'
 
 const run = promisify(execFile)
 

@@ -6,9 +6,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { concat, type Address, type Hash, type Hex } from 'viem'
-import type { Devnet } from '../../src/devnet/index.js'
-import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../fixtures/chain.js'
-import { createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../fixtures/entryPoint.js'
+import type { Devnet } from '../../harness/devnet/index.js'
+import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../../harness/fixtures/chain.js'
+import { createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../../harness/fixtures/entryPoint.js'
 import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/chain.js'
 import { rpcCall } from '../faults/helpers/nodeCompare.js'
 import { ACCOUNTS_PER_VERSION, ENTRY_POINT_VERSIONS, type Action, type BlockPlan, type EntryPointVersion } from './schedule.js'

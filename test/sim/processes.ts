@@ -3,7 +3,7 @@
  * SIGKILLed by the schedule or by its crash point, is started again at once without the crash point;
  * a backfill that exits 0 is done.
  */
-import { spawnTs, type Spawned } from '../helpers/processes.js'
+import { spawnTs, type Spawned } from '../../harness/processes.js'
 import type { ProcessName } from './schedule.js'
 
 const RESTART_DELAY_MS = 200

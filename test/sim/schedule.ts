@@ -3,7 +3,7 @@
  * daemon starts and the schedule of actions that follows. Nothing here touches a process or the node,
  * so the same seed always yields the same plan (the timing of the processes around it still varies).
  */
-import { seededRandom } from '../helpers/random.js'
+import { seededRandom } from '../../harness/random.js'
 
 /** Emitter events with a signature topic, so a topic0 filter can name them. */
 export const TOPIC_EVENTS = ['Ping', 'Data', 'Indexed1', 'Indexed2', 'Indexed3'] as const

@@ -2,9 +2,9 @@
 import type pg from 'pg'
 import { concat, type Address, type Hex } from 'viem'
 import { Attribution } from 'ox/erc8021'
-import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, type BuildChainParameters } from '../../fixtures/chain.js'
+import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, type BuildChainParameters } from '../../../harness/fixtures/chain.js'
 import { waitFor } from '../../helpers/compare.js'
-import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../../helpers/services.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../../../harness/services.js'
 import { rpcCall } from './nodeCompare.js'
 
 export const CHAIN_ID = 31337
@@ -122,7 +122,7 @@ export async function sharedEnvironment(cleanups: Cleanups, rpcUrl: string, extr
   return { pool: db.store.pool, env }
 }
 
-export { seededRandom } from '../../helpers/random.js'
+export { seededRandom } from '../../../harness/random.js'
 
 /** The run's seed: `FAULT_SEED`, else the clock; tests print it so a failure can be replayed. */
 export function runSeed(): number {

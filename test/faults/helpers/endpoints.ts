@@ -221,7 +221,7 @@ export type FlakyEdge = JsonRpcServer & {
 
 /**
  * A provider's edge that fails a share of whole HTTP requests, a batch counting once (the fault proxy
- * of `test/fixtures` draws per JSON-RPC call, so a batch of 30 calls meets a 10 % fault 96 % of the time).
+ * of `harness/fixtures` draws per JSON-RPC call, so a batch of 30 calls meets a 10 % fault 96 % of the time).
  */
 export async function startFlakyEdge({ upstream, faults, seed = 1 }: { upstream: string; faults: EdgeFaults; seed?: number }): Promise<FlakyEdge> {
   const poster = createPoster(upstream)

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { Redis } from 'ioredis'
-import { freePort } from '../../../src/devnet/anvil.js'
+import { freePort } from '../../../harness/devnet/anvil.js'
 import { createStore, runMigrations, type Store } from '../../../src/store/index.js'
 
 const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'
