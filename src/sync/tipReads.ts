@@ -205,7 +205,7 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
     }
   }
 
-  return { latest, poll, blocks, step }
+  return { poll, blocks, step }
 }
 
 export type TipReader = ReturnType<typeof createTipReader>
