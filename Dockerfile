@@ -35,7 +35,7 @@ USER node
 EXPOSE 8080
 ENTRYPOINT ["node", "--import", "tsx", "harness/demo/main.ts"]
 
-# The runtime image, last so that a plain `docker build` makes it. dist holds the migrations too.
+# The runtime image, last so that a plain `docker build` makes it. dist holds the migrations and the SQL definitions too.
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app

@@ -7,7 +7,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2 } },
+    maxWorkers: 2,
     reporters: ['default', './test/helpers/summaryReporter.ts'],
   },
 })

@@ -252,7 +252,7 @@ describe('statement timeout and server errors', () => {
 })
 
 describe('documentation and dashboard', () => {
-  it('serves an OpenAPI 3.1 document of every SPEC route at /openapi.json and a docs page at /docs', async () => {
+  it('serves an OpenAPI 3.1 document of every route at /openapi.json and a docs page at /docs', async () => {
     const api = await startApi()
     const document = (await api.app.inject({ url: '/openapi.json' })).json()
     expect(document.openapi).toBe('3.1.0')

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -8,9 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { waitFor } from './helpers/compare.js'
 import { ROOT, spawnNode } from '../harness/processes.js'
-import { ADMIN_DATABASE_URL, createTestRedisPrefix, dropDatabase, REDIS_URL } from '../harness/services.js'
+import { ADMIN_DATABASE_URL, createDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL } from '../harness/services.js'
 
 const CLI = 'dist/scripts/codetrail.js'
+const runCli = (args: string[], env: Record<string, string>) => spawnNode({ entry: CLI, args, env: { LOG_LEVEL: 'warn', ...env } })
 const cleanups: (() => Promise<unknown>)[] = []
 let anvil: Anvil
 let database: { name: string; url: string }
@@ -20,15 +20,8 @@ beforeAll(async () => {
   anvil = await startAnvil()
   cleanups.push(() => anvil.stop())
   // An empty database: the compiled `migrate` must find and apply every migration itself.
-  const name = `codetrail_test_${randomBytes(5).toString('hex')}`
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE ${name}`)
-  await admin.end()
-  const url = new URL(ADMIN_DATABASE_URL)
-  url.pathname = `/${name}`
-  database = { name, url: url.toString() }
-  cleanups.push(() => dropDatabase(name))
+  database = await createDatabase(ADMIN_DATABASE_URL, 'codetrail_test')
+  cleanups.push(() => dropDatabase(database.name))
 })
 
 afterAll(async () => {
@@ -42,28 +35,31 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('npm run build', () => {
-  it('compiles the daemon, the codetrail command and the migrations into dist, without tests, demo, bench or the devnet', () => {
+  it('compiles the daemon, the codetrail command, the migrations and the SQL definitions into dist, without tests, demo, bench or the devnet', () => {
     const files = filesUnder('dist')
     expect(files).toEqual(expect.arrayContaining(['src/main.js', 'scripts/codetrail.js', 'scripts/migrate.js', 'scripts/backfill.js', 'migrations/meta/_journal.json']))
+    expect(files.filter((file) => file.startsWith('src/store/sql/')).sort()).toEqual(filesUnder('src/store/sql').map((file) => `src/store/sql/${file}`).sort())
     expect(files.filter((file) => /devnet|\.test\.js$|^test\/|bench|demo|\.ts$/.test(file))).toEqual([])
   })
 
   it('codetrail migrate applies every migration from dist', async () => {
-    const migrate = spawnNode([CLI, 'migrate'], { DATABASE_URL: database.url })
+    const migrate = runCli(['migrate'], { DATABASE_URL: database.url })
     expect(await migrate.exited).toBe(0)
     expect(migrate.output()).toContain(`migrations applied to ${database.name}`)
     const journal = JSON.parse(readFileSync(join(ROOT, 'migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] }
     const client = new pg.Client({ connectionString: database.url })
     await client.connect()
-    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations').finally(() => client.end())
-    expect(rows[0]!.n).toBe(journal.entries.length)
+    const { rows } = await client
+      .query<{ n: number; views: number }>(`SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS n, (SELECT count(*)::int FROM pg_views WHERE schemaname = 'analytics') AS views`)
+      .finally(() => client.end())
+    expect(rows[0]).toEqual({ n: journal.entries.length, views: 5 })
   })
 
   it('codetrail start runs the compiled daemon: /healthz answers, SIGTERM stops it cleanly', async () => {
     const redis = createTestRedisPrefix()
     cleanups.push(() => redis.cleanup())
     const port = await freePort()
-    const daemon = spawnNode([CLI, 'start', '--role', 'all'], {
+    const daemon = runCli(['start', '--role', 'all'], {
       RPC_URL: anvil.url,
       DATABASE_URL: database.url,
       REDIS_URL,
@@ -78,8 +74,8 @@ describe('npm run build', () => {
   })
 
   it('codetrail with no or an unknown command prints its usage and exits 2', async () => {
-    const none = spawnNode([CLI], {})
-    const unknown = spawnNode([CLI, 'serve'], {})
+    const none = runCli([], {})
+    const unknown = runCli(['serve'], {})
     expect(await none.exited).toBe(2)
     expect(await unknown.exited).toBe(2)
     expect(none.output()).toContain('Usage: codetrail [options] [command]')
@@ -87,7 +83,7 @@ describe('npm run build', () => {
   })
 
   it('codetrail --version prints the package version from dist', async () => {
-    const version = spawnNode([CLI, '--version'], {})
+    const version = runCli(['--version'], {})
     expect(await version.exited).toBe(0)
     expect(version.output().trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
   })

@@ -1,15 +1,13 @@
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createBuilderCodeClient } from '../src/api/index.js'
 import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { waitFor } from './helpers/compare.js'
 import { ROOT, runTs, spawnTs } from '../harness/processes.js'
-import { ADMIN_DATABASE_URL, createTestDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
+import { ADMIN_DATABASE_URL, createDatabase, createTestDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
@@ -33,15 +31,9 @@ function codetrail(args: string[], env: Record<string, string> = {}): Promise<{ 
 
 /** An empty database of its own (no migration applied), dropped after the file. */
 async function emptyDatabase(): Promise<{ name: string; url: string }> {
-  const name = `codetrail_test_${randomBytes(5).toString('hex')}`
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE ${name}`)
-  await admin.end()
-  cleanups.push(() => dropDatabase(name))
-  const url = new URL(ADMIN_DATABASE_URL)
-  url.pathname = `/${name}`
-  return { name, url: url.toString() }
+  const database = await createDatabase(ADMIN_DATABASE_URL, 'codetrail_test')
+  cleanups.push(() => dropDatabase(database.name))
+  return database
 }
 
 beforeAll(async () => {
@@ -110,14 +102,18 @@ describe('codetrail command line', () => {
     const empty = await emptyDatabase()
     const before = await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })
     expect([before.code, before.stderr]).toEqual([0, ''])
-    expect(before.stdout).toBe(`${JOURNAL.entries.map((entry) => `pending  ${entry.tag}\n`).join('')}${empty.name}: 0 applied, ${JOURNAL.entries.length} pending\n`)
+    expect(before.stdout).toBe(
+      `${JOURNAL.entries.map((entry) => `pending  ${entry.tag}\n`).join('')}pending  views, functions and triggers of src/store/sql\n${empty.name}: 0 applied, ${JOURNAL.entries.length} pending\n`,
+    )
     // Still nothing applied: a second look sees the same.
     expect((await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })).stdout).toBe(before.stdout)
 
     expect((await codetrail(['migrate'], { DATABASE_URL: empty.url })).code).toBe(0)
     const after = await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })
     expect(after.code).toBe(0)
-    expect(after.stdout).toBe(`${JOURNAL.entries.map((entry) => `applied  ${entry.tag}\n`).join('')}${empty.name}: ${JOURNAL.entries.length} applied, 0 pending\n`)
+    expect(after.stdout).toBe(
+      `${JOURNAL.entries.map((entry) => `applied  ${entry.tag}\n`).join('')}applied  views, functions and triggers of src/store/sql\n${empty.name}: ${JOURNAL.entries.length} applied, 0 pending\n`,
+    )
   })
 })
 

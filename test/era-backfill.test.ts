@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { blocksForTarget, createRpcClient, getLogs, type LogsDensity } from '../src/rpc/index.js'
-import type { LogInput } from '../src/store/index.js'
+import type { FilterRange, LogInput } from '../src/store/index.js'
 import { toRpcFilter } from '../src/sync/filter.js'
 import { createRangeProcessor, planBackfill } from '../src/sync/historical.js'
 import type { Interval } from '../src/utils/interval.js'
-import type { RangeJobData } from '../src/queue/index.js'
 import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
@@ -45,7 +44,7 @@ afterAll(async () => {
 })
 
 const within = ([from, to]: Interval, [a, b]: Interval) => from >= a && to <= b
-const blockCount = (job: RangeJobData) => job.toBlock - job.fromBlock + 1
+const blockCount = (job: FilterRange) => job.toBlock - job.fromBlock + 1
 
 describe('a backfill across the 2 s → 200 ms boundary', () => {
   it('sizes each request by the density of the answer before it, in either era, and stores what the node serves', async () => {

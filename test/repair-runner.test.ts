@@ -5,9 +5,9 @@
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRangeQueue, createRangeWorker, rangeJobId, type RangeJobData, type RangeQueue } from '../src/queue/index.js'
+import { createRangeQueue, createRangeWorker, rangeJobId, type RangeQueue } from '../src/queue/index.js'
 import { FatalError } from '../src/rpc/index.js'
-import { lockForkMarks, recordRepairs, saveFilter, takeOutOfIntervals, withTransaction } from '../src/store/index.js'
+import { lockForkMarks, recordRepairs, saveFilter, takeOutOfIntervals, withTransaction, type FilterRange } from '../src/store/index.js'
 import { createRepairRunner } from '../src/reorg/repairRunner.js'
 import { waitFor } from './helpers/compare.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
@@ -57,7 +57,7 @@ async function repairRow(filterId: string, [from, to]: [number, number]) {
 describe('closing a repair', () => {
   it('a mark that re-opens the blocks between the coverage read and the close keeps the repair open (finding 23.1: a silent permanent gap)', async () => {
     await reset(OTHER, [[0, 20]], [10, 20])
-    const enqueued: RangeJobData[] = []
+    const enqueued: FilterRange[] = []
     const runner = createRepairRunner({
       pool: db.store.pool,
       logger: pino({ level: 'silent' }),

@@ -1,5 +1,5 @@
 /**
- * The reporting role cannot hurt the indexer (migration 0018): a real login as analytics_reader, set up
+ * The reporting role cannot hurt the indexer (src/store/sql/05-analytics-reader.sql): a real login as analytics_reader, set up
  * by deploy/postgres/init-analytics-reader.sh as compose does, reads the analytics views and nothing
  * else, takes no advisory lock and calls no pg_notify. Writers wait for a lock at most LOCK_TIMEOUT_MS;
  * the API's pool hands out connections within its acquire timeout or answers 503.

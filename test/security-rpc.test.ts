@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config/index.js'
 import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRpcClient, getLogs, GetLogsError, type GetLogsSplitEvent } from '../src/rpc/index.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/rpc/getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/config/limits.js'
 import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode } from './helpers/compare.js'
 import { runTs } from '../harness/processes.js'
-import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/chain.js'
+import { buildAttributedChain, createCleanups, mineEmpty, sharedEnvironment } from './faults/helpers/faultChain.js'
 
 const cleanups = createCleanups()
 afterAll(() => cleanups.run())

@@ -1,19 +1,13 @@
-import { randomBytes } from 'node:crypto'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { drizzle } from 'drizzle-orm/node-postgres'
-import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStats, roundToBuckets, type StatsInterval } from '../src/api/queries/attributions.js'
+import { builderCodeStatsReport, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { applyReorg } from '../src/reorg/index.js'
 import { advanceFinality, runMigrations, storeTipBlocks, withTransaction } from '../src/store/index.js'
 import { STATUSES, type Status } from '../src/store/schema.js'
 import { seededRandom } from '../harness/random.js'
-import { ADMIN_DATABASE_URL, createTestDatabase, dropDatabase, type TestDatabase } from '../harness/services.js'
+import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10
@@ -295,7 +289,7 @@ async function expectStatsMatchRows(context: string): Promise<void> {
   // Half the ranges end after every row (the senders' latest times answer), half inside the data (the rows answer).
   const to = random() < 0.5 ? T0 + 5 * 86_400 : from + 1 + int(2 * 86_400)
   const { since, until } = roundToBuckets(interval, new Date(from * 1000), new Date(to * 1000))
-  const stats = await builderCodeStats(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval, since, until })
+  const { stats } = await builderCodeStatsReport(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval, since, until })
   const expected = await statsFromRows(code, interval, since, until)
   const label = `${context}: ${code} ${interval} ${since.toISOString()} ${until.toISOString()}`
   expect(stats.total, label).toEqual(expected.total)
@@ -411,23 +405,10 @@ describe('stats rollup', () => {
   })
 
   it('fills the rollup from the rows stored before its migration', async () => {
-    // The migrations before the rollup's, in a folder of their own.
-    const folder = mkdtempSync(join(tmpdir(), 'codetrail-migrations-'))
-    cpSync(new URL('../migrations', import.meta.url), folder, { recursive: true })
-    const journalPath = join(folder, 'meta', '_journal.json')
-    const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] }
-    journal.entries = journal.entries.filter((entry) => entry.tag < '0007')
-    writeFileSync(journalPath, JSON.stringify(journal))
-
-    const name = `codetrail_test_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-    await admin.connect()
-    await admin.query(`CREATE DATABASE ${name}`)
-    const url = new URL(ADMIN_DATABASE_URL)
-    url.pathname = `/${name}`
-    const pool = new pg.Pool({ connectionString: url.toString(), max: 2 })
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
     try {
-      await migrate(drizzle(pool), { migrationsFolder: folder })
+      await migrateBefore(pool, '0007')
       random = seededRandom(7)
       await insertRows(pool, Array.from({ length: 200 }, () => randomRow()))
       await runMigrations(pool)
@@ -436,9 +417,7 @@ describe('stats rollup', () => {
       expect(rows[0].n).toBeGreaterThan(10)
     } finally {
       await pool.end()
-      await admin.end()
       await dropDatabase(name)
-      rmSync(folder, { recursive: true, force: true })
     }
   })
 })

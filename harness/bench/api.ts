@@ -4,8 +4,8 @@
  * figures from its output.
  */
 import type { ApiBenchOutput } from './apiLoad.js'
-import { spawnNode } from './processes.js'
-import { createBenchDatabase } from './services.js'
+import { spawnNode } from '../processes.js'
+import { createBenchDatabase } from '../services.js'
 
 export type ApiRun = ApiBenchOutput & {
   seedMs: number

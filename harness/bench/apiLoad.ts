@@ -24,7 +24,8 @@ import { loadConfig } from '../../src/config/index.js'
 import { silentLogger } from '../../src/internal/logger.js'
 import { createStore } from '../../src/store/index.js'
 import { seededRandom } from '../random.js'
-import { cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './processes.js'
+import { spawnNode } from '../processes.js'
+import { cpuSecondsOf, postgresCpuSecondsOf } from './processStats.js'
 import { percentile } from './report.js'
 
 const UNLIMITED = 1_000_000_000
@@ -95,9 +96,9 @@ async function startServer(chainId: number): Promise<{ base: string; pid: number
     timer = setTimeout(() => reject(new Error(`the API server did not listen within ${SERVER_START_TIMEOUT_MS} ms:\n${server.stderrTail()}`)), SERVER_START_TIMEOUT_MS)
   })
   try {
-    return { base: await Promise.race([base, failed]), pid: server.pid, stop: () => server.stop() }
+    return { base: await Promise.race([base, failed]), pid: server.pid, stop: () => server.kill() }
   } catch (error) {
-    await server.stop()
+    await server.kill()
     throw error
   } finally {
     clearTimeout(timer)

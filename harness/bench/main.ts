@@ -1,7 +1,7 @@
 /**
  * npm run bench -- [--quick] [--profile] [--pending-ws] [--duration 300s] [--step 15s] [--heads poll,ws] [--scope logs,blocks] [all | backfill pending decode api webhooks blocks tip]
  *
- * The benchmarks of SPEC §10, each figure beside the limits of this machine measured in the same
+ * The benchmarks of codetrail's backfill, pending, decode, API, webhook and tip paths, each figure beside the limits of this machine measured in the same
  * run on the same data: prints a table and writes `harness/bench/results.json`. Named parts run alone and
  * the other figures in `harness/bench/results.json` are kept. Without names: backfill, pending and decode
  * (about 4 minutes); `api` seeds 10 million attributions first (about 8 minutes more), so it runs
@@ -34,7 +34,7 @@ import { runTip, TIP_TX_PER_BLOCK, type DelayParts, type TipHeads, type TipRun }
 import { parseDuration } from '../demo/options.js'
 import type { ProfileSummary } from './profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow, type TipResults } from './report.js'
-import { createBenchDatabase } from './services.js'
+import { createBenchDatabase } from '../services.js'
 import { benchDecode, type DecodeBenchCase } from './decode.js'
 import { ensureFixture, type Fixture } from './fixture.js'
 
@@ -66,7 +66,7 @@ const SIZES = {
 }
 const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
-// SPEC §10: concurrent clients, each its own connection, over this many seeded builder codes.
+// Concurrent clients, each its own connection, over this many seeded builder codes.
 const API_CLIENTS = 8
 const API_CODES = 100
 // Pages of a code's attributions one session reads (the first, then nextCursor).
@@ -409,6 +409,13 @@ function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: 
         .sort(([, a], [, b]) => b - a)
         .map(([method, n]) => `${method} ${perThousand(n).toFixed(1)}`)
         .join(', '),
+    },
+    {
+      figure: 'gas fill after the ranges (not timed in the ratio)',
+      measured: runs.map((run) => `${(run.gas.ms / 1000).toFixed(1)} s`).join(', '),
+      beside: `${perThousand(sumOf(runs[0]!.gas.nodeCalls)).toFixed(1)} calls in ${perThousand(runs[0]!.gas.nodeRequests).toFixed(1)} requests per 1,000 logs (${Object.entries(runs[0]!.gas.nodeCalls)
+        .map(([method, n]) => `${method} ${perThousand(n).toFixed(1)}`)
+        .join(', ')}); ${runs[0]!.gas.left} left owed`,
     },
     {
       figure: '',

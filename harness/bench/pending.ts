@@ -11,10 +11,11 @@ import pg from 'pg'
 import { createDevnet } from '../devnet/index.js'
 import { anvilAccount, artifacts, deployContract, encodeEmitMany } from '../fixtures/chain.js'
 import { fixtureSuffix, FIXTURE_PARAMETERS } from './fixture.js'
-import { COMPILED_ENTRIES, spawnNode, watchProcess } from './processes.js'
+import { spawnNode } from '../processes.js'
+import { COMPILED_ENTRIES, watchProcess } from './processStats.js'
 import { createRawRpc, type RawRpc } from './rawRpc.js'
 import { percentile } from './report.js'
-import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { createBenchDatabase, createRedisPrefix } from '../services.js'
 import { sleep } from '../../src/utils/loop.js'
 
 const BLOCK_TIME_MS = 2_000
@@ -75,7 +76,7 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
     cleanups.push(() => devnet.stop())
     const db = await createBenchDatabase(parameters.adminDatabaseUrl, 'pending')
     cleanups.push(() => db.drop())
-    const redis = createBenchRedisPrefix(parameters.redisUrl, 'pending')
+    const redis = createRedisPrefix(parameters.redisUrl, 'ct_bench_pending')
     cleanups.push(() => redis.cleanup())
     const rpc = createRawRpc(devnet.url, 4)
     cleanups.push(async () => rpc.close())
@@ -95,7 +96,7 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
         ...(parameters.webSocket ? { RPC_WS_URL: devnet.wsUrl } : {}),
       },
     })
-    cleanups.push(() => daemon.stop())
+    cleanups.push(() => daemon.kill())
     const daemonWatch = watchProcess(daemon.pid, {})
     cleanups.push(async () => daemonWatch.stop())
 

@@ -9,8 +9,9 @@ import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { freePort, startAnvil } from '../devnet/anvil.js'
 import { createStore, runMigrations } from '../../src/store/index.js'
-import { cpuSecondsOf, ROOT } from './processes.js'
-import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { ROOT } from '../processes.js'
+import { cpuSecondsOf } from './processStats.js'
+import { createBenchDatabase, createRedisPrefix } from '../services.js'
 import { sleep } from '../../src/utils/loop.js'
 
 const POLL_MS = 10
@@ -47,7 +48,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 const anvil = await startAnvil()
 const db = await createBenchDatabase(adminUrl, 'startup')
-const redis = createBenchRedisPrefix(redisUrl, 'startup')
+const redis = createRedisPrefix(redisUrl, 'ct_bench_startup')
 try {
   const store = createStore({ databaseUrl: db.url, max: 1 })
   await runMigrations(store.pool).finally(() => store.close())

@@ -13,10 +13,11 @@ import { createDevnet, type Devnet, type DevnetCalls } from '../devnet/index.js'
 import { sleep } from '../../src/utils/loop.js'
 import { anvilAccount, artifacts, deployContract, encodeEmitMany } from '../fixtures/chain.js'
 import { fixtureSuffix, FIXTURE_PARAMETERS } from './fixture.js'
-import { COMPILED_ENTRIES, postgresBackendsOf, spawnNode, watchProcess, type ProcessWatch } from './processes.js'
+import { spawnNode } from '../processes.js'
+import { COMPILED_ENTRIES, postgresBackendsOf, watchProcess, type ProcessWatch } from './processStats.js'
 import { createRawRpc, type RawRpc } from './rawRpc.js'
 import { percentile } from './report.js'
-import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { createBenchDatabase, createRedisPrefix } from '../services.js'
 
 export const TIP_TX_PER_BLOCK = 25
 const LOGS_PER_TX = 4
@@ -141,7 +142,7 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     cleanups.push(async () => anvil.close())
     const db = await createBenchDatabase(parameters.adminDatabaseUrl, 'tip')
     cleanups.push(() => db.drop())
-    const redis = createBenchRedisPrefix(parameters.redisUrl, 'tip')
+    const redis = createRedisPrefix(parameters.redisUrl, 'ct_bench_tip')
     cleanups.push(() => redis.cleanup())
 
     const emitter = await deployWhileMining(devnet)
@@ -168,7 +169,7 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
         LOG_LEVEL: 'info',
       },
     })
-    cleanups.push(() => daemon.stop())
+    cleanups.push(() => daemon.kill())
     const watch = watchProcess(daemon.pid, { postgres: () => postgresBackendsOf(db.name) })
     cleanups.push(async () => watch.stop())
 

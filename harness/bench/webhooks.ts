@@ -14,8 +14,9 @@ import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
 import { percentile } from './report.js'
-import { COMPILED_ENTRIES, cpuSecondsOf, postgresCpuSecondsOf, spawnNode } from './processes.js'
-import { createBenchDatabase, createBenchRedisPrefix } from './services.js'
+import { spawnNode } from '../processes.js'
+import { COMPILED_ENTRIES, cpuSecondsOf, postgresCpuSecondsOf } from './processStats.js'
+import { createBenchDatabase, createRedisPrefix } from '../services.js'
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
 /** Commits per second; each carries `eventsPerSec / COMMITS_PER_SEC` attributions. */
@@ -102,7 +103,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     cleanups.push(() => db.drop())
     await runMigrations(db.pool)
     const copy = await measureTriggerCost(db.pool, parameters.copyRows)
-    const redis = createBenchRedisPrefix(parameters.redisUrl, 'webhooks')
+    const redis = createRedisPrefix(parameters.redisUrl, 'ct_bench_webhooks')
     cleanups.push(() => redis.cleanup())
     const anvil = await startAnvil({})
     cleanups.push(() => anvil.stop())
@@ -146,7 +147,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
         LOG_LEVEL: 'warn',
       },
     })
-    cleanups.push(() => daemon.stop())
+    cleanups.push(() => daemon.kill())
     const api = `http://127.0.0.1:${apiPort}`
     for (let i = 0; ; i++) {
       if ((await fetch(`${api}/healthz`).catch(() => null))?.ok) break

@@ -9,7 +9,7 @@ import type { Logger } from '../../src/internal/logger.js'
 import { sleep } from '../../src/utils/loop.js'
 import { anvilAccount, fixtureClient, sendWithSuffix, type FixtureClient } from '../fixtures/chain.js'
 import { encodeExecute, sendHandleOps, type SmartAccount } from '../fixtures/entryPoint.js'
-import { BUNDLER_ACCOUNT, swapArtifact, TOKEN_UNIT, tokenCall, type DemoContracts } from './chain.js'
+import { BUNDLER_ACCOUNT, swapArtifact, TOKEN_UNIT, tokenCall, type DemoContracts } from './chainState.js'
 import { pickSuffixKind, suffixFor, type SuffixKind } from './suffixes.js'
 
 /** Pause between two transactions of one plain agent: five agents send about 3.5 transactions/s in all. */

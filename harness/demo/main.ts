@@ -30,10 +30,10 @@ import { createDevnet, DEFAULT_BLOCK_TIME_MS, DENIM_BLOCK_TIME_MS, freePort, typ
 import type { Logger } from '../../src/internal/logger.js'
 import { anvilAccount, fixtureClient } from '../fixtures/chain.js'
 import { startAgents, type Agent, type ChaosSchedule } from './agents.js'
-import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, type DemoChainState } from './chain.js'
+import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, type DemoChainState } from './chainState.js'
 import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './options.js'
 import { clearRedisPrefix } from '../../src/queue/index.js'
-import { checkPostgres, checkRedisServer, recreateDatabase } from './services.js'
+import { checkPostgres, checkRedisServer, recreateDatabase } from './servers.js'
 import { describeChain, readFigures, readIndexedHead, startView } from './view.js'
 import { buildWeb } from '../../scripts/build-web.js'
 

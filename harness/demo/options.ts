@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { DEVNET_PROFILES, MAX_CANONICAL_LAG, type DevnetProfile } from '../devnet/index.js'
-import { isDatabaseName } from './services.js'
+import { isDatabaseName } from './servers.js'
 
 export const USAGE = `usage: npm run demo [-- --chain <base|op>] [--duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>] (--lag and --divergence with --chain op)`
 

@@ -6,9 +6,9 @@ import { checkWindowOptions, createPendingState, type HeadBlock, type PendingSna
 import { createUpstreamClient } from './rpc.js'
 import { startDevnetServer, type DevnetCalls } from './server.js'
 
-export { findAnvilBinary, freePort, startAnvil, type Anvil, type AnvilOptions } from './anvil.js'
-export { DEFAULT_REFRESH_MS, MAX_CANONICAL_LAG, type HeadBlock, type PendingSnapshot } from './pendingState.js'
-export { divergenceOf, ZERO_HASH, type Divergence, type PreconfLog } from './preconf.js'
+export { freePort, startAnvil, type Anvil, type AnvilOptions } from './anvil.js'
+export { MAX_CANONICAL_LAG, type PendingSnapshot } from './pendingState.js'
+export { divergenceOf, ZERO_HASH } from './preconf.js'
 export { DENIM_BLOCK_TIME_MS, DEPOSITOR, SYSTEM_DEPOSIT_TARGETS } from './denim.js'
 export { DROP_TRANSACTION_METHOD, type DevnetCalls } from './server.js'
 

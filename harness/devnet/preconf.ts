@@ -1,5 +1,4 @@
-import { keccak256, type Address, type Hex } from 'viem'
-import { ZERO_HASH } from '../../src/store/schema.js'
+import { keccak256, zeroHash as ZERO_HASH, type Address, type Hex } from 'viem'
 
 /** What Base puts in `blockHash` of a pre-confirmed log: the block has no hash yet. */
 export { ZERO_HASH }

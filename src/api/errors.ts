@@ -2,9 +2,10 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from '../internal/logger.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /** An error the API answers as it is: status, snake_case code and a sentence for the client. */
-export class ApiError extends Error {
+export class ApiError extends CodetrailError {
   override name = 'ApiError'
   readonly statusCode: number
   readonly code: string
@@ -58,7 +59,7 @@ const MAX_CAUSE_DEPTH = 5
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE'])
 
 /**
- * Maps any error to the status and envelope of SPEC §7: known client errors get their 4xx and code,
+ * Maps any error to its status and the error envelope every route answers with: known client errors get their 4xx and code,
  * the database being slow or away gets 503, anything else a 500 that says nothing of the internals.
  */
 export function toErrorAnswer(error: unknown): Answer {

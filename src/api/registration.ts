@@ -1,9 +1,9 @@
 import type { Address } from 'viem'
 import { z } from 'zod'
 import { ATTRIBUTION_CODE_PATTERN, deriveBuilderCode } from '../attribution/index.js'
-import type { Database } from '../store/index.js'
+import { insertBuilderCode, type BuilderCodeRecord, type Database } from '../store/index.js'
+import { findBuilderCodeByWallet } from '../store/reads/index.js'
 import { ApiError } from './errors.js'
-import { findBuilderCodeByWallet, insertBuilderCode, type BuilderCodeRecord } from './queries/builderCodes.js'
 
 /** Collisions in a 36^8 space are rare; this many in a row means something else is wrong. */
 const MAX_DERIVATION_ATTEMPTS = 32
@@ -37,7 +37,7 @@ export function createBuilderCodeRegistrar({ db, chainId, builderApiUrl, upstrea
   async function registerLocal(walletAddress: Address): Promise<BuilderCodeRecord> {
     for (let attempt = 0; attempt < MAX_DERIVATION_ATTEMPTS; attempt++) {
       const builderCode = deriveBuilderCode(walletAddress, attempt)
-      const inserted = await insertBuilderCode(db, { chainId, builderCode, walletAddress, source: 'local' })
+      const inserted = await insertBuilderCode(db.$client, { chainId, builderCode, walletAddress, source: 'local' })
       if (inserted) return inserted
       // Either this wallet was registered concurrently, or another wallet holds the code.
       const existing = await findBuilderCodeByWallet(db, chainId, walletAddress)
@@ -73,7 +73,7 @@ export function createBuilderCodeRegistrar({ db, chainId, builderApiUrl, upstrea
 
   async function registerUpstream(url: string, walletAddress: Address): Promise<BuilderCodeRecord> {
     const builderCode = await askUpstream(url, walletAddress)
-    const inserted = await insertBuilderCode(db, { chainId, builderCode, walletAddress, source: 'upstream' })
+    const inserted = await insertBuilderCode(db.$client, { chainId, builderCode, walletAddress, source: 'upstream' })
     if (inserted) return inserted
     const existing = await findBuilderCodeByWallet(db, chainId, walletAddress)
     if (existing) return existing

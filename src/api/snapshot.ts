@@ -1,8 +1,7 @@
 import type { Redis } from 'ioredis'
-import type { RpcClient } from '../rpc/index.js'
+import { getBlock, type RpcClient } from '../rpc/index.js'
 import type { Database } from '../store/index.js'
-import { getIndexedHead } from './queries/health.js'
-import { getSyncStatus, type SyncStatus } from './queries/status.js'
+import { getIndexedHead, getSyncStatus, type SyncStatus } from '../store/reads/index.js'
 
 /** How long readiness waits for one dependency before calling it down. */
 export const CHECK_TIMEOUT_MS = 2_000
@@ -47,10 +46,8 @@ export function createHealthSnapshot({
     redis: refreshing(maxAgeMs, () => (redis ? probe(() => redis.ping()) : Promise.resolve(NOT_CONFIGURED))),
     node: refreshing(maxAgeMs, async (): Promise<Probe<Head>> => {
       if (!rpc) return NOT_CONFIGURED
-      const node = await probe(() =>
-        rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }),
-      )
-      return { check: node.check, value: node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null }
+      const node = await probe(() => getBlock(rpc, 'latest', { timeoutMs: CHECK_TIMEOUT_MS }))
+      return { check: node.check, value: node.value ? { block: node.value.number, timestamp: node.value.timestamp } : null }
     }),
     sync: refreshing(maxAgeMs, () => getSyncStatus(db, chainId)),
   }

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, Option, type CommanderError } from 'commander'
 import { ConfigError, ROLES, type Role } from '../config/index.js'
+import { UsageError } from '../internal/errors.js'
 
 /** The package's version, from its package.json (two levels up from src/cli, three from dist/src/cli). */
 function readVersion(): string {
@@ -95,7 +96,7 @@ export function createProgram(): Command {
     .version(VERSION)
     .action(
       configured(async (flags: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean }, command: Command) => {
-        const { backfill, parseBackfillOptions, UsageError } = await import('./backfill.js')
+        const { backfill, parseBackfillOptions } = await import('./backfill.js')
         let options
         try {
           options = parseBackfillOptions(flags)

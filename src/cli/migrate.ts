@@ -1,6 +1,6 @@
 /** `codetrail migrate` and `codetrail migrate status`. */
 import { loadConfig, secretsOf } from '../config/index.js'
-import { createStore, migrationStatus, runMigrations, type Store } from '../store/index.js'
+import { createStore, definitionsApplied, migrationStatus, runMigrations, type Store } from '../store/index.js'
 import { createRedactor } from '../utils/redact.js'
 
 /** Runs `work` on a one-connection store of DATABASE_URL; any failure is one masked line and exit 1. */
@@ -30,6 +30,7 @@ export function migrateStatus(): Promise<number> {
   return withDatabase(async (store, database) => {
     const migrations = await migrationStatus(store.pool)
     for (const { tag, applied } of migrations) process.stdout.write(`${applied ? 'applied' : 'pending'}  ${tag}\n`)
+    process.stdout.write(`${(await definitionsApplied(store.pool)) ? 'applied' : 'pending'}  views, functions and triggers of src/store/sql\n`)
     const pending = migrations.filter((m) => !m.applied).length
     process.stdout.write(`${database}: ${migrations.length - pending} applied, ${pending} pending\n`)
   })

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig, secretsOf } from './index.js'
 
 describe('loadConfig', () => {
-  it('applies the defaults of SPEC §5 to an empty environment', () => {
+  it('applies the default of every variable to an empty environment', () => {
     const config = loadConfig({})
     expect(config).toMatchObject({
       rpcUrl: 'http://127.0.0.1:8545',

@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { z } from 'zod'
-import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from '../rpc/getLogs.js'
-import { parseSecretsKey } from '../delivery/secrets.js'
+import { ConfigError } from '../internal/errors.js'
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from './limits.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
@@ -73,7 +73,7 @@ const origins = z
   )
   .transform((items) => [...new Set(items.map((item) => new URL(item).origin))])
 
-/** Each variable of SPEC §5 with its default; `describe` is what the error line says is allowed. */
+/** Each environment variable codetrail reads, with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
@@ -128,6 +128,7 @@ const schema = z.object({
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
   WEBHOOK_RETENTION_DAYS: integer(1, 36_500).default(30),
+  RETENTION_LOGS_DAYS: integer(1, 36_500).optional(),
   STREAM_MAX_CLIENTS: integer(1, 1_000_000).default(1_000),
   SECRETS_KEY: z
     .string()
@@ -199,6 +200,11 @@ export type Config = Readonly<{
   webhookAllowPrivate: boolean
   /** Days webhook events and delivery records are kept (an event still owed to an enabled subscription stays). */
   webhookRetentionDays: number
+  /**
+   * `RETENTION_LOGS_DAYS`: finalized raw logs and unattributed transactions older than this many days are
+   * deleted; undefined keeps everything. Attributions, rollups and registry logs are always kept.
+   */
+  retentionLogsDays: number | undefined
   /** `STREAM_MAX_CLIENTS`: `/v1/stream` connections one API process serves at once (beyond: 503). */
   streamMaxClients: number
   /** `SECRETS_KEY`: seals webhook secrets at rest (AES-256-GCM); unset, they are stored as they are. */
@@ -211,13 +217,17 @@ export type Config = Readonly<{
   shutdownTimeoutMs: number
 }>
 
+export { ConfigError }
+
+/** `SECRETS_KEY` decoded: 32 bytes for AES-256-GCM. */
+export function parseSecretsKey(value: string): Buffer | null {
+  const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64')
+  return key.length === 32 ? key : null
+}
+
 /** Whether a daemon of this role applies migrations at start: `MIGRATE_ON_START`, else only the roles that write the index's state. */
 export function migratesOnStart(config: Pick<Config, 'migrateOnStart'>, role: Role): boolean {
   return config.migrateOnStart ?? (role === 'all' || role === 'scheduler')
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError'
 }
 
 /** Variables whose value may hold a secret, and how an error line shows it. */
@@ -297,6 +307,7 @@ function toConfig(p: Parsed): Config {
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
     webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
     webhookRetentionDays: p.WEBHOOK_RETENTION_DAYS,
+    retentionLogsDays: p.RETENTION_LOGS_DAYS,
     streamMaxClients: p.STREAM_MAX_CLIENTS,
     secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,

@@ -6,6 +6,7 @@ import {
   CHANGES_CHANNEL,
   listen,
   listSubscriptions,
+  lockDispatchCursor,
   publishChanges,
   pruneWebhookHistory,
   readEvents,
@@ -58,10 +59,9 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     let dispatched = 0
     for (;;) {
       const round = await withTransaction(pool, async (client) => {
-        // Locked: a second dispatcher (a lease hand-over) waits instead of owing the same events again.
-        const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = 'dispatch' FOR UPDATE`)
+        const cursor = await lockDispatchCursor(client)
         await fence?.(client)
-        const events = await readEvents(client, { after: rows[0]?.eventId ?? 0, limit: BATCH })
+        const events = await readEvents(client, { after: cursor, limit: BATCH })
         if (events.length === 0) return null
         const subscriptions = await listSubscriptions(client, { activeOnly: true })
         const owed = events.flatMap((event) =>
@@ -129,5 +129,3 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     },
   }
 }
-
-export type Dispatcher = ReturnType<typeof createDispatcher>

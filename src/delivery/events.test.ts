@@ -22,7 +22,7 @@ describe('matchesSubscription', () => {
 })
 
 describe('toPayload', () => {
-  it('is the SPEC body: string id, ISO times, block milliseconds, null userOpHash for a plain transaction', () => {
+  it('is the documented webhook body: string id, ISO times, block milliseconds, null userOpHash for a plain transaction', () => {
     const payload = toPayload({
       id: 42,
       type: 'attribution.pending',

@@ -1,6 +1,6 @@
 import type { WebhookEvent, WebhookSubscription } from '../store/index.js'
 
-/** The JSON body of a webhook delivery and of a stream message (SPEC §7). */
+/** The JSON body of a webhook delivery and of a stream message: one shape, so a receiver reads both alike. */
 export type EventPayload = {
   id: string
   type: WebhookEvent['type']

@@ -4,12 +4,6 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 const SEALED = 'enc:v1:'
 const IV_BYTES = 12
 
-/** `SECRETS_KEY` decoded: 32 bytes for AES-256-GCM. */
-export function parseSecretsKey(value: string): Buffer | null {
-  const key = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64')
-  return key.length === 32 ? key : null
-}
-
 /** The secret as stored: sealed with AES-256-GCM when a key is set, else as it is. */
 export function sealSecret(key: Buffer | undefined, secret: string): string {
   if (!key) return secret

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { describe, expect, it } from 'vitest'
-import { openSecret, parseSecretsKey, sealSecret } from './secrets.js'
+import { parseSecretsKey } from '../config/index.js'
+import { openSecret, sealSecret } from './secrets.js'
 import { newWebhookSecret, signedHeaders } from './signature.js'
 
 describe('webhook signatures', () => {

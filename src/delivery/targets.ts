@@ -3,6 +3,7 @@ import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction, Socket } from 'node:net'
 import ipaddr from 'ipaddr.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /**
  * Where webhooks may go. Link-local and cloud-metadata addresses are always refused; loopback and
@@ -17,7 +18,7 @@ const METADATA_ADDRESSES = new Set(['fd00:ec2::254', '100.100.100.200'])
 /** ipaddr.js ranges reachable only with `allowPrivate`; every range but these and `unicast` is refused. */
 const PRIVATE_RANGES = new Set(['loopback', 'private', 'uniqueLocal', 'carrierGradeNat'])
 
-export class WebhookTargetError extends Error {
+export class WebhookTargetError extends CodetrailError {
   override name = 'WebhookTargetError'
   readonly code = 'EWEBHOOKTARGET'
 }

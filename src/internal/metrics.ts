@@ -1,6 +1,5 @@
 import Fastify from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { RpcRequestEvent } from '../rpc/index.js'
 
 const PREFIX = 'codetrail_'
 /** Pending latency runs from ~200 ms (one poll) to seconds when the node or database lags. */
@@ -129,8 +128,8 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     registers,
   })
 
-  /** Pass as `onRequest` to `createRpcClient`. */
-  function observeRpcRequest(event: RpcRequestEvent): void {
+  /** Pass as `onRequest` to `createRpcClient`: the fields of its request events that the metrics read. */
+  function observeRpcRequest(event: { method: string; calls: number; ok: boolean; errorKind?: string; durationMs: number }): void {
     rpcCalls.inc({ method: event.method }, event.calls)
     rpcDuration.observe({ method: event.method }, event.durationMs / 1000)
     if (!event.ok) rpcErrors.inc({ method: event.method, kind: event.errorKind ?? 'unknown' })

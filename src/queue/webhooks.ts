@@ -1,7 +1,7 @@
 import { Queue, Worker, type Job } from 'bullmq'
 import type { Logger } from '../internal/logger.js'
 import { briefly } from '../internal/errors.js'
-import { createRedis, type QueueContext } from './index.js'
+import { createRedis, type QueueContext } from './redis.js'
 
 export const WEBHOOK_QUEUE = 'webhooks'
 /** Subscriptions drained at once per worker process: waiting on receivers, not on the CPU. */

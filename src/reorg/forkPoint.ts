@@ -1,8 +1,9 @@
 import type pg from 'pg'
 import { getCanonicalBlock } from '../store/index.js'
 import type { Header } from './types.js'
+import { CodetrailError } from '../internal/errors.js'
 
-export class DeepReorgError extends Error {
+export class DeepReorgError extends CodetrailError {
   override name = 'DeepReorgError'
 }
 

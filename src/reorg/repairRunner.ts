@@ -1,9 +1,8 @@
 import type pg from 'pg'
-import { repairChunks } from './index.js'
+import { repairChunks } from './marks.js'
 import type { Logger } from '../internal/logger.js'
-import type { RangeJobData, RangeJobResult } from '../queue/index.js'
 import { FatalError, toKindedError } from '../rpc/index.js'
-import { clearRepairRetry, closeRepairIfStored, deleteRepair, getIntervals, listFilters, listRepairs, recordRepairFailure, type Repair } from '../store/index.js'
+import { clearRepairRetry, closeRepairIfStored, deleteRepair, getIntervals, listFilters, listRepairs, recordRepairFailure, type FilterRange, type Repair } from '../store/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
 import { briefly } from '../internal/errors.js'
 
@@ -20,10 +19,10 @@ export type RepairRunnerContext = {
   /** The daemon's own filter: its repairs run here at once, the others' go to the range queue. */
   followerFilterId: string
   chunkBlocks: number
-  processRange: (data: RangeJobData) => Promise<RangeJobResult>
-  enqueue: (jobs: readonly RangeJobData[]) => Promise<unknown>
+  processRange: (range: FilterRange) => Promise<unknown>
+  enqueue: (jobs: readonly FilterRange[]) => Promise<unknown>
   /** Those of `jobs` that failed for good (retries spent, or a fatal error): why, and when (ms since the epoch). */
-  failedJobs: (jobs: readonly RangeJobData[]) => Promise<{ reason: string; at: number }[]>
+  failedJobs: (jobs: readonly FilterRange[]) => Promise<{ reason: string; at: number }[]>
   maxFailures?: number
   retryBaseMs?: number
 }

@@ -1,15 +1,15 @@
 import { isAscii } from 'node:buffer'
 import http from 'node:http'
 import https from 'node:https'
-import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type PublicClient } from 'viem'
+import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError } from 'viem'
 import { silentLogger, type Logger } from '../internal/logger.js'
 import { createRedactor, redactUrl, secretsOfUrl } from '../utils/redact.js'
 import { classifyRpcError, type RpcErrorActionKind } from './errors.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from './getLogs.js'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/limits.js'
 
 /** Long enough for a 1000-block `eth_getLogs` of ~50 MB from a busy provider. */
 const DEFAULT_TIMEOUT_MS = 30_000
-/** Providers refuse batches above roughly 100–1,000 calls (SPEC §5 `RPC_BATCH_SIZE`). */
+/** Providers refuse batches above roughly 100–1,000 calls; `RPC_BATCH_SIZE` sets it. */
 const DEFAULT_BATCH_SIZE = 100
 
 /** One finished HTTP request, for metrics. */
@@ -56,10 +56,6 @@ export type RpcClient = {
    * as a whole.
    */
   batch<T = unknown>(calls: readonly RpcCall[], options?: RpcRequestOptions): Promise<T[]>
-  /** `eth_chainId`, asked once. */
-  chainId(): Promise<number>
-  /** A viem public client over the same requests, for typed actions off the hot path. */
-  viem: PublicClient
 }
 
 type RpcResponse = { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }
@@ -172,11 +168,12 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, maxRe
 /**
  * A JSON-RPC client for one node: no retries of its own (callers retry by error class, see
  * {@link classifyRpcError}); answers above `maxResponseBytes` are cut off (a 1000-block `eth_getLogs` can be ~50 MB).
+ * It moves raw answers: the typed, checked node calls are the actions in `./actions/`, which take it.
  *
  * @example
  * const client = createRpcClient({ url: 'http://127.0.0.1:8545', logger })
- * const head = await client.request<Hex>('eth_blockNumber')
- * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+ * const head = await getBlockNumber(client)
+ * const transactions = await getTransactions(client, hashes)
  */
 export function createRpcClient({
   url,
@@ -248,18 +245,5 @@ export function createRpcClient({
     })
   }
 
-  let chainId: Promise<number> | undefined
-  function getChainId(): Promise<number> {
-    chainId ??= request<string>('eth_chainId').then(Number, (error: unknown) => {
-      chainId = undefined
-      throw error
-    })
-    return chainId
-  }
-
-  const viem = createPublicClient({
-    transport: custom({ request: ({ method, params }: { method: string; params?: unknown[] }) => request(method, params) }, { retryCount: 0 }),
-  })
-
-  return { url, logger, request, batch, chainId: getChainId, viem }
+  return { url, logger, request, batch }
 }

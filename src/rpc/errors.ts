@@ -5,7 +5,9 @@
  * Providers refuse wide `eth_getLogs` ranges and big results in many dialects; the catalogue below
  * lists them as data, most specific first, so adding a provider is adding an entry.
  */
-import { briefly } from '../internal/errors.js'
+import { briefly, FatalError, RetryableError } from '../internal/errors.js'
+
+export { FatalError, RetryableError }
 
 /** What a caller should do after a failed request. */
 export type RpcErrorAction =
@@ -115,16 +117,6 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
   // A wrong URL or key: only the operator can fix it.
   { name: 'http-client-error', status: [400, 401, 403, 404, 405], action: 'fatal' },
 ]
-
-/** A failure asking again cannot change: the node lacks the method, refuses the parameters or the credentials. */
-export class FatalError extends Error {
-  override name = 'FatalError'
-}
-
-/** A failure a later attempt may get past: a node behind, a rate limit, a timeout, a malformed answer. */
-export class RetryableError extends Error {
-  override name = 'RetryableError'
-}
 
 /**
  * Any failure as one of the two kinds: itself, or the first of them in its cause chain; otherwise as

@@ -1,9 +1,8 @@
 import type pg from 'pg'
+import type { Queryable } from './client.js'
 import { BinaryCopyWriter, copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
 import type { CodeRole, Status } from './schema.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 // A stale pre-confirmed answer must never pull a confirmed, canonical row back to pending.
 const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`

@@ -1,6 +1,4 @@
-import type pg from 'pg'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+import type { Queryable } from './client.js'
 
 /** Keeps the chain's probed profile in `chain_state`, where the API (another process) reads it. */
 export async function saveChainProfile(

@@ -8,12 +8,13 @@ import { statusBelow } from './schema.js'
 import { finalizeBehindFinality } from './finality.js'
 import { blocksInConflict } from './reorgs.js'
 import { isCovered, recordInterval } from './syncState.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /**
  * A range's answer is from a fork the index already knows to be orphaned, or disagrees with blocks the
  * index holds as canonical at the same heights: it is read again, never stored. Retryable.
  */
-export class StaleForkError extends Error {
+export class StaleForkError extends CodetrailError {
   override name = 'StaleForkError'
 }
 

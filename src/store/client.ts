@@ -20,6 +20,9 @@ export const LOCK_TIMEOUT_MS = 10_000
 
 export type Database = NodePgDatabase<typeof schema> & { $client: pg.Pool }
 
+/** A pool or one of its clients (inside a transaction): what a raw-SQL store function runs on. */
+export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
 export type Store = {
   pool: pg.Pool
   db: Database

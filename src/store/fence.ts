@@ -1,7 +1,8 @@
 import type pg from 'pg'
+import { CodetrailError } from '../internal/errors.js'
 
 /** A write refused because another scheduler claimed the chain's lease generation after this one. */
-export class LeaseFencedError extends Error {
+export class LeaseFencedError extends CodetrailError {
   constructor(
     readonly chainId: number,
     readonly generation: number,

@@ -1,5 +1,6 @@
 import { BINARY_HEADER, BINARY_TRAILER, POSTGRES_EPOCH_SECONDS, TWO_32 } from './copy.js'
 import { ZERO_HASH, type Status } from './schema.js'
+import { CodetrailError } from '../internal/errors.js'
 
 /** A log as a node serves it (hex strings); `blockTimestamp` is the extension some nodes add. */
 export type LogInput = {
@@ -37,7 +38,7 @@ export type LogRow = {
 /** Where a log's transaction stands: what attribution needs of a range's rows. */
 export type TransactionRow = Pick<LogRow, 'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'blockTimestampMs' | 'transactionIndex'>
 
-export class LogShapeError extends Error {
+export class LogShapeError extends CodetrailError {
   override name = 'LogShapeError'
 }
 

@@ -1,14 +1,20 @@
-import { readFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import type pg from 'pg'
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url))
+const DEFINITIONS_FOLDER = fileURLToPath(new URL('./sql', import.meta.url))
 // Any fixed key: serialises concurrent starts so two processes never apply the same migration.
 export const MIGRATION_LOCK_KEY = 0x636f6465
 
-/** Applies the drizzle-kit migrations in `migrations/`, once even when several processes start together. */
+/**
+ * Applies the drizzle-kit migrations in `migrations/` (tables), then the definitions of `sql/` (views,
+ * functions, triggers, the reader's grants) when they differ from the ones the database holds; once
+ * even when several processes start together.
+ */
 export async function runMigrations(pool: pg.Pool): Promise<void> {
   const client = await pool.connect().catch((error: Error) => {
     const { hostname, port } = new URL(pool.options.connectionString ?? 'postgres://127.0.0.1:5432')
@@ -21,6 +27,9 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
     try {
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_FOLDER })
+      const definitions = readDefinitions()
+      // Re-creating triggers and views locks the tables under them: a start with nothing new skips it.
+      if ((await appliedDefinitionsDigest(client)) !== definitions.digest) await applyDefinitions(client, definitions)
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
       await client.query('RESET lock_timeout')
@@ -30,7 +39,63 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
   }
 }
 
+/** The files of `sql/` in the order they apply (by name), and one digest of them all. */
+type Definitions = { files: { name: string; text: string }[]; digest: string }
+
+export function readDefinitions(): Definitions {
+  const names = readdirSync(DEFINITIONS_FOLDER)
+    .filter((name) => name.endsWith('.sql'))
+    .sort()
+  const files = names.map((name) => ({ name, text: readFileSync(`${DEFINITIONS_FOLDER}/${name}`, 'utf8') }))
+  const hash = createHash('sha256')
+  for (const { name, text } of files) hash.update(`${name}\0${text}\0`)
+  return { files, digest: hash.digest('hex') }
+}
+
+/** The digest of the definitions the database holds; null before any (or before the table exists). */
+async function appliedDefinitionsDigest(db: Pick<pg.ClientBase, 'query'>): Promise<string | null> {
+  const { rows: table } = await db.query<{ exists: boolean }>(`SELECT to_regclass('sql_definitions') IS NOT NULL AS exists`)
+  if (!table[0]!.exists) return null
+  const { rows } = await db.query<{ digest: string }>('SELECT digest FROM sql_definitions')
+  return rows[0]?.digest ?? null
+}
+
+/**
+ * Applies the definitions in one transaction and records their digest. Every view the files create is
+ * dropped first, dependents before what they read, so a view may change its columns; without CASCADE,
+ * so a view someone built on one of ours stops the migration, PostgreSQL naming it, rather than vanish.
+ * The rest of the files restate themselves (CREATE OR REPLACE FUNCTION, DROP TRIGGER IF EXISTS and
+ * CREATE TRIGGER, grants), so applying them twice changes nothing.
+ */
+export async function applyDefinitions(client: pg.ClientBase, { files, digest }: Definitions = readDefinitions()): Promise<void> {
+  const views = files.flatMap(({ text }) => [...text.matchAll(/^CREATE VIEW ([\w.]+) AS/gm)].map((match) => match[1]!))
+  await client.query('BEGIN')
+  try {
+    for (const view of views.reverse()) {
+      await client.query(`DROP VIEW IF EXISTS ${view}`).catch((error: pg.DatabaseError) => {
+        throw new Error(`${view} cannot be created again: ${error.message}${error.detail ? ` (${error.detail})` : ''}`, { cause: error })
+      })
+    }
+    for (const { name, text } of files) {
+      await client.query(text).catch((error: Error) => {
+        throw new Error(`sql/${name}: ${error.message}`, { cause: error })
+      })
+    }
+    await client.query('DELETE FROM sql_definitions')
+    await client.query('INSERT INTO sql_definitions (digest) VALUES ($1)', [digest])
+    await client.query('COMMIT')
+  } catch (error) {
+    await client.query('ROLLBACK')
+    throw error
+  }
+}
+
 export type MigrationStatus = { tag: string; applied: boolean }
+
+/** Whether the database holds the definitions of `sql/` as they are now; applies nothing. */
+export async function definitionsApplied(pool: pg.Pool): Promise<boolean> {
+  return (await appliedDefinitionsDigest(pool)) === readDefinitions().digest
+}
 
 /**
  * Every migration of `migrations/` in order and whether the database has it, by drizzle's own rule

@@ -1,6 +1,4 @@
-import type pg from 'pg'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+import type { Queryable } from './client.js'
 
 /** Records the BuilderCodes registry whose logs `public.registry_codes` decodes; idempotent. */
 export async function saveBuilderCodeRegistry(db: Queryable, registry: { chainId: number; address: string; startBlock: number }): Promise<void> {

@@ -1,10 +1,8 @@
 import type pg from 'pg'
 import { intervalDifference, intervalIntersection, intervalUnion, type Interval } from '../utils/interval.js'
 import { lockForkMarks } from './chainLock.js'
-import { withTransaction } from './client.js'
+import { withTransaction, type Queryable } from './client.js'
 import { getIntervals, lockFilterIntervals } from './syncState.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 /** A block as the rows stored from it name it. */
 export type BlockId = { number: number; hash: string }
@@ -221,15 +219,6 @@ export async function recordRepairFailure(
 /** A recorded failure's retry is under way: the repair is no longer waiting for it. */
 export async function clearRepairRetry(db: Queryable, repair: Repair): Promise<void> {
   await db.query(`UPDATE sync_repairs SET retry_at = NULL WHERE ${repairKey}`, repairKeyOf(repair))
-}
-
-/** Open repairs of a chain: all of them, and those quarantined. */
-export async function countRepairs(db: Queryable, chainId: number): Promise<{ open: number; quarantined: number }> {
-  const { rows } = await db.query<{ open: number; quarantined: number }>(
-    `SELECT count(*)::int AS open, count(*) FILTER (WHERE quarantined_at IS NOT NULL)::int AS quarantined FROM sync_repairs WHERE chain_id = $1`,
-    [chainId],
-  )
-  return rows[0] ?? { open: 0, quarantined: 0 }
 }
 
 /** Appends a handled reorg to the audit table. */

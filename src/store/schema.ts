@@ -16,7 +16,7 @@ import {
   customType,
 } from 'drizzle-orm/pg-core'
 
-/** The outbox's composite `attribution_change` (migration 0023), as a compressed array; only SQL reads it. */
+/** The outbox's composite type `attribution_change`, as a compressed array; only SQL reads it. */
 const attributionChangeArray = customType<{ data: string }>({ dataType: () => 'attribution_change[]' })
 
 // Hashes and addresses are lowercase 0x hex text: COPY-friendly and exposed as-is by the views.
@@ -75,7 +75,9 @@ export const logs = pgTable(
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
-    // One registry token's events, for the triggers that keep `registry_tokens` (migration 0021).
+    // Dropped pre-confirmed rows in block order: a log list with removed rows and no address or topic0 reads them here.
+    index('logs_dropped_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND removed`),
+    // One registry token's events, for the triggers that keep `registry_tokens` (sql/01-registry.sql).
     index('logs_registry_token')
       .on(t.chainId, t.topic1)
       .where(sql`topic0 IN ('0xa40b6458b572771734739539dfd7c77d6c2a8970136e92c607ca50d90dbad410', '0x579a3b4ca7558a4f7fbbe4d6d29175c8f8910f7b112a235b14564f32f9949b43')`),
@@ -226,6 +228,8 @@ export const attributions = pgTable(
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
     index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Gas used the follow-up gas fill still owes: a backfill's tail, so a partial index.
+    index('attributions_gas_missing').on(t.chainId, t.blockNumber, t.txHash).where(sql`gas_used IS NULL AND status <> 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
     roleCheck('attributions_role_check'),
   ],
@@ -233,7 +237,7 @@ export const attributions = pgTable(
 
 /**
  * Attributions not removed per code, role and UTC hour or day: the stats' split by role. Kept by the
- * triggers on `attributions` (migration 0012) like `builder_code_buckets`.
+ * triggers on `attributions` (sql/02-stats-rollup.sql) like `builder_code_buckets`.
  */
 export const builderCodeRoleBuckets = pgTable(
   'builder_code_role_buckets',
@@ -270,7 +274,7 @@ export const builderCodeRegistries = pgTable(
 
 /**
  * Each token of the configured registries as their logs that are not removed say (`public.registry_codes`
- * reads it). Kept by the row triggers on `logs` (migration 0021), so every writer updates it in its transaction.
+ * reads it). Kept by the row triggers on `logs` (sql/01-registry.sql), so every writer updates it in its transaction.
  */
 export const registryTokens = pgTable(
   'registry_tokens',
@@ -295,7 +299,7 @@ const bucketCheck = (name: string) => check(name, sql`bucket in ('hour', 'day')`
 
 /**
  * Stats rollup of the attributions that are not removed, per code and UTC hour or day. Kept by the
- * triggers on `attributions` (migration 0007), so every write path updates it in the same transaction.
+ * triggers on `attributions` (sql/02-stats-rollup.sql), so every write path updates it in the same transaction.
  */
 export const builderCodeBuckets = pgTable(
   'builder_code_buckets',
@@ -450,7 +454,7 @@ export const reorgs = pgTable(
   (t) => [index('reorgs_chain').on(t.chainId, t.detectedAt)],
 )
 
-/** Webhook event types, one per state an attribution can reach (SPEC §7). */
+/** Webhook event types, one per state an attribution can reach. */
 export const WEBHOOK_EVENTS = ['attribution.pending', 'attribution.confirmed', 'attribution.finalized', 'attribution.removed'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number]
 
@@ -472,7 +476,7 @@ const attributionEventColumns = () => ({
 
 /**
  * The outbox: every change of an attribution's state, written by the triggers on `attributions`
- * (migration 0011) in the transaction that made it, one row per statement holding its changes as one
+ * (sql/03-webhook-outbox.sql) in the transaction that made it, one row per statement holding its changes as one
  * `attribution_change[]` (the view `attribution_changes` lists them one per row). Ids follow insertion,
  * not commit, so readers never page through it by id: the dispatcher moves committed rows into
  * `webhook_events` (see there).
@@ -574,4 +578,10 @@ export const outboxDemand = pgTable('outbox_demand', {
 export const webhookCursor = pgTable('webhook_cursor', {
   name: text('name').primaryKey(),
   eventId: bigint('event_id', { mode: 'number' }).notNull(),
+})
+
+/** The digest of the definitions of `sql/` the database holds: the migrator applies them again only when they change. */
+export const sqlDefinitions = pgTable('sql_definitions', {
+  digest: text('digest').primaryKey(),
+  appliedAt: timestamp('applied_at', { withTimezone: true }).notNull().defaultNow(),
 })

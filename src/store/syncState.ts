@@ -1,9 +1,11 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+import type { Queryable } from './client.js'
 
 export type FilterRecord = { chainId: number; filterId: string; addresses: readonly string[]; topics: readonly string[] }
+
+/** A filter's blocks `[fromBlock, toBlock]`: what one range job reads, planned by a backfill or by a repair. */
+export type FilterRange = { chainId: number; filterId: string; addresses: string[]; topics: string[]; fromBlock: number; toBlock: number }
 
 /** Remembers a filter's definition so its `filter_id` can be read back by people. */
 export async function saveFilter(db: Queryable, filter: FilterRecord): Promise<void> {

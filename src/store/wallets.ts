@@ -1,6 +1,4 @@
-import type pg from 'pg'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+import type { Queryable } from './client.js'
 
 export type WalletNonces = { walletAddress: string; latestNonce: number; pendingNonce: number }
 

@@ -1,8 +1,6 @@
 import type pg from 'pg'
-import { withTransaction } from './client.js'
+import { withTransaction, type Queryable } from './client.js'
 import type { Status, WebhookEventType } from './schema.js'
-
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 /** Serialises publishers (a lease hand-over may briefly run two), so event ids become visible in order. */
 const PUBLISH_LOCK_KEY = 0x77686b31
@@ -114,6 +112,12 @@ export async function latestEventId(db: Queryable): Promise<number> {
 
 export async function getDispatchCursor(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1`, [DISPATCH_CURSOR])
+  return rows[0]?.eventId ?? 0
+}
+
+/** The dispatch cursor, locked until the transaction ends: a second dispatcher (a lease hand-over) waits instead of owing the same events again. */
+export async function lockDispatchCursor(client: pg.PoolClient): Promise<number> {
+  const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1 FOR UPDATE`, [DISPATCH_CURSOR])
   return rows[0]?.eventId ?? 0
 }
 

@@ -1,6 +1,5 @@
 import type pg from 'pg'
 import type { Logger } from '../internal/logger.js'
-import type { RangeJobData, RangeJobResult } from '../queue/index.js'
 import {
   getIntervals,
   isCovered,
@@ -10,6 +9,7 @@ import {
   statusBelow,
   storeLogChunk,
   toLogRows,
+  type FilterRange,
   type LogInput,
   type PreparedLogs,
   type Status,
@@ -18,7 +18,7 @@ import {
 import { alignedChunks, intervalDifference, intervalSum, type Interval } from '../utils/interval.js'
 import { filterIdOf, isEveryLog, normalizeFilter, type LogFilter } from './filter.js'
 import type { Header } from '../reorg/index.js'
-import { blocksForTarget, logsJsonBytes, verifyLogs, type LogsDensity } from '../rpc/index.js'
+import { blocksForTarget, FatalError, logsJsonBytes, toKindedError, verifyLogs, type LogsDensity } from '../rpc/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
 
 /**
@@ -32,12 +32,14 @@ const BYTES_PER_REQUEST = 4 * 1024 * 1024
 /** The first request of the first range: no density is known yet. */
 const FIRST_REQUEST_BLOCKS = 100
 
+export type RangeJobResult = { logs: number; inserted: number; stored: boolean }
+
 export type BackfillPlan = {
   filterId: string
   /** Parts of the range not stored yet. */
   gaps: Interval[]
   /** The gaps as range jobs of at most `chunkBlocks` blocks. */
-  jobs: RangeJobData[]
+  jobs: FilterRange[]
   totalBlocks: number
   doneBlocks: number
 }
@@ -84,6 +86,11 @@ export type RangeContext = {
   bytesPerRequest?: number
   /** Called with each request's range and what its answer held. */
   onLogsRequest?: (range: Interval, density: LogsDensity) => void
+  /**
+   * Called once the range is stored (or found stored: a retry after a failure here), e.g. to queue the
+   * follow-up that fills gas used; a failure fails the job, which then retries.
+   */
+  afterStored?: (data: FilterRange, blockSizes: ReadonlyMap<string, number>) => Promise<void>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (
     rows: readonly TransactionRow[],
@@ -113,7 +120,7 @@ export function createRangeProcessor(context: RangeContext) {
    * transactions are fetched only the `COPY` data and one row per transaction wait. Returns them with
    * the headers fetched for blocks whose logs carry no timestamp.
    */
-  async function fetchPrepared(data: RangeJobData, range: Interval, headers: readonly Header[], finalizedBlock: number | null) {
+  async function fetchPrepared(data: FilterRange, range: Interval, headers: readonly Header[], finalizedBlock: number | null) {
     const headerAt = new Map(headers.map((header) => [header.number, header]))
     const everyLog = isEveryLog(data)
     const parts: PreparedLogs[] = []
@@ -149,10 +156,26 @@ export function createRangeProcessor(context: RangeContext) {
     return { prepared: joinPrepared(parts), blocks }
   }
 
-  return async function processRange(data: RangeJobData): Promise<RangeJobResult> {
+  /**
+   * Reads and stores one range. A failure asking again cannot change rejects as a `FatalError`, so a
+   * queue fails the job at once without reading node errors itself; any other failure is left as it is.
+   */
+  return async function processRange(data: FilterRange): Promise<RangeJobResult> {
+    try {
+      return await readAndStore(data)
+    } catch (error) {
+      const kinded = toKindedError(error)
+      throw kinded instanceof FatalError ? kinded : error
+    }
+  }
+
+  async function readAndStore(data: FilterRange): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
-    if (await isCovered(context.pool, data.chainId, data.filterId, range)) return { logs: 0, inserted: 0, stored: false }
+    if (await isCovered(context.pool, data.chainId, data.filterId, range)) {
+      await context.afterStored?.(data, new Map())
+      return { logs: 0, inserted: 0, stored: false }
+    }
     const finalizedBlock = await context.finalizedBlock()
     // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
     const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
@@ -172,6 +195,9 @@ export function createRangeProcessor(context: RangeContext) {
       ...(extraWrites ? { extraWrites } : {}),
     })
     if (result.stored) crashPoint('range-stored')
+    // The sizes of the blocks holding logs, for the follow-up's choice between whole-block and per-transaction receipts.
+    const withLogs = new Set(prepared.transactions.map((row) => row.blockHash))
+    await context.afterStored?.(data, new Map([...blockSizes].filter(([blockHash]) => withLogs.has(blockHash))))
     context.logger.info(
       {
         chain_id: data.chainId,

@@ -25,5 +25,3 @@ export function createLease(redis: Redis, key: string, ttlMs: number) {
     },
   }
 }
-
-export type Lease = ReturnType<typeof createLease>

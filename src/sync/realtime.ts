@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { advanceToFinalized, applyReorg, findForkPoint, type Header } from '../reorg/index.js'
+import { advanceToFinalized, checkTip, rewindToFork, type Header } from '../reorg/index.js'
 import type { Logger } from '../internal/logger.js'
 import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
@@ -76,7 +76,7 @@ export type HeadFollowerContext = {
 
 /**
  * The head follower: each `step` stores the next canonical blocks after the last one it stored,
- * checking parent hashes; a mismatch walks back to the fork point and hands the rest to `chain/`.
+ * checking parent hashes (`checkTip`); a mismatch hands the rest to `rewindToFork` in `reorg/`.
  */
 export function createHeadFollower(context: HeadFollowerContext) {
   const { pool, chainId, logger } = context
@@ -196,10 +196,9 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const readAt = now()
     const headers = read.blocks
-    if (headers[0]!.parentHash !== liveHash) return [await reorg(liveBlock, liveHash, headers[0]!.parentHash)]
-    for (let i = 1; i < headers.length; i++) {
-      if (headers[i]!.parentHash !== headers[i - 1]!.hash) return [{ type: 'retry', reason: `chain changed under block ${headers[i]!.number}` }]
-    }
+    const check = checkTip({ hash: liveHash }, headers)
+    if (check.type === 'reorg') return [await reorg(liveBlock, liveHash, check.newHash)]
+    if (check.type === 'changed') return [{ type: 'retry', reason: `chain changed under block ${check.block}` }]
     const hashAt = new Map(headers.map((h) => [h.number, h]))
     let logs: LogInput[]
     try {
@@ -239,12 +238,18 @@ export function createHeadFollower(context: HeadFollowerContext) {
 
   async function reorg(liveBlock: number, oldHash: string, newHash: string): Promise<FollowEvent> {
     const state = await getChainState(pool, chainId)
-    const forkBlock = await findForkPoint(pool, { chainId, from: liveBlock, finalizedBlock: state?.finalizedBlock ?? null, fetchHeader: context.fetchHeader })
-    const depth = liveBlock - forkBlock.number
-    const { logsRemoved, repairs } = await applyReorg(pool, { chainId, followerFilterId: context.filterId, forkBlock, depth, oldHash, newHash, ...fenced })
-    crashPoint('reorg-marked')
-    logger.warn({ chain_id: chainId, fork_block: forkBlock.number, depth, logs_removed: logsRemoved, filters_repaired: repairs.size }, 'reorg')
-    return { type: 'reorg', forkBlock: forkBlock.number, depth, logsRemoved }
+    const { forkBlock, depth, logsRemoved, filtersRepaired } = await rewindToFork(pool, {
+      chainId,
+      followerFilterId: context.filterId,
+      liveBlock,
+      oldHash,
+      newHash,
+      finalizedBlock: state?.finalizedBlock ?? null,
+      fetchHeader: context.fetchHeader,
+      ...fenced,
+    })
+    logger.warn({ chain_id: chainId, fork_block: forkBlock, depth, logs_removed: logsRemoved, filters_repaired: filtersRepaired }, 'reorg')
+    return { type: 'reorg', forkBlock, depth, logsRemoved }
   }
 
   return {

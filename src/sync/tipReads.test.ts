@@ -1,6 +1,6 @@
 import { Hash } from 'ox'
 import { describe, expect, it } from 'vitest'
-import type { RpcCall } from '../rpc/index.js'
+import type { RpcCall } from '../rpc/client.js'
 import type { LogInput } from '../store/index.js'
 import { normalizeFilter } from './filter.js'
 import { bloomMayMatch, createTipReader } from './tipReads.js'

@@ -1,4 +1,5 @@
-import type { Logger } from '../internal/logger.js'
+/** What a loop reports a failed step to: the process logger, or anything shaped like its `warn`. */
+type StepLog = { warn: (fields: Record<string, unknown>, message: string) => void }
 
 /**
  * Runs `task` every `every` ms (read again after each run when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
@@ -7,7 +8,18 @@ import type { Logger } from '../internal/logger.js'
 export async function runEvery(
   every: number | (() => number),
   task: () => Promise<unknown>,
-  { signal, logger, name, wake }: { signal: AbortSignal; logger: Logger; name: string; wake?: (given: AbortSignal) => Promise<void> },
+  {
+    signal,
+    logger,
+    name,
+    wake,
+  }: {
+    signal: AbortSignal
+    logger: StepLog
+    name: string
+    /** Resolves when there is work now; it must give up, keeping any later wake-up for the next wait, when its signal aborts. */
+    wake?: (signal: AbortSignal) => Promise<void>
+  },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
@@ -22,12 +34,16 @@ export async function runEvery(
     const intervalMs = typeof every === 'number' ? every : every()
     const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
     const wait = Math.max(backoff, intervalMs - (performance.now() - started))
-    // `wake` cuts the wait short when something says there is work now (never after a failure). The
-    // wait it was given up when the sleep wins, so a notification during the next run is not spent on it.
+    if (signal.aborted) break
+    // `wake` cuts the wait short when something says there is work now (never after a failure).
     if (wake && failures === 0) {
       const waited = new AbortController()
-      await Promise.race([sleep(wait, signal), wake(waited.signal)])
+      const stop = () => waited.abort()
+      signal.addEventListener('abort', stop, { once: true })
+      await Promise.race([sleep(wait, waited.signal), wake(waited.signal)])
+      // The losing side is given up: its timer cleared, and a wake-up arriving during the next step kept for the next wait.
       waited.abort()
+      signal.removeEventListener('abort', stop)
     } else await sleep(wait, signal)
   }
 }
@@ -47,38 +63,38 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * A latch for `runEvery`'s `wake`: `wait()` resolves at the next `notify()`, or at once when one came
- * since the last wait (a notification during a step is not lost). A wait whose `given` signal aborts
- * (its caller stopped waiting) no longer takes notifications: the next one is kept for the next wait.
+ * since the last wait ended; a notification is never lost, whenever it comes (during a step too). A
+ * wait given up through its `signal` (the loop's timer won the race) takes no notification with it.
  */
 export function createWakeUp() {
   let notified = false
-  let waiter: (() => void) | undefined
+  const waiters = new Set<() => void>()
   return {
     notify() {
-      if (!waiter) {
+      if (waiters.size === 0) {
         notified = true
         return
       }
-      const woken = waiter
-      waiter = undefined
-      woken()
+      for (const wake of waiters) wake()
+      waiters.clear()
     },
-    wait(given?: AbortSignal): Promise<void> {
+    wait(signal?: AbortSignal): Promise<void> {
       if (notified) {
         notified = false
         return Promise.resolve()
       }
-      return new Promise<void>((done) => {
-        if (given?.aborted) return done()
-        waiter = done
-        given?.addEventListener(
-          'abort',
-          () => {
-            if (waiter === done) waiter = undefined
-            done()
-          },
-          { once: true },
-        )
+      return new Promise<void>((resolve) => {
+        if (signal?.aborted) return resolve()
+        const done = () => {
+          signal?.removeEventListener('abort', giveUp)
+          resolve()
+        }
+        const giveUp = () => {
+          waiters.delete(done)
+          resolve()
+        }
+        waiters.add(done)
+        signal?.addEventListener('abort', giveUp, { once: true })
       })
     },
   }

@@ -8,7 +8,7 @@ import { startAnvil } from '../../harness/devnet/anvil.js'
 import { expectIndexMatchesNode } from '../helpers/compare.js'
 import { spawnTs } from '../../harness/processes.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, createCleanups, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
+import { buildAttributedChain, createCleanups, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/faultChain.js'
 import { startNodeGate } from './helpers/endpoints.js'
 
 const OUTAGE_MS = 30_000

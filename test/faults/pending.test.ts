@@ -10,7 +10,7 @@ import { artifacts, fixtureClient, rawSignedTx } from '../../harness/fixtures/ch
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { spawnTs } from '../../harness/processes.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { attributedCall, createCleanups, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
+import { attributedCall, createCleanups, sharedEnvironment, waitCaughtUp } from './helpers/faultChain.js'
 
 const cleanups = createCleanups()
 afterAll(() => cleanups.run())

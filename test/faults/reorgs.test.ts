@@ -12,7 +12,7 @@ import { startFaultProxy } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { runTs, spawnTs } from '../../harness/processes.js'
 import { blocksDifferingFromNode, expectAttributionsMatchNode, rpcCall } from './helpers/nodeCompare.js'
-import { attributedCall, buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
+import { attributedCall, buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/faultChain.js'
 
 /** Anvil reports `finalized` as head − 64: mining this many blocks makes everything before final. */
 const PAST_FINALITY = 70

@@ -12,7 +12,7 @@ import { startFaultProxy, type Faults } from '../../harness/fixtures/faultProxy.
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { runTs, spawnTs } from '../../harness/processes.js'
 import { blocksDifferingFromNode, expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/chain.js'
+import { buildAttributedChain, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/faultChain.js'
 import { startFlakyEdge, startLaggingNode, startLoadBalancer, type EdgeFaults } from './helpers/endpoints.js'
 
 const cleanups = createCleanups()

@@ -12,7 +12,7 @@ import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { runTs, spawnTs } from '../../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL } from '../../harness/services.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, waitCaughtUp } from './helpers/chain.js'
+import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, waitCaughtUp } from './helpers/faultChain.js'
 import { startPrivatePostgres, startPrivateRedis } from './helpers/privateServices.js'
 
 /** How long a waiting backfill gets to finish by itself once Redis is back. */

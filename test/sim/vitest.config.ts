@@ -9,7 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     teardownTimeout: 60_000,
     pool: 'forks',
-    poolOptions: { forks: { singleFork: true } },
+    maxWorkers: 1,
     fileParallelism: false,
     sequence: { concurrent: false },
   },

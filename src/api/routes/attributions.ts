@@ -11,13 +11,13 @@ import {
   INTERVAL_MS,
   leaderboard,
   listAttributions,
+  openRepairsIn,
   roundToBuckets,
   type AttributionRow,
   type LeaderboardParameters,
   type LeaderboardRow,
   type StatsInterval,
-} from '../queries/attributions.js'
-import { openRepairsIn } from '../queries/status.js'
+} from '../../store/reads/index.js'
 import {
   blockNumber,
   builderCode,

@@ -38,7 +38,10 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
           lastEventId: eventId.optional(),
         }),
         headers: z.object({ 'last-event-id': eventId.optional() }),
-        response: { 200: z.string().meta({ description: 'text/event-stream' }), ...errorResponses(400, 429, 503) },
+        response: {
+          200: { description: 'The event stream, open until the client leaves.', content: { 'text/event-stream': { schema: z.string() } } },
+          ...errorResponses(400, 429, 503),
+        },
       },
     },
     async (request, reply) => {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
-import { getTransactionAttribution } from '../queries/transactions.js'
+import { getTransactionAttribution } from '../../store/reads/index.js'
 import { errorResponses, hash, isoTime, statusSchema, timestampMs } from '../schemas.js'
 
 const suffix = z

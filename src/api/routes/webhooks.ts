@@ -106,7 +106,7 @@ export type WebhookRoutesOptions = {
 const DEFAULT_OVERLAP_SECONDS = 24 * 3_600
 const MAX_OVERLAP_SECONDS = 7 * 24 * 3_600
 
-/** Webhook subscriptions (SPEC §7), served only with `ADMIN_TOKEN` and only to its bearer. */
+/** Webhook subscriptions, served only with `ADMIN_TOKEN` and only to its bearer. */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue, allowPrivate = false, secretsKey }) => {
   app.addHook('onRequest', requireBearerToken(adminToken))
   const targets = webhookTargets({ allowPrivate })

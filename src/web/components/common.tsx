@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { ApiRequestError } from '../api.js'
+import { BuilderCodeClientError } from '../api.js'
 import { formatLocalTime, formatUtcTime, shortHex } from '../format.js'
 
 /** A time in the browser's zone; its UTC form on hover. With the node's milliseconds (`ms`), to the millisecond. */
@@ -66,7 +66,7 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, key: strin
 }
 
 export function describeError(error: unknown): string {
-  if (error instanceof ApiRequestError) return error.message
+  if (error instanceof BuilderCodeClientError) return error.message
   return `The API could not be reached: ${(error as Error).message}`
 }
 

@@ -1,5 +1,5 @@
 import { useMemo } from 'preact/hooks'
-import { getJson, transactionPath, type Attribution, type Stats } from '../api.js'
+import { answer, api, transactionPath } from '../api.js'
 import { TimeChart } from '../components/chart.js'
 import { ErrorNote, Hex, PageHeading, TableRegion, Time, useLoad } from '../components/common.js'
 import { formatGas, formatInteger } from '../format.js'
@@ -11,17 +11,23 @@ const SPAN_MS = 7 * 24 * 3_600_000
 
 export function CodePage({ code }: { code: string }) {
   const stats = useLoad(
-    (signal) => getJson<Stats>(`/v1/builder-codes/${encodeURIComponent(code)}/stats`, { interval: 'hour', since: new Date(Date.now() - SPAN_MS).toISOString() }, signal),
+    (signal) =>
+      answer(
+        api.GET('/v1/builder-codes/{code}/stats', {
+          params: { path: { code }, query: { interval: 'hour', since: new Date(Date.now() - SPAN_MS).toISOString() } },
+          signal,
+        }),
+      ),
     code,
     REFRESH_MS,
   )
   const recent = useLoad(
-    (signal) => getJson<{ items: Attribution[] }>('/v1/attributions', { builderCode: code, includeRemoved: true, limit: RECENT }, signal),
+    (signal) => answer(api.GET('/v1/attributions', { params: { query: { builderCode: code, includeRemoved: 'true', limit: String(RECENT) } }, signal })),
     code,
     REFRESH_MS,
   )
   const items = recent.data?.items ?? []
-  const roles = [...new Set(items.map((item) => item.role).filter((role): role is string => role != null))]
+  const roles = [...new Set(items.map((item) => item.role).filter((role) => role != null))]
   const chart = useMemo(() => {
     const data = stats.data
     if (!data) return undefined

@@ -22,7 +22,7 @@ export type StreamAttribution = {
   /** Why a removed attribution went, where the stream says. */
   reason?: 'reorg' | 'dropped'
 }
-/** One message of `GET /v1/stream`: the body webhooks receive (SPEC §7). */
+/** One message of `GET /v1/stream`: the body webhooks receive. */
 type StreamMessage = { id: string; type: `attribution.${Status | 'removed'}`; createdAt: string; data: StreamAttribution }
 
 type Row = StreamAttribution & { key: string; receivedAt: string }

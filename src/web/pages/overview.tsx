@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks'
-import { codePath, getJson, type Leaderboard, type RoleCounts, type Stats, type SyncStatus } from '../api.js'
+import { answer, api, codePath, type Leaderboard, type RoleCounts } from '../api.js'
 import { TimeChart } from '../components/chart.js'
 import { ErrorNote, Hex, PageHeading, TableRegion, Time, useLoad } from '../components/common.js'
 import { formatDecimal, formatDuration, formatGas, formatInteger } from '../format.js'
@@ -45,7 +45,7 @@ export function Overview() {
 const replicaLag = (ms: number | null) => (ms == null ? undefined : ms < 120_000 ? `${formatInteger(ms)} ms behind` : `${formatDuration(ms / 1000)} behind`)
 
 function SyncFigures() {
-  const { data: status, error } = useLoad((signal) => getJson<SyncStatus>('/v1/status', {}, signal), 'status', STATUS_REFRESH_MS)
+  const { data: status, error } = useLoad((signal) => answer(api.GET('/v1/status', { signal })), 'status', STATUS_REFRESH_MS)
   const block = (value: number | null | undefined) => (value == null ? '–' : formatInteger(value))
   const figures: [string, string, string?][] = [
     ['Chain head', block(status?.headBlock)],
@@ -60,6 +60,16 @@ function SyncFigures() {
       ? ['Pending logs', 'no pre-confirmations on this chain', status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`]
       : ['Pending logs', status?.pendingLogsPerSecond != null ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
     ['Reorgs, last hour', status ? formatInteger(status.reorgsLastHour) : '–'],
+    [
+      'Gas used to fill',
+      status ? formatInteger(status.gasUsedMissing) : '–',
+      status && status.gasUsedMissing > 0 ? 'attributed transactions whose receipts follow their ranges' : undefined,
+    ],
+    [
+      'Raw logs kept',
+      status ? (status.retention.logsDays === null ? 'all history' : `${formatInteger(status.retention.logsDays)} days`) : '–',
+      status?.retention.logsSince ? `since ${status.retention.logsSince.slice(0, 10)}` : undefined,
+    ],
     ...(status?.readReplica
       ? [['Read replica', status.readReplica.state, replicaLag(status.readReplica.lagMs)] as [string, string, string?]]
       : []),
@@ -91,7 +101,7 @@ function SyncFigures() {
 function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
   const choice = WINDOWS[windowKey]
   const { data, error, loading } = useLoad(
-    (signal) => getJson<Leaderboard>('/v1/leaderboard', { since: new Date(Date.now() - choice.spanMs).toISOString() }, signal),
+    (signal) => answer(api.GET('/v1/leaderboard', { params: { query: { since: new Date(Date.now() - choice.spanMs).toISOString() } }, signal })),
     windowKey,
     LEADERBOARD_REFRESH_MS,
   )
@@ -158,7 +168,14 @@ function TopCodesChart({ leaderboard, interval, label }: { leaderboard: Leaderbo
   const { data, error } = useLoad(
     (signal) =>
       Promise.all(
-        codes.map((code) => getJson<Stats>(`/v1/builder-codes/${code}/stats`, { interval, since: leaderboard.since, until: leaderboard.until }, signal)),
+        codes.map((code) =>
+          answer(
+            api.GET('/v1/builder-codes/{code}/stats', {
+              params: { path: { code }, query: { interval, since: leaderboard.since, until: leaderboard.until } },
+              signal,
+            }),
+          ),
+        ),
       ),
     key,
   )

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { codePath, postJson, type Registration } from '../api.js'
+import { answer, api, codePath, type Registration } from '../api.js'
 import { describeError, PageHeading } from '../components/common.js'
 
 type Outcome = { kind: 'registered'; registration: Registration } | { kind: 'error'; message: string }
@@ -12,7 +12,7 @@ export function Register() {
     event.preventDefault()
     setBusy(true)
     try {
-      const registration = await postJson<Registration>('/v1/agents/builder-codes', { walletAddress: wallet.trim() })
+      const registration = await answer(api.POST('/v1/agents/builder-codes', { body: { walletAddress: wallet.trim() } }))
       setOutcome({ kind: 'registered', registration })
     } catch (error) {
       setOutcome({ kind: 'error', message: describeError(error) })

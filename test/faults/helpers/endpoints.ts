@@ -6,7 +6,7 @@
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createTcpServer, connect, type AddressInfo, type Server, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { seededRandom } from './chain.js'
+import { seededRandom } from './faultChain.js'
 
 type Call = { jsonrpc?: string; id?: unknown; method: string; params?: unknown[] }
 type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } }

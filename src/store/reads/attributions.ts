@@ -1,0 +1,406 @@
+import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
+import { alias } from 'drizzle-orm/pg-core'
+import { queryPrepared, type Database } from '../client.js'
+import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
+import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
+
+/** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code, role ('' for none)), all descending. */
+export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string, role: string]
+
+export type ListAttributionsParameters = {
+  chainId: number
+  builderCode?: string
+  /** The wallet that registered the code here. */
+  walletAddress?: string
+  fromBlock?: number
+  toBlock?: number
+  since?: Date
+  until?: Date
+  statuses?: readonly Status[]
+  /** Schema 2's role of the code. */
+  role?: CodeRole
+  includeRemoved: boolean
+  /** Rows strictly after this key in list order. */
+  after?: AttributionKey
+  limit: number
+}
+
+/** A row of the list, as the database names its columns. */
+export type AttributionRow = {
+  chain_id: number
+  tx_hash: string
+  /** '' for a plain transaction. */
+  user_op_hash: string
+  block_number: number
+  block_hash: string
+  block_timestamp: Date
+  block_timestamp_ms: number | null
+  from_address: string
+  to_address: string | null
+  sender: string
+  builder_code: string
+  /** '' for a code without a role (schemas 0 and 1). */
+  role: string
+  registry_address: string | null
+  registry_chain_id: string | null
+  /** The wallet that registered the code here. */
+  wallet_address: string | null
+  schema_id: number
+  codes: string[]
+  gas_used: number | null
+  status: Status
+  removed: boolean
+}
+
+const attributionColumns = {
+  chainId: attributions.chainId,
+  txHash: attributions.txHash,
+  userOpHash: attributions.userOpHash,
+  blockNumber: attributions.blockNumber,
+  blockHash: attributions.blockHash,
+  blockTimestamp: attributions.blockTimestamp,
+  blockTimestampMs: attributions.blockTimestampMs,
+  fromAddress: attributions.fromAddress,
+  toAddress: attributions.toAddress,
+  sender: attributions.sender,
+  builderCode: attributions.builderCode,
+  role: attributions.role,
+  registryAddress: attributions.registryAddress,
+  registryChainId: attributions.registryChainId,
+  walletAddress: builderCodes.walletAddress,
+  schemaId: attributions.schemaId,
+  codes: attributions.codes,
+  gasUsed: attributions.gasUsed,
+  status: attributions.status,
+  removed: attributions.removed,
+}
+
+/**
+ * One page of attributions, newest block first, plus whether more follow. The keyset is unique and
+ * rows are compared to the last one seen, so rows inserted while a client pages never shift a page:
+ * nothing is skipped or repeated. The query is built once per combination of filters, its values
+ * filled in per request.
+ */
+export async function listAttributions(db: Database, parameters: ListAttributionsParameters): Promise<{ rows: AttributionRow[]; more: boolean }> {
+  const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit } = parameters
+  const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
+  const shape = `attributions:${Object.entries(given)
+    .filter(([, value]) => value !== undefined)
+    .map(([name]) => name)
+    .join(',')}:${includeRemoved ? 'all' : 'live'}`
+  const rows = await queryPrepared<AttributionRow>(db, shape, () => listQuery(db, parameters), {
+    chainId,
+    builderCode,
+    walletAddress,
+    fromBlock,
+    toBlock,
+    since: since?.toISOString(),
+    until: until?.toISOString(),
+    statuses,
+    role,
+    after0: after?.[0],
+    after1: after?.[1],
+    after2: after?.[2],
+    after3: after?.[3],
+    after4: after?.[4],
+    limit: limit + 1,
+  })
+  return { rows: rows.slice(0, limit), more: rows.length > limit }
+}
+
+/** The list query for the filters `parameters` has, with a placeholder for each value (see {@link listAttributions}). */
+function listQuery(db: Database, { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after }: ListAttributionsParameters) {
+  const value = (name: string) => sql.placeholder(name)
+  const where: SQL[] = [eq(attributions.chainId, value('chainId'))]
+  if (builderCode !== undefined) where.push(eq(attributions.builderCode, value('builderCode')))
+  if (walletAddress !== undefined)
+    where.push(
+      sql`${attributions.builderCode} = (select ${builderCodes.builderCode} from ${builderCodes} where ${builderCodes.chainId} = ${value('chainId')} and ${builderCodes.walletAddress} = ${value('walletAddress')})`,
+    )
+  if (fromBlock !== undefined) where.push(gte(attributions.blockNumber, value('fromBlock')))
+  if (toBlock !== undefined) where.push(lte(attributions.blockNumber, value('toBlock')))
+  // Block time never decreases with block number, so a time bound is also a block bound the list's
+  // index can seek to (the first row at or after `since`, the last before `until`; ties to the lower
+  // block at `since`, the higher at `until`); the time condition itself still decides.
+  const hinted = alias(attributions, 'hint')
+  const boundary = (condition: SQL, order: SQL[]) =>
+    db.select({ blockNumber: hinted.blockNumber }).from(hinted).where(and(eq(hinted.chainId, value('chainId')), condition)).orderBy(...order).limit(1)
+  if (since !== undefined)
+    where.push(
+      gte(attributions.blockTimestamp, value('since')),
+      sql`${attributions.blockNumber} >= (${boundary(gte(hinted.blockTimestamp, value('since')), [asc(hinted.blockTimestamp), asc(hinted.blockNumber)])})`,
+    )
+  if (until !== undefined)
+    where.push(
+      lt(attributions.blockTimestamp, value('until')),
+      sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, value('until')), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
+    )
+  if (statuses !== undefined) where.push(sql`${attributions.status} = any(${value('statuses')}::text[])`)
+  if (role !== undefined) where.push(eq(attributions.role, value('role')))
+  if (!includeRemoved) where.push(sql`not ${attributions.removed}`)
+  if (after !== undefined)
+    where.push(
+      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
+    )
+  return db
+    .select(attributionColumns)
+    .from(attributions)
+    .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
+    .where(and(...where))
+    .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode), desc(attributions.role))
+    .limit(value('limit'))
+}
+
+export function attributionKey(row: Pick<AttributionRow, 'block_number' | 'tx_hash' | 'user_op_hash' | 'builder_code' | 'role'>): AttributionKey {
+  return [row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, row.role]
+}
+
+export type StatsInterval = 'hour' | 'day'
+
+export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
+/** `since`/`until` are bucket boundaries (see {@link roundToBuckets}). */
+export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
+
+/** A query's value, or the placeholder a statement built once is filled with per execution. */
+type Value<T> = T | Placeholder
+type StatsQueryParameters = { [K in keyof BuilderCodeStatsParameters]: Value<BuilderCodeStatsParameters[K]> }
+
+export type StatsBucket = {
+  start: Date
+  attributions: number
+  confirmed: number
+  pending: number
+  distinctSenders: number
+  gasUsed: string
+}
+
+/** `[since, until)` widened to whole buckets: `since` down and `until` up to a UTC hour or day boundary. */
+export function roundToBuckets(interval: StatsInterval, since: Date, until: Date): { since: Date; until: Date } {
+  const step = INTERVAL_MS[interval]
+  return { since: new Date(Math.floor(since.getTime() / step) * step), until: new Date(Math.ceil(until.getTime() / step) * step) }
+}
+
+type StatsRow = { start: number | null; attributions: number; pending: number; distinct_senders: number; gas_used: string }
+type StatsTotals = { buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }
+
+/**
+ * Per UTC hour or day of `[since, until)`: the code's attributions that are not removed (all, confirmed
+ * or finalized, pending), distinct senders and gas used, read from the rollup the triggers on
+ * `attributions` keep (store/sql/02-stats-rollup.sql) rather than from the rows themselves: one row per bucket with rows, and the total
+ * with `start` null.
+ */
+function statsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
+  return sql`
+    select extract(epoch from ${builderCodeBuckets.start})::int8 * 1000 as start,
+      coalesce(sum(${builderCodeBuckets.attributions}), 0)::int8 as attributions,
+      coalesce(sum(${builderCodeBuckets.pending}), 0)::int8 as pending,
+      coalesce(sum(${builderCodeBuckets.gasUsed}), 0)::text as gas_used,
+      case when grouping(${builderCodeBuckets.start}) = 0 then sum(${builderCodeBuckets.senders})
+        else (${distinctSenders(chainId, builderCode, interval, since, until)}) end::int8 as distinct_senders
+    from ${builderCodeBuckets}
+    where ${builderCodeBuckets.chainId} = ${chainId}
+      and ${builderCodeBuckets.builderCode} = ${builderCode}
+      and ${builderCodeBuckets.bucket} = ${interval}
+      and ${builderCodeBuckets.start} >= ${since}
+      and ${builderCodeBuckets.start} < ${until}
+    group by grouping sets ((${builderCodeBuckets.start}), ())`
+}
+
+function toStats({ interval, since, until }: BuilderCodeStatsParameters, statsRows: readonly StatsRow[]): StatsTotals {
+  const counts = (row: StatsRow) => ({
+    attributions: row.attributions,
+    confirmed: row.attributions - row.pending,
+    pending: row.pending,
+    distinctSenders: row.distinct_senders,
+    gasUsed: row.gas_used,
+  })
+  // The empty grouping set always yields the total row, rows or not.
+  const total = counts(statsRows.find((row) => row.start === null)!)
+  const byStart = new Map(statsRows.filter((row) => row.start !== null).map((row) => [row.start!, counts(row)]))
+  const empty = { attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0' }
+  return {
+    buckets: bucketStarts(interval, since, until).map((start) => ({ start: new Date(start), ...(byStart.get(start) ?? empty) })),
+    total,
+  }
+}
+
+export type BuilderCodeStatsReport = {
+  stats: StatsTotals
+  roles: RoleStats
+  /** The wallet that registered the code here, or `null`. */
+  walletAddress: string | null
+  registry: RegistryCodeRecord | null
+}
+
+/**
+ * What the stats route answers with, in one prepared statement and so one round trip: the code's
+ * buckets and total (every bucket of the range, empty ones as zeros), the same per role, the wallet that registered the code here and the code's registry record.
+ */
+export async function builderCodeStatsReport(db: Database, parameters: BuilderCodeStatsParameters): Promise<BuilderCodeStatsReport> {
+  const { chainId, builderCode, interval, since, until } = parameters
+  const [row] = await queryPrepared<{ stats: StatsRow[]; roles: RoleRow[]; wallet_address: string | null; registry: RegistryCodeRow | null }>(
+    db,
+    'builder-code-stats',
+    statsReportQuery,
+    { chainId, builderCode, interval, since: since.toISOString(), until: until.toISOString() },
+  )
+  return {
+    stats: toStats(parameters, row!.stats),
+    roles: toRoleStats(row!.roles),
+    walletAddress: row!.wallet_address,
+    registry: row!.registry && toRegistryCodeRecord(row!.registry),
+  }
+}
+
+/** {@link builderCodeStatsReport}'s query, with a placeholder for each of its parameters. */
+function statsReportQuery(): SQL {
+  const parameters = {
+    chainId: sql.placeholder('chainId'),
+    builderCode: sql.placeholder('builderCode'),
+    interval: sql.placeholder('interval'),
+    since: sql.placeholder('since'),
+    until: sql.placeholder('until'),
+  }
+  const { chainId, builderCode } = parameters
+  return sql`
+    select (select json_agg(s) from (${statsQuery(parameters)}) s) as stats,
+      (select coalesce(json_agg(r order by r.start nulls first, ${roleRank(sql`r.role`)}), '[]') from (${roleStatsQuery(parameters)}) r) as roles,
+      (select ${builderCodes.walletAddress} from ${builderCodes}
+        where ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
+      (select row_to_json(g) from (${registryCodeQuery(chainId, builderCode)}) g) as registry`
+}
+
+/**
+ * The code's distinct senders in `[since, until)`. When no sender's latest attribution is at or after
+ * `until` (the usual case: the range ends now), they are the senders whose latest attribution is at or
+ * after `since`: the rollup's `latest_senders` of those buckets, summed. A range that ends earlier
+ * counts the attributions themselves.
+ */
+function distinctSenders(chainId: Value<number>, builderCode: Value<string> | SQL, interval: Value<StatsInterval>, since: Value<Date>, until: Value<Date>): SQL {
+  const b = builderCodeBuckets
+  return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
+      then coalesce(sum(${b.latestSenders}), 0)
+      else (select count(distinct ${attributions.sender}) from ${attributions}
+        where ${attributions.chainId} = ${chainId} and ${attributions.builderCode} = ${builderCode}
+          and ${attributions.blockTimestamp} >= ${since} and ${attributions.blockTimestamp} < ${until} and not ${attributions.removed})
+    end
+    from ${b} where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval} and ${b.start} >= ${since}`
+}
+
+export type LeaderboardParameters = { chainId: number; since: Date; until: Date; limit: number }
+
+export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string; walletAddress: string | null; roles: RoleCounts[] }
+
+/**
+ * The codes with the most attributions (not removed) in `[since, until)` (whole UTC hours, see
+ * {@link roundToBuckets}), most first, with the same counts as {@link builderCodeStatsReport} gives each
+ * code over that range with `interval: 'hour'`, and its roles; one prepared statement.
+ */
+export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
+  const rows = await queryPrepared<{
+    builder_code: string
+    wallet_address: string | null
+    attributions: number
+    pending: number
+    gas_used: string
+    distinct_senders: number
+    roles: RoleRow[]
+  }>(db, 'leaderboard', leaderboardQuery, { chainId, since: since.toISOString(), until: until.toISOString(), limit })
+  return rows.map((row) => ({
+    builderCode: row.builder_code,
+    walletAddress: row.wallet_address,
+    attributions: row.attributions,
+    confirmed: row.attributions - row.pending,
+    pending: row.pending,
+    distinctSenders: row.distinct_senders,
+    gasUsed: row.gas_used,
+    roles: toRoleStats(row.roles).total,
+  }))
+}
+
+/** {@link leaderboard}'s query, with a placeholder for each of its parameters. */
+function leaderboardQuery(): SQL {
+  const b = builderCodeBuckets
+  const r = builderCodeRoleBuckets
+  const [chainId, since, until, limit] = [sql.placeholder('chainId'), sql.placeholder('since'), sql.placeholder('until'), sql.placeholder('limit')]
+  return sql`
+    select top.builder_code, top.attributions, totals.pending, totals.gas_used, ${builderCodes.walletAddress} as wallet_address,
+      (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until)})::int8 as distinct_senders,
+      (select coalesce(json_agg(roles order by ${roleRank(sql`roles.role`)}), '[]') from (
+        select null::int8 as start, ${r.role} as role, sum(${r.attributions})::int8 as attributions, sum(${r.pending})::int8 as pending
+        from ${r}
+        where ${r.chainId} = ${chainId} and ${r.builderCode} = top.builder_code and ${r.bucket} = 'hour'
+          and ${r.start} >= ${since} and ${r.start} < ${until}
+        group by ${r.role}
+        having sum(${r.attributions}) <> 0) roles) as roles
+    from (
+      -- Every code's buckets of the range are summed, so only what ranks them; the rest only for the top
+      -- codes. Grouped in byte order, which sorts much faster than a locale's and groups the same codes;
+      -- ordered in the database's collation as everywhere else.
+      select (${b.builderCode} collate "C") collate "default" as builder_code, sum(${b.attributions})::int8 as attributions
+      from ${b}
+      where ${b.chainId} = ${chainId} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+      group by ${b.builderCode} collate "C"
+      having sum(${b.attributions}) > 0
+      order by attributions desc, builder_code
+      limit ${limit}
+    ) top
+    cross join lateral (
+      select sum(${b.pending})::int8 as pending, sum(${b.gasUsed})::text as gas_used
+      from ${b}
+      where ${b.chainId} = ${chainId} and ${b.builderCode} = top.builder_code and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+    ) totals
+    left join ${builderCodes} on ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = top.builder_code
+    order by top.attributions desc, top.builder_code`
+}
+
+/** Start times (epoch ms) of the UTC hours or days that overlap `[since, until)`; UTC days are all 24 h. */
+export function bucketStarts(interval: StatsInterval, since: Date, until: Date): number[] {
+  const step = INTERVAL_MS[interval]
+  const starts: number[] = []
+  for (let start = Math.floor(since.getTime() / step) * step; start < until.getTime(); start += step) starts.push(start)
+  return starts
+}
+
+/** One role's share of a code's attributions: `role` null for codes without one (schemas 0 and 1). */
+export type RoleCounts = { role: CodeRole | null; attributions: number; confirmed: number; pending: number }
+
+type RoleRow = { start: number | null; role: string; attributions: number; pending: number }
+type RoleStats = { buckets: Map<number, RoleCounts[]>; total: RoleCounts[] }
+
+/** Roles in the order answers list them: app, wallet, service, none. */
+const roleRank = (role: SQL) => sql`array_position(array['app', 'wallet', 'service', '']::text[], ${role})`
+
+/**
+ * Per UTC hour or day of `[since, until)` and in total: the code's attributions that are not removed, per
+ * role it held, read from the rollup the triggers on `attributions` keep (store/sql/02-stats-rollup.sql). Unordered rows: one per bucket
+ * and role with rows, and per role with `start` null.
+ */
+function roleStatsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
+  const b = builderCodeRoleBuckets
+  return sql`
+    select extract(epoch from ${b.start})::int8 * 1000 as start, ${b.role} as role,
+      sum(${b.attributions})::int8 as attributions, sum(${b.pending})::int8 as pending
+    from ${b}
+    where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval}
+      and ${b.start} >= ${since} and ${b.start} < ${until}
+    group by grouping sets ((${b.start}, ${b.role}), (${b.role}))
+    having sum(${b.attributions}) <> 0`
+}
+
+/** {@link roleStatsQuery}'s rows, in answer order (by start, total first, then by role), grouped by bucket. */
+function toRoleStats(rows: readonly RoleRow[]): RoleStats {
+  const buckets = new Map<number, RoleCounts[]>()
+  const total: RoleCounts[] = []
+  for (const row of rows) {
+    const counts: RoleCounts = {
+      role: row.role === '' ? null : (row.role as CodeRole),
+      attributions: row.attributions,
+      confirmed: row.attributions - row.pending,
+      pending: row.pending,
+    }
+    if (row.start === null) total.push(counts)
+    else buckets.set(row.start, [...(buckets.get(row.start) ?? []), counts])
+  }
+  return { buckets, total }
+}

@@ -1,0 +1,89 @@
+import { sql } from 'drizzle-orm'
+import type { Database } from '../client.js'
+import { chainFacts, type ChainFacts } from './health.js'
+
+/** Pre-confirmed logs are counted over this window; short, so rows are counted before they finalize. */
+export const PENDING_RATE_WINDOW_SECONDS = 10
+
+export type SyncStatus = {
+  /** The node's head as the follower last saw it. */
+  headBlock: number | null
+  finalizedBlock: number | null
+  indexedBlock: number | null
+  indexedTimestamp: Date | null
+  pendingLogsPerSecond: number
+  reorgsLastHour: number
+  /** Attributed, confirmed transactions whose gas used the range jobs' follow-up has not filled yet. */
+  gasUsedMissing: number
+  /** Block time of the oldest confirmed log kept (retention deletes older ones). */
+  oldestLogTimestamp: Date | null
+  chain: ChainFacts
+}
+
+/**
+ * The follower's view of the chain from `chain_state`, reorgs handled in the last hour, and the rate
+ * of pre-confirmed logs: rows first stored as pending in the last few seconds, still pending or since
+ * claimed by their canonical block (a claim updates the row, so `updated_at` moves past `seen_at`).
+ * Only unfinalized blocks are scanned.
+ */
+export async function getSyncStatus(db: Database, chainId: number): Promise<SyncStatus> {
+  const result = await db.execute<{
+    head_block: number | null
+    finalized_block: number | null
+    live_block: number | null
+    live_ms: number | null
+    pending_logs: number
+    reorgs: number
+    gas_used_missing: number
+    oldest_log_ms: number | null
+    block_time_ms: number | null
+    preconfirmations: boolean | null
+    preconfirmations_source: 'probe' | 'config' | null
+  }>(sql`
+    select s.block_time_ms, s.preconfirmations, s.preconfirmations_source, s.head_block::int8 as head_block, s.finalized_block::int8 as finalized_block, s.live_block::int8 as live_block,
+      (select extract(epoch from b.timestamp)::float8 * 1000 from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_ms,
+      -- A chain without pre-confirmations has no pending rows to count: the scan of its unfinalized window is skipped.
+      case when s.preconfirmations is false then 0 else (select count(*) from logs l
+        where l.chain_id = s.chain_id and l.block_number > coalesce(s.finalized_block, -1)
+          and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})
+          and (l.status = 'pending' or l.updated_at > l.seen_at)) end::int8 as pending_logs,
+      (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs,
+      -- From a partial index holding only the rows still owed: a backfill's tail, not history.
+      (select count(distinct a.tx_hash) from attributions a
+        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing,
+      -- The first entry of the canonical key: what retention has left of raw history.
+      (select extract(epoch from l.block_timestamp)::float8 * 1000 from logs l
+        where l.chain_id = c.chain_id and l.status <> 'pending' order by l.block_number limit 1) as oldest_log_ms
+    from (select ${chainId}::int as chain_id) c
+    left join chain_state s on s.chain_id = c.chain_id`)
+  const row = result.rows[0]
+  return {
+    headBlock: row?.head_block ?? null,
+    finalizedBlock: row?.finalized_block ?? null,
+    indexedBlock: row?.live_block ?? null,
+    indexedTimestamp: row?.live_ms == null ? null : new Date(row.live_ms),
+    pendingLogsPerSecond: (row?.pending_logs ?? 0) / PENDING_RATE_WINDOW_SECONDS,
+    reorgsLastHour: row?.reorgs ?? 0,
+    gasUsedMissing: Number(row?.gas_used_missing ?? 0),
+    oldestLogTimestamp: row?.oldest_log_ms == null ? null : new Date(row.oldest_log_ms),
+    chain: chainFacts(row ? { blockTimeMs: row.block_time_ms, preconfirmations: row.preconfirmations, preconfirmationsSource: row.preconfirmations_source } : null),
+  }
+}
+
+export type OpenRepair = { fromBlock: number; toBlock: number; reason: 'reorg' | 'orphaned'; quarantined: boolean }
+
+/** Most open repairs one answer lists: past that, `complete: false` alone says enough. */
+const OPEN_REPAIRS_LISTED = 100
+
+/**
+ * Open repairs (blocks some filter must read again after a reorg or orphan mark) touching
+ * `[fromBlock, toBlock]` (either end open), merged across filters: rows of those blocks may be missing.
+ */
+export async function openRepairsIn(db: Database, chainId: number, fromBlock?: number, toBlock?: number): Promise<OpenRepair[]> {
+  const result = await db.execute<{ from_block: number; to_block: number; reason: OpenRepair['reason']; quarantined: boolean }>(sql`
+    select from_block::int8 as from_block, to_block::int8 as to_block, min(reason) as reason, bool_or(quarantined_at is not null) as quarantined
+    from sync_repairs
+    where chain_id = ${chainId} and to_block >= ${fromBlock ?? 0} and from_block <= ${toBlock ?? Number.MAX_SAFE_INTEGER}
+    group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}`)
+  return result.rows.map((row) => ({ fromBlock: Number(row.from_block), toBlock: Number(row.to_block), reason: row.reason, quarantined: row.quarantined }))
+}

@@ -1,0 +1,212 @@
+-- The stats rollup (builder_code_buckets, builder_code_bucket_senders, builder_code_senders and
+-- builder_code_role_buckets), kept by statement-level triggers on attributions.
+
+-- Stats rollup upkeep: one statement-level trigger per write kind on attributions turns the statement's
+-- transition tables into signed changes (a counted row added +1, one taken away −1; counted = not
+-- removed) and applies them set-wise, so backfill upserts, status moves, reorgs and deletes all keep
+-- the rollup exact. Rows are upserted in key order so concurrent writers lock them in the same order.
+CREATE OR REPLACE FUNCTION builder_code_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  added CONSTANT text := 'SELECT chain_id, builder_code, block_timestamp, sender, status, gas_used, 1 AS sign FROM new_rows WHERE NOT removed';
+  taken CONSTANT text := 'SELECT chain_id, builder_code, block_timestamp, sender, status, gas_used, -1 AS sign FROM old_rows WHERE NOT removed';
+  changes text := CASE TG_OP WHEN 'INSERT' THEN added WHEN 'DELETE' THEN taken ELSE added || ' UNION ALL ' || taken END;
+  any_change boolean;
+BEGIN
+  -- An upsert fires the update trigger too, mostly with nothing updated.
+  EXECUTE format('SELECT EXISTS (%s)', changes) INTO any_change;
+  IF NOT any_change THEN
+    RETURN NULL;
+  END IF;
+  -- Per bucket: the counts, and the senders whose count there leaves or reaches zero.
+  EXECUTE format($sql$
+    WITH changes AS (%s),
+    per_bucket AS (
+      SELECT c.chain_id, c.builder_code, b.bucket, date_trunc(b.bucket, c.block_timestamp, 'UTC') AS start, c.sender, c.status, c.gas_used, c.sign
+      FROM changes c CROSS JOIN (VALUES ('hour'), ('day')) AS b(bucket)
+    ),
+    sender_changes AS (
+      SELECT chain_id, builder_code, bucket, start, sender, sum(sign)::int AS dn
+      FROM per_bucket GROUP BY 1, 2, 3, 4, 5 HAVING sum(sign) <> 0
+    ),
+    members AS (
+      INSERT INTO builder_code_bucket_senders AS s (chain_id, builder_code, bucket, start, sender, n)
+      SELECT * FROM sender_changes ORDER BY 1, 2, 3, 4, 5
+      ON CONFLICT (chain_id, builder_code, bucket, start, sender) DO UPDATE SET n = s.n + excluded.n
+      RETURNING s.chain_id, s.builder_code, s.bucket, s.start, s.sender, s.n
+    ),
+    senders AS (
+      -- +1 where the sender's count went from 0 to above, −1 where it went back to 0.
+      SELECT m.chain_id, m.builder_code, m.bucket, m.start, sum((m.n > 0)::int - (m.n - c.dn > 0)::int) AS senders
+      FROM members m JOIN sender_changes c USING (chain_id, builder_code, bucket, start, sender)
+      GROUP BY 1, 2, 3, 4
+    ),
+    counts AS (
+      SELECT chain_id, builder_code, bucket, start, sum(sign) AS attributions,
+        coalesce(sum(sign) FILTER (WHERE status = 'pending'), 0) AS pending, coalesce(sum(sign * gas_used), 0) AS gas_used
+      FROM per_bucket GROUP BY 1, 2, 3, 4
+    )
+    INSERT INTO builder_code_buckets AS b (chain_id, builder_code, bucket, start, attributions, pending, gas_used, senders, latest_senders)
+    SELECT c.chain_id, c.builder_code, c.bucket, c.start, c.attributions, c.pending, c.gas_used, coalesce(s.senders, 0), 0
+    FROM counts c LEFT JOIN senders s USING (chain_id, builder_code, bucket, start)
+    WHERE (c.attributions, c.pending, c.gas_used, coalesce(s.senders, 0)) <> (0, 0, 0, 0)
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (chain_id, builder_code, bucket, start) DO UPDATE SET attributions = b.attributions + excluded.attributions,
+      pending = b.pending + excluded.pending, gas_used = b.gas_used + excluded.gas_used, senders = b.senders + excluded.senders
+  $sql$, changes);
+
+  -- Per sender: the count and the latest block time, as far as the added rows tell ('-infinity' when none);
+  -- the triggers on builder_code_senders move the sender between buckets' latest_senders.
+  EXECUTE format($sql$
+    WITH changes AS (%s),
+    per_sender AS (
+      SELECT chain_id, builder_code, sender, sum(sign) AS dn,
+        max(block_timestamp) FILTER (WHERE sign > 0) AS added_last, max(block_timestamp) FILTER (WHERE sign < 0) AS taken_last
+      FROM changes GROUP BY 1, 2, 3
+    )
+    INSERT INTO builder_code_senders AS s (chain_id, builder_code, sender, n, last_seen)
+    SELECT chain_id, builder_code, sender, dn, coalesce(added_last, '-infinity') FROM per_sender
+    WHERE dn <> 0 OR added_last IS DISTINCT FROM taken_last
+    ORDER BY 1, 2, 3
+    ON CONFLICT (chain_id, builder_code, sender) DO UPDATE SET n = s.n + excluded.n, last_seen = greatest(s.last_seen, excluded.last_seen)
+    WHERE excluded.n <> 0 OR excluded.last_seen > s.last_seen
+  $sql$, changes);
+
+  IF TG_OP = 'INSERT' THEN
+    RETURN NULL;
+  END IF;
+  -- Rows taken away: drop members and senders left at zero, and where the sender's latest row went and
+  -- no added row took its place, read the latest block time again from its rows of the code (index
+  -- attributions_sender). A new statement, so it sees every write committed before the rows above were locked.
+  EXECUTE format($sql$
+    WITH changes AS (%s),
+    taken_members AS (
+      SELECT DISTINCT c.chain_id, c.builder_code, b.bucket, date_trunc(b.bucket, c.block_timestamp, 'UTC') AS start, c.sender
+      FROM changes c CROSS JOIN (VALUES ('hour'), ('day')) AS b(bucket) WHERE c.sign < 0
+    ),
+    empty_members AS (
+      DELETE FROM builder_code_bucket_senders s USING taken_members t
+      WHERE (s.chain_id, s.builder_code, s.bucket, s.start, s.sender) = (t.chain_id, t.builder_code, t.bucket, t.start, t.sender) AND s.n = 0
+    ),
+    per_sender AS (
+      SELECT chain_id, builder_code, sender,
+        max(block_timestamp) FILTER (WHERE sign > 0) AS added_last, max(block_timestamp) FILTER (WHERE sign < 0) AS taken_last
+      FROM changes GROUP BY 1, 2, 3 HAVING bool_or(sign < 0)
+    ),
+    gone AS (
+      DELETE FROM builder_code_senders s USING per_sender p
+      WHERE (s.chain_id, s.builder_code, s.sender) = (p.chain_id, p.builder_code, p.sender) AND s.n = 0
+    )
+    UPDATE builder_code_senders s SET last_seen = (
+      SELECT max(a.block_timestamp) FROM attributions a
+      WHERE a.chain_id = s.chain_id AND a.builder_code = s.builder_code AND a.sender = s.sender AND NOT a.removed)
+    FROM per_sender p
+    WHERE (s.chain_id, s.builder_code, s.sender) = (p.chain_id, p.builder_code, p.sender) AND s.n > 0
+      AND s.last_seen <= p.taken_last AND s.last_seen IS DISTINCT FROM p.added_last
+  $sql$, changes);
+  RETURN NULL;
+END
+$$;
+
+-- Each sender counts in latest_senders of the hour and day of its last_seen: a row of builder_code_senders
+-- inserted adds one there, one deleted takes one away, an update moves it.
+CREATE OR REPLACE FUNCTION builder_code_latest_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  added CONSTANT text := 'SELECT chain_id, builder_code, last_seen, 1 AS sign FROM new_rows';
+  taken CONSTANT text := 'SELECT chain_id, builder_code, last_seen, -1 AS sign FROM old_rows';
+  changes text := CASE TG_OP WHEN 'INSERT' THEN added WHEN 'DELETE' THEN taken ELSE added || ' UNION ALL ' || taken END;
+BEGIN
+  EXECUTE format($sql$
+    WITH changes AS (%s)
+    INSERT INTO builder_code_buckets AS b (chain_id, builder_code, bucket, start, attributions, pending, gas_used, senders, latest_senders)
+    SELECT c.chain_id, c.builder_code, k.bucket, date_trunc(k.bucket, c.last_seen, 'UTC'), 0, 0, 0, 0, sum(c.sign)
+    FROM changes c CROSS JOIN (VALUES ('hour'), ('day')) AS k(bucket)
+    GROUP BY 1, 2, 3, 4 HAVING sum(c.sign) <> 0
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (chain_id, builder_code, bucket, start) DO UPDATE SET latest_senders = b.latest_senders + excluded.latest_senders
+  $sql$, changes);
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION builder_code_rollup_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE builder_code_buckets, builder_code_bucket_senders, builder_code_senders;
+  RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS attributions_rollup_insert ON attributions;
+CREATE TRIGGER attributions_rollup_insert AFTER INSERT ON attributions REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_rollup();
+
+DROP TRIGGER IF EXISTS attributions_rollup_update ON attributions;
+CREATE TRIGGER attributions_rollup_update AFTER UPDATE ON attributions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_rollup();
+
+DROP TRIGGER IF EXISTS attributions_rollup_delete ON attributions;
+CREATE TRIGGER attributions_rollup_delete AFTER DELETE ON attributions REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_rollup();
+
+DROP TRIGGER IF EXISTS attributions_rollup_truncate ON attributions;
+CREATE TRIGGER attributions_rollup_truncate AFTER TRUNCATE ON attributions
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_rollup_truncate();
+
+DROP TRIGGER IF EXISTS builder_code_senders_latest_insert ON builder_code_senders;
+CREATE TRIGGER builder_code_senders_latest_insert AFTER INSERT ON builder_code_senders REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_latest_rollup();
+
+DROP TRIGGER IF EXISTS builder_code_senders_latest_update ON builder_code_senders;
+CREATE TRIGGER builder_code_senders_latest_update AFTER UPDATE ON builder_code_senders REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_latest_rollup();
+
+DROP TRIGGER IF EXISTS builder_code_senders_latest_delete ON builder_code_senders;
+CREATE TRIGGER builder_code_senders_latest_delete AFTER DELETE ON builder_code_senders REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_latest_rollup();
+
+-- Split of the stats by role, kept like builder_code_buckets: signed changes of each statement's rows.
+CREATE OR REPLACE FUNCTION builder_code_role_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  added CONSTANT text := 'SELECT chain_id, builder_code, role, block_timestamp, status, 1 AS sign FROM new_rows WHERE NOT removed';
+  taken CONSTANT text := 'SELECT chain_id, builder_code, role, block_timestamp, status, -1 AS sign FROM old_rows WHERE NOT removed';
+  changes text := CASE TG_OP WHEN 'INSERT' THEN added WHEN 'DELETE' THEN taken ELSE added || ' UNION ALL ' || taken END;
+BEGIN
+  EXECUTE format($sql$
+    WITH changes AS (%s),
+    counts AS (
+      SELECT c.chain_id, c.builder_code, k.bucket, date_trunc(k.bucket, c.block_timestamp, 'UTC') AS start, c.role,
+        sum(c.sign) AS attributions, coalesce(sum(c.sign) FILTER (WHERE c.status = 'pending'), 0) AS pending
+      FROM changes c CROSS JOIN (VALUES ('hour'), ('day')) AS k(bucket)
+      GROUP BY 1, 2, 3, 4, 5
+    )
+    INSERT INTO builder_code_role_buckets AS b (chain_id, builder_code, bucket, start, role, attributions, pending)
+    SELECT * FROM counts WHERE (attributions, pending) <> (0, 0)
+    ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (chain_id, builder_code, bucket, start, role) DO UPDATE SET attributions = b.attributions + excluded.attributions,
+      pending = b.pending + excluded.pending
+  $sql$, changes);
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION builder_code_role_rollup_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE builder_code_role_buckets;
+  RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS attributions_role_rollup_insert ON attributions;
+CREATE TRIGGER attributions_role_rollup_insert AFTER INSERT ON attributions REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_role_rollup();
+
+DROP TRIGGER IF EXISTS attributions_role_rollup_update ON attributions;
+CREATE TRIGGER attributions_role_rollup_update AFTER UPDATE ON attributions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_role_rollup();
+
+DROP TRIGGER IF EXISTS attributions_role_rollup_delete ON attributions;
+CREATE TRIGGER attributions_role_rollup_delete AFTER DELETE ON attributions REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_role_rollup();
+
+DROP TRIGGER IF EXISTS attributions_role_rollup_truncate ON attributions;
+CREATE TRIGGER attributions_role_rollup_truncate AFTER TRUNCATE ON attributions
+  FOR EACH STATEMENT EXECUTE FUNCTION builder_code_role_rollup_truncate();
