@@ -254,6 +254,8 @@ async function startChainScheduler({
     },
     // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
     headPollMs: () => (wsUrl ? (chainConfig.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
+    // Polled: each look aims just after the next block is due, where the chain stamps milliseconds.
+    ...(wsUrl || chainConfig.headPollMs !== undefined ? {} : { nextHeadInMs: () => indexer.follower.nextPollInMs(profiler.current().blockTimeMs) }),
     pendingPollMs: chainConfig.pendingPollMs,
     profiler,
     ...(wsUrl

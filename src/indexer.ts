@@ -167,19 +167,23 @@ export async function createIndexer(
 
   let finalizedRead: { number: number; hash?: string } | null = null
   let finalizedAskedAt = -Infinity
+  let finalizedAsking: Promise<void> | undefined
   /**
    * The finalized block, asked at most every few seconds and never retried in place (a tip step must
    * not wait on it): a failed ask keeps the last answer (null before the first) until the next one.
+   * Once known, a stale answer is served while the next ask runs beside the caller.
    */
   async function finalized(): Promise<{ number: number; hash?: string } | null> {
-    if (Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
+    if (!finalizedAsking && Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
       finalizedAskedAt = Date.now()
-      try {
-        finalizedRead = await blockAt('finalized')
-      } catch (error) {
-        logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read')
-      }
+      finalizedAsking = blockAt('finalized')
+        .then(
+          (read) => void (finalizedRead = read),
+          (error: unknown) => logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read'),
+        )
+        .finally(() => (finalizedAsking = undefined))
     }
+    if (finalizedRead === null) await finalizedAsking
     return finalizedRead
   }
   const finalizedBlock = async (): Promise<number | null> => (await finalized())?.number ?? null

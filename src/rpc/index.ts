@@ -39,7 +39,7 @@ export {
   type BlockWithTransactions,
 } from './actions/getBlock.js'
 export { getBlockNumber, getBlockNumberRequest, parseBlockNumber } from './actions/getBlockNumber.js'
-export { getBlockReceipts } from './actions/getBlockReceipts.js'
+export { getBlockReceipts, getBlockReceiptsRequest, parseBlockReceiptsWithLogs } from './actions/getBlockReceipts.js'
 export { getBlockTransactionCounts } from './actions/getBlockTransactionCountByHash.js'
 export { call, callRequest, parseCallResult } from './actions/call.js'
 export { getChainId } from './actions/getChainId.js'

@@ -24,6 +24,8 @@ export type SchedulerContext = {
   repairs?: RepairRunner
   /** How often the head is looked at without a notification (read again each round). */
   headPollMs: number | (() => number)
+  /** Milliseconds from now until the next block should be readable, where known: the next look is then, if sooner than `headPollMs`. */
+  nextHeadInMs?: () => number | undefined
   pendingPollMs: number
   /** Whether the chain pre-confirms: the pending poller runs only while it does. Unset: always. */
   profiler?: Pick<ChainProfiler, 'current' | 'onChange'>
@@ -74,9 +76,18 @@ export function startScheduler(context: SchedulerContext) {
     let polledHead: number | undefined
     // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
     const repairsNudged = createWakeUp()
+    let stepsStarted = 0
+    const headPollMs = context.headPollMs
+    const nextLook = () => {
+      const interval = typeof headPollMs === 'number' ? headPollMs : headPollMs()
+      const next = context.nextHeadInMs?.()
+      // runEvery waits the interval less the run's time: the run's time is added back so the look lands when the block is due.
+      return next === undefined ? interval : Math.min(interval, next + (performance.now() - stepsStarted))
+    }
     const follow = runEvery(
-      context.headPollMs,
+      nextLook,
       async () => {
+        stepsStarted = performance.now()
         // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
         for (;;) {
           const events = await context.follower.step().catch((error: unknown) => {

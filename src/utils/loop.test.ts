@@ -49,8 +49,8 @@ describe('runEvery with a wake-up', () => {
     let steps = 0
     let thirdStep: () => void
     const reachedThird = new Promise<void>((resolve) => (thirdStep = resolve))
-    // The first wait is ended by its timer; every later one would last an hour unless woken.
-    const every = () => (steps === 0 ? 0 : 3_600_000)
+    // Read after each step: the first wait is ended by its timer; every later one would last an hour unless woken.
+    const every = () => (steps <= 1 ? 0 : 3_600_000)
     const loop = runEvery(
       every,
       async () => {

@@ -2,7 +2,7 @@
 type StepLog = { warn: (fields: Record<string, unknown>, message: string) => void }
 
 /**
- * Runs `task` every `every` ms (read again each round when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
+ * Runs `task` every `every` ms (read again after each run when a function; or as soon as `wake` resolves) until `signal` aborts, never overlapping: a slow answer delays the
  * next run instead of piling up concurrent ones. Errors are reported and the loop goes on.
  */
 export async function runEvery(
@@ -23,7 +23,6 @@ export async function runEvery(
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
-    const intervalMs = typeof every === 'number' ? every : every()
     const started = performance.now()
     try {
       await task()
@@ -32,6 +31,7 @@ export async function runEvery(
       failures++
       logger.warn({ loop: name, failures, err: error }, 'loop step failed')
     }
+    const intervalMs = typeof every === 'number' ? every : every()
     const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
     const wait = Math.max(backoff, intervalMs - (performance.now() - started))
     if (signal.aborted) break

@@ -65,9 +65,9 @@ export type GetLogsParameters = (
   retry?: Partial<GetLogsRetryPolicy>
 }
 
-type BlockTag = number | 'pending'
+type BlockTag = number | 'pending' | 'latest'
 
-/** One `eth_getLogs` request: a range (or `pending`) and the filter. */
+/** One `eth_getLogs` request: a range (or `pending`, or `latest`: the head's block) and the filter. */
 export type LogsRequest = {
   fromBlock: BlockTag
   toBlock: BlockTag
@@ -295,7 +295,7 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
 }
 
 function hexTag(block: BlockTag): string {
-  return block === 'pending' ? block : `0x${block.toString(16)}`
+  return typeof block === 'string' ? block : `0x${block.toString(16)}`
 }
 
 function describeCause(cause: unknown): string {
