@@ -4,9 +4,28 @@ import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './internal/logger.js'
 import type { Metrics } from './internal/metrics.js'
-import { createChainProfiler } from './chains/index.js'
-import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
-import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { ChainMismatchError, createChainIdentity, createChainProfiler } from './chains/index.js'
+import {
+  classifyRpcError,
+  createRpcClient,
+  getBlock,
+  getBlockHeader,
+  getBlockHeaders,
+  getBlockNumber,
+  getBlockNumberRequest,
+  getChainId,
+  getLogs,
+  getLogsRequest,
+  parseBlockNumber,
+  parseLogs,
+  withRetry,
+  type BlockTag,
+  type LogsRequest,
+  type RpcClient,
+  type RpcRequestEvent,
+  createRpcPool,
+} from './rpc/index.js'
+import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainName, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createGasFiller } from './sync/gasFill.js'
@@ -34,15 +53,27 @@ function messagesOf(error: unknown): string {
 }
 
 
-/** The node client of the configuration; creating it sends nothing. */
-export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics): RpcClient {
+/**
+ * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
+ * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request.
+ */
+export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
+  const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe)
+  if (config.rpcEndpoints.length <= 1) return clientOf(config.rpcUrl)
+  return createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger })
+}
+
+function endpointClient(url: string, config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
   return createRpcClient({
-    url: config.rpcUrl,
+    url,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
     maxResponseBytes: config.rpcMaxResponseBytes,
     logger,
-    ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
+    onRequest: (event) => {
+      metrics?.observeRpcRequest(event)
+      observe?.(event)
+    },
   })
 }
 
@@ -50,7 +81,12 @@ export function createNodeClient(config: Config, logger: Logger, metrics?: Metri
  * The parts the indexing roles share, wired from the configuration: the database (migrated unless
  * `migrate` is false), the node client, the chain id and the configured log filter, and the sync parts built on them.
  */
-export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics, { migrate = true }: { migrate?: boolean } = {}) {
+export async function createIndexer(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+  { migrate = true, nodeMayBeDown = false }: { migrate?: boolean; nodeMayBeDown?: boolean } = {},
+) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
     if (migrate) await runMigrations(store.pool)
@@ -58,16 +94,28 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     await store.close()
     throw error
   }
-  const rpc = createNodeClient(config, logger, metrics)
+  let observe: ((event: RpcRequestEvent) => void) | undefined
+  const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event))
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
-  const reliable = {
-    request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
-    batch: <T>(calls: RpcCall[]) => withRetry(() => rpc.batch<T>(calls)),
+  const reliable: Pick<RpcClient, 'request' | 'batch'> = {
+    request: (method, params, options) => withRetry(() => rpc.request(method, params, options)),
+    batch: (calls, options) => withRetry(() => rpc.batch(calls, options)),
   }
-  const chainId = await withRetry(() => rpc.chainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
+  const identity = await createChainIdentity({
+    askChainId: () => withRetry(() => getChainId(rpc), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }),
+    expected: config.chainId,
+    url: config.rpcUrl,
+    logger,
+    nodeMayBeDown,
+  }).catch(async (error: unknown) => {
     await store.close()
+    if (error instanceof ChainMismatchError) throw error
     throw new Error(`the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start it, or set RPC_URL`)
   })
+  observe = identity.observe
+  const chainId = identity.chainId
+  // A chain configured through the environment has no name of its own.
+  await saveChainName(store.pool, chainId, config.configFile ? config.chainName : null)
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
@@ -104,34 +152,38 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
    */
   async function blockAt(tag: BlockTag): Promise<{ number: number; hash?: string }> {
     if (tag !== 'latest' && !tagMissing.has(tag)) {
-      const header = await rpc.request<RpcBlockHeader | null>('eth_getBlockByNumber', [tag, false]).catch((error: unknown) => {
+      const header = await getBlock(rpc, tag).catch((error: unknown) => {
         if (!answersNoSuchTag(error)) throw error
         return null
       })
-      if (header) return { number: Number(header.number), hash: header.hash.toLowerCase() }
+      if (header) return { number: header.number, hash: header.hash }
       tagMissing.add(tag)
       logger.warn({ chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth }, 'node has no such block tag: using head minus the finality depth')
     }
-    const head = Number(await reliable.request<string>('eth_blockNumber', []))
+    const head = await getBlockNumber(reliable)
     return { number: tag === 'latest' ? head : Math.max(0, head - profiler.current().finalityDepth) }
   }
   const blockNumberAt = async (tag: BlockTag): Promise<number> => (await withRetry(() => blockAt(tag))).number
 
   let finalizedRead: { number: number; hash?: string } | null = null
   let finalizedAskedAt = -Infinity
+  let finalizedAsking: Promise<void> | undefined
   /**
    * The finalized block, asked at most every few seconds and never retried in place (a tip step must
    * not wait on it): a failed ask keeps the last answer (null before the first) until the next one.
+   * Once known, a stale answer is served while the next ask runs beside the caller.
    */
   async function finalized(): Promise<{ number: number; hash?: string } | null> {
-    if (Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
+    if (!finalizedAsking && Date.now() - finalizedAskedAt > FINALIZED_CACHE_MS) {
       finalizedAskedAt = Date.now()
-      try {
-        finalizedRead = await blockAt('finalized')
-      } catch (error) {
-        logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read')
-      }
+      finalizedAsking = blockAt('finalized')
+        .then(
+          (read) => void (finalizedRead = read),
+          (error: unknown) => logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read'),
+        )
+        .finally(() => (finalizedAsking = undefined))
     }
+    if (finalizedRead === null) await finalizedAsking
     return finalizedRead
   }
   const finalizedBlock = async (): Promise<number | null> => (await finalized())?.number ?? null
@@ -158,6 +210,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const processRange = createRangeProcessor({
     pool: store.pool,
     logger,
+    chain: identity,
     fetchLogs,
     fetchBlocks: fetchHeaders,
     finalizedBlock,
@@ -202,13 +255,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       await withTransaction(store.pool, writes)
     },
     fetchPendingLogs: async () => {
-      const [logs, head] = await rpc.batch<LogInput[] | string>([
-        { method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }] },
-        { method: 'eth_blockNumber', params: [] },
-      ])
+      const pending: LogsRequest = { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }
+      const [logs, head] = await rpc.batch([getLogsRequest(pending), getBlockNumberRequest()])
       // Logs the filter did not ask for are a bad answer: the poll fails and the next one asks again.
-      verifyLogsRequested(logs as LogInput[], { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) })
-      return { logs: logs as LogInput[], head: Number(head as string) }
+      return { logs: parseLogs(logs, pending) as LogInput[], head: parseBlockNumber(head) }
     },
   })
 
@@ -216,6 +266,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     store,
     rpc,
     chainId,
+    /** The node's chain id held to the configured one: `verify` asks again after the node failed. */
+    identity,
     filter,
     filterId,
     /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */
@@ -240,3 +292,4 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   }
 }
 
+export type Indexer = Awaited<ReturnType<typeof createIndexer>>

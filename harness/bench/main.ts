@@ -1,5 +1,5 @@
 /**
- * npm run bench -- [--quick] [--profile] [--pending-ws] [--duration 300s] [--step 15s] [all | backfill pending decode api webhooks blocks tip]
+ * npm run bench -- [--quick] [--profile] [--pending-ws] [--duration 300s] [--step 15s] [--heads poll,ws] [--scope logs,blocks] [all | backfill pending decode api webhooks blocks tip]
  *
  * The benchmarks of codetrail's backfill, pending, decode, API, webhook and tip paths, each figure beside the limits of this machine measured in the same
  * run on the same data: prints a table and writes `harness/bench/results.json`. Named parts run alone and
@@ -12,7 +12,8 @@
  * limit; `--profile` adds a CPU-profiled backfill and prints where its time goes; `--pending-ws`
  * gives the daemon the devnet's WebSocket (RPC_WS_URL) in the pending part (printed, not written); `tip`
  * (when named or with `all`) follows the devnet's `base` profile at Base's density for `--duration`
- * (default 300 s, 60 s with --quick) in logs and then blocks scope, each with a step-up run of `--step` per rate.
+ * (default 300 s, 60 s with --quick) in logs and then blocks scope (`--scope`), each with the head polled and
+ * then announced by `newHeads` over the devnet's WebSocket (`--heads`), each with a step-up run of `--step` per rate.
  * Environment: DATABASE_URL (a server where it may create and drop `codetrail_bench_*` databases),
  * REDIS_URL. See harness/bench/README.md.
  */
@@ -29,7 +30,7 @@ import { createRawRpc } from './rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './limits.js'
 import { runPendingLatency, type PendingRun } from './pending.js'
 import { runWebhookLatency, type WebhookRun } from './webhooks.js'
-import { runTip, TIP_TX_PER_BLOCK, type TipRun } from './tip.js'
+import { runTip, TIP_TX_PER_BLOCK, type DelayParts, type TipHeads, type TipRun } from './tip.js'
 import { parseDuration } from '../demo/options.js'
 import type { ProfileSummary } from './profile.js'
 import { count, formatTable, readResults, round, writeResults, type TableRow, type TipResults } from './report.js'
@@ -110,6 +111,8 @@ async function main(): Promise<number> {
       'pending-ws': { type: 'boolean', default: false },
       duration: { type: 'string' },
       step: { type: 'string' },
+      heads: { type: 'string', default: 'poll,ws' },
+      scope: { type: 'string', default: 'logs,blocks' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -118,7 +121,7 @@ async function main(): Promise<number> {
   const unknown = positionals.filter((p) => p !== 'all' && !PARTS.includes(p as Part))
   if (values.help || unknown.length > 0) {
     if (unknown.length > 0) say(`bench: unknown part ${unknown.join(', ')}`)
-    say(`usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [all | ${PARTS.join(' ')}]`)
+    say(`usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [--heads poll,ws] [--scope logs,blocks] [all | ${PARTS.join(' ')}]`)
     return values.help ? 0 : 2
   }
   const size = values.quick ? 'quick' : 'full'
@@ -133,6 +136,16 @@ async function main(): Promise<number> {
     tipStepMs = values.step === undefined ? sizing.tipStepMs : parseDuration(values.step)
   } catch (error) {
     say(`bench: ${(error as Error).message}`)
+    return 2
+  }
+  const tipHeads = values.heads.split(',').filter(Boolean)
+  if (tipHeads.length === 0 || tipHeads.some((h) => h !== 'poll' && h !== 'ws')) {
+    say(`bench: --heads takes poll, ws or poll,ws (got ${values.heads})`)
+    return 2
+  }
+  const tipScopes = values.scope.split(',').filter(Boolean)
+  if (tipScopes.length === 0 || tipScopes.some((h) => h !== 'logs' && h !== 'blocks')) {
+    say(`bench: --scope takes logs, blocks or logs,blocks (got ${values.scope})`)
     return 2
   }
   const adminDatabaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -198,13 +211,15 @@ async function main(): Promise<number> {
   }
 
   if (parts.has('tip')) {
-    for (const scope of ['logs', 'blocks'] as const) {
-      say(`tip: the daemon on the devnet's base profile, ATTRIBUTION_SCOPE=${scope}…`)
+    const runs = (tipScopes as ('logs' | 'blocks')[]).flatMap((scope) => (tipHeads as TipHeads[]).map((heads) => ({ scope, heads })))
+    for (const { scope, heads } of runs) {
+      say(`tip: the daemon on the devnet's base profile, ATTRIBUTION_SCOPE=${scope}, ${heads === 'ws' ? 'newHeads over RPC_WS_URL' : 'polling the head'}…`)
       tips.push(
         await runTip({
           adminDatabaseUrl,
           redisUrl,
           scope,
+          heads,
           durationMs: tipMs,
           blocksPerSec: TIP_BLOCKS_PER_SEC,
           reorgEveryMs: TIP_REORG_EVERY_MS,
@@ -531,8 +546,17 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
   ]
 }
 
+/** A delay breakdown as one line, largest part first. */
+function partsText(parts: DelayParts): string {
+  const names: Record<keyof DelayParts, string> = { busy: 'previous step', idle: 'waiting for the head', head: 'head read', read: 'batch read', attribute: 'attribution', store: 'DB transaction', seen: 'commit → seen' }
+  return (Object.entries(parts) as [keyof DelayParts, number][])
+    .sort((a, b) => b[1] - a[1])
+    .map(([key, ms]) => `${names[key]} ${ms.toFixed(0)}`)
+    .join(', ')
+}
+
 function tipRows(run: TipRun, results: ReturnType<typeof readResults>): TableRow[] {
-  const scope = run.scope === 'logs' ? '' : ', blocks scope'
+  const scope = (run.scope === 'logs' ? '' : ', blocks scope') + (run.heads === 'ws' ? ', newHeads' : ', polling')
   const figures: TipResults = {
     p50Ms: round(run.delay.p50Ms, 1),
     p99Ms: round(run.delay.p99Ms, 1),
@@ -542,8 +566,7 @@ function tipRows(run: TipRun, results: ReturnType<typeof readResults>): TableRow
     pendingRows: run.pendingRowsWritten,
     sustainedPerSec: run.sustainedPerSec === null ? null : round(run.sustainedPerSec, 1),
   }
-  if (run.scope === 'logs') results.tip = figures
-  else results.tipBlocksScope = figures
+  results[run.heads === 'ws' ? (run.scope === 'logs' ? 'tipWs' : 'tipWsBlocksScope') : run.scope === 'logs' ? 'tip' : 'tipBlocksScope'] = figures
   const byMethod = Object.entries(run.calls.byMethod)
     .sort((a, b) => b[1] - a[1])
     .map(([method, n]) => `${method} ${n.toFixed(2)}`)
@@ -568,6 +591,12 @@ function tipRows(run: TipRun, results: ReturnType<typeof readResults>): TableRow
         `${run.blocks} blocks (${run.blocksPerSec.toFixed(2)}/s), ${count(run.logs)} logs, ${TIP_TX_PER_BLOCK} txs a block, ${run.reorgs} reorgs; ` +
         `${run.delay.unreadable} blocks never readable; longest stretch > 10 blocks behind ${(run.longestBehindMs / 1000).toFixed(1)} s`,
     },
+    ...(run.breakdown
+      ? [
+          { figure: '', measured: `delay, mean ms over ${run.breakdown.blocks} blocks: ${partsText(run.breakdown.all)}` },
+          { figure: '', measured: `delay, mean ms over the slowest 1 %: ${partsText(run.breakdown.slowest)}` },
+        ]
+      : []),
     {
       figure: `node calls / HTTP requests per block${scope}`,
       measured: `${run.calls.perBlock.toFixed(2)} / ${run.calls.requestsPerBlock.toFixed(2)}`,

@@ -10,8 +10,12 @@ export type BenchResults = {
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
   blocksScope: { transactions: number | null; txPerSec: number | null; limitTxPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
+  /** Heads by polling. */
   tip: TipResults
   tipBlocksScope: TipResults
+  /** Heads by `newHeads` over `RPC_WS_URL`. */
+  tipWs: TipResults
+  tipWsBlocksScope: TipResults
 }
 
 /** The tip at 5 blocks/s on the devnet's `base` profile (`npm run bench -- tip`). */
@@ -37,6 +41,8 @@ export const EMPTY_RESULTS: BenchResults = {
   blocksScope: { transactions: null, txPerSec: null, limitTxPerSec: null, ratioToLimit: null, peakRssMiB: null },
   tip: EMPTY_TIP,
   tipBlocksScope: EMPTY_TIP,
+  tipWs: EMPTY_TIP,
+  tipWsBlocksScope: EMPTY_TIP,
 }
 
 /** The previous results, so a run of some parts keeps the others' figures; only known keys are kept. */

@@ -38,10 +38,14 @@ const LAG_GROWTH_BLOCKS = 10
 const NODE_SHORTFALL = 0.9
 const RSS_POINTS = 5
 
+/** How the daemon learns of new heads: polling `latest` over HTTP, or the devnet's `newHeads` over WebSocket (`RPC_WS_URL`). */
+export type TipHeads = 'poll' | 'ws'
+
 export type TipRunParameters = {
   adminDatabaseUrl: string
   redisUrl: string
   scope: 'logs' | 'blocks'
+  heads: TipHeads
   /** Measured at `blocksPerSec`. */
   durationMs: number
   blocksPerSec: number
@@ -65,14 +69,25 @@ export type TipStep = {
   nodeShort: boolean
 }
 
+/**
+ * Where a block's tip delay went, in ms, from the daemon's per-step log line (`head follower: blocks`):
+ * `busy` waiting for the step before it to end, `idle` waiting for the next poll or notification,
+ * `head` reading the newest head, `read` the step's batch of bodies and logs, `attribute`, `store` the
+ * database transaction, `seen` from its commit to this process's next look at the database.
+ */
+export type DelayParts = { busy: number; idle: number; head: number; read: number; attribute: number; store: number; seen: number }
+
 export type TipRun = {
   scope: 'logs' | 'blocks'
+  heads: TipHeads
   blocks: number
   logs: number
   reorgs: number
   blocksPerSec: number
   /** From a block's mine returning to all its logs readable, over the blocks with logs. */
   delay: { blocks: number; p50Ms: number; p99Ms: number; maxMs: number; unreadable: number }
+  /** Mean breakdown over every measured block, and over the slowest 1 % (at or above the p99); null without step lines. */
+  breakdown: { all: DelayParts; slowest: DelayParts; blocks: number } | null
   longestBehindMs: number
   calls: { perBlock: number; requestsPerBlock: number; byMethod: Record<string, number> }
   cpu: { codetrailMsPerBlock: number; postgresMsPerBlock: number; codetrailCorePct: number; postgresCorePct: number }
@@ -88,6 +103,23 @@ export type TipRun = {
 }
 
 type MeasuredBlock = { number: number; hash: Hex; visibleAt: number; expectedLogs: number; readableAt?: number; orphaned?: boolean }
+
+/** One stored step as the daemon logged it, its start on this process's `performance.now()` clock. */
+type LoggedStep = { from: number; to: number; startedAt: number; head: number; read: number; attribute: number; store: number; finalize: number }
+
+const STEP_LINE = 'head follower: blocks'
+
+/** A daemon stdout line's stored step, or null for any other line. */
+function parseStep(line: string): LoggedStep | null {
+  if (!line.includes(STEP_LINE)) return null
+  try {
+    const entry = JSON.parse(line) as { msg?: string; from?: number; to?: number; timings?: Omit<LoggedStep, 'from' | 'to'> }
+    if (entry.msg !== STEP_LINE || entry.from === undefined || entry.to === undefined || !entry.timings) return null
+    return { from: entry.from, to: entry.to, ...entry.timings, startedAt: entry.timings.startedAt - performance.timeOrigin }
+  } catch {
+    return null
+  }
+}
 
 /** Counts every row the daemon writes into `logs` as pending (on a chain without pre-confirmations: none). */
 const PENDING_TRIGGER_SQL = [
@@ -118,16 +150,23 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     const load = createLoad(anvil, emitter)
     await load.syncNonces()
 
+    const steps: LoggedStep[] = []
     const daemon = spawnNode({
       entry: COMPILED_ENTRIES.daemon,
       args: ['--role', 'scheduler'],
+      onStdoutLine: (line) => {
+        const step = parseStep(line)
+        if (step) steps.push(step)
+      },
       env: {
         RPC_URL: devnet.url,
+        ...(parameters.heads === 'ws' ? { RPC_WS_URL: devnet.wsUrl } : {}),
         DATABASE_URL: db.url,
         REDIS_URL: parameters.redisUrl,
         REDIS_PREFIX: redis.prefix,
         ATTRIBUTION_SCOPE: parameters.scope,
-        LOG_LEVEL: 'warn',
+        // Info: each stored step's line carries its timings, read for the delay's breakdown.
+        LOG_LEVEL: 'info',
       },
     })
     cleanups.push(() => daemon.kill())
@@ -190,7 +229,7 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     await waitFor(() => liveBlock !== null && liveBlock >= head, 30_000)
     await db.pool.query(PENDING_TRIGGER_SQL.join(';\n'))
 
-    say(`  measuring ${parameters.durationMs / 1000} s at ${parameters.blocksPerSec} blocks/s (${TIP_TX_PER_BLOCK} txs, ${TIP_TX_PER_BLOCK * LOGS_PER_TX} logs a block), ATTRIBUTION_SCOPE=${parameters.scope}…`)
+    say(`  measuring ${parameters.durationMs / 1000} s at ${parameters.blocksPerSec} blocks/s (${TIP_TX_PER_BLOCK} txs, ${TIP_TX_PER_BLOCK * LOGS_PER_TX} logs a block), ATTRIBUTION_SCOPE=${parameters.scope}, heads by ${parameters.heads === 'ws' ? 'newHeads' : 'polling'}…`)
     measuring = true
     const callsBefore = devnet.calls()
     const cpuBefore = watch.cpu()
@@ -223,11 +262,13 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     const cpuSeconds = (group: string) => (cpuAfter[group] ?? 0) - (cpuBefore[group] ?? 0)
     const pending = await db.pool.query<{ n: string }>('SELECT n FROM bench_pending_writes')
 
-    const steps: TipStep[] = []
+    const breakdown = delayBreakdown(withLogs, steps)
+
+    const rates: TipStep[] = []
     for (const rate of parameters.steps) {
       say(`  step-up: ${rate} blocks/s for ${parameters.stepMs / 1000} s…`)
       const step = await runStep(rate, parameters.stepMs, mineBlock, () => (liveBlock === null ? head : head - liveBlock), lagSamples)
-      steps.push(step)
+      rates.push(step)
       if (step.lagGrew || step.nodeShort) break
       // Let the daemon catch up, so the next step starts from the tip.
       await waitFor(() => liveBlock !== null && liveBlock >= head, 10_000)
@@ -236,6 +277,7 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
 
     return {
       scope: parameters.scope,
+      heads: parameters.heads,
       blocks: mined,
       logs,
       reorgs,
@@ -247,6 +289,7 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
         maxMs: delays.at(-1) ?? Number.NaN,
         unreadable: withLogs.length - delays.length,
       },
+      breakdown,
       longestBehindMs: longestStretch(
         lagSamples.filter((s) => s.at >= started && s.at <= started + elapsedMs),
         (s) => s.lag > BEHIND_BLOCKS,
@@ -264,14 +307,47 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
       },
       rssMiB: rssPoints(watch, started, started + elapsedMs),
       pendingRowsWritten: Number(pending.rows[0]?.n ?? 0),
-      steps,
-      sustainedPerSec: steps.filter((s) => !s.lagGrew).reduce<number | null>((best, s) => Math.max(best ?? 0, s.nodePerSec), null),
-      nodeCeilingPerSec: Math.max(0, ...steps.map((s) => s.nodePerSec)),
+      steps: rates,
+      sustainedPerSec: rates.filter((s) => !s.lagGrew).reduce<number | null>((best, s) => Math.max(best ?? 0, s.nodePerSec), null),
+      nodeCeilingPerSec: Math.max(0, ...rates.map((s) => s.nodePerSec)),
       daemonPeakRssMiB: watch.peakMiB(),
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
   }
+}
+
+/**
+ * Each readable block's delay split along the step that stored it (the last logged step covering its
+ * height that began before it was readable) and the step before that one; means over every block and
+ * over the slowest 1 %.
+ */
+function delayBreakdown(blocks: readonly MeasuredBlock[], steps: readonly LoggedStep[]): { all: DelayParts; slowest: DelayParts; blocks: number } | null {
+  const ended = (step: LoggedStep) => step.startedAt + step.head + step.read + step.attribute + step.store + step.finalize
+  const parts: { delay: number; parts: DelayParts }[] = []
+  for (const block of blocks) {
+    if (block.readableAt === undefined) continue
+    let at = steps.length - 1
+    while (at >= 0 && !(steps[at]!.from <= block.number && block.number <= steps[at]!.to && steps[at]!.startedAt <= block.readableAt)) at--
+    if (at < 0) continue
+    const step = steps[at]!
+    const previousEnd = at > 0 ? ended(steps[at - 1]!) : -Infinity
+    const waited = Math.max(0, step.startedAt - block.visibleAt)
+    const busy = Math.max(0, Math.min(previousEnd, step.startedAt) - block.visibleAt)
+    const committed = step.startedAt + step.head + step.read + step.attribute + step.store
+    parts.push({
+      delay: block.readableAt - block.visibleAt,
+      parts: { busy, idle: waited - busy, head: step.head, read: step.read, attribute: step.attribute, store: step.store, seen: Math.max(0, block.readableAt - committed) },
+    })
+  }
+  if (parts.length === 0) return null
+  const mean = (of: typeof parts): DelayParts => {
+    const sum: DelayParts = { busy: 0, idle: 0, head: 0, read: 0, attribute: 0, store: 0, seen: 0 }
+    for (const { parts: p } of of) for (const key of Object.keys(sum) as (keyof DelayParts)[]) sum[key] += p[key] / of.length
+    return sum
+  }
+  const p99 = percentile(parts.map((p) => p.delay).sort((a, b) => a - b), 99)
+  return { all: mean(parts), slowest: mean(parts.filter((p) => p.delay >= p99)), blocks: parts.length }
 }
 
 /** Deploys the Emitter on a devnet that mines only on request: mines every 100 ms until the deployment lands. */

@@ -12,7 +12,7 @@ import {
   type TransactionPosition,
 } from '../store/attributions.js'
 import type { Status, TransactionRow } from '../store/index.js'
-import type { RpcBlockHeader } from '../rpc/index.js'
+import { getBlocksWithTransactions, getBlockTransactionCounts, getCodes, getTransactions, missingBlock, type BlockWithTransactions, type CodeRead } from '../rpc/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './transaction.js'
 import { eip7702Delegate } from './userOps.js'
@@ -27,7 +27,6 @@ const REGISTRY_RECHECK_AFTER_MS = 60_000
 /** Asks for a confirmed log's transaction (or an EIP-7702 sender's delegation) the node does not show this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
-type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
 
 /** A block read with its transactions, header decoded (hashes lowercase), transactions as the node sent them. */
 export type FetchedBlock = {
@@ -122,7 +121,7 @@ export function createAttributor(context: AttributorContext) {
       const position = positions.get(hash)!
       return position.status === 'pending' ? 'pending' : numberToHex(position.blockNumber)
     }
-    const reads = new Map<string, [sender: string, block: string]>()
+    const reads = new Map<string, CodeRead>()
     for (const a of attributions) {
       for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
     }
@@ -131,9 +130,7 @@ export function createAttributor(context: AttributorContext) {
     const delegateAt = new Map<string, Address>()
     let ask = [...reads.keys()]
     for (let attempt = 0; ask.length > 0; attempt++) {
-      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-        rpc.batch<string | null>(slice.map((key) => ({ method: 'eth_getCode', params: reads.get(key)! }))),
-      )
+      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getCodes(rpc, slice.map((key) => reads.get(key)!)))
       ask.forEach((key, i) => {
         const delegate = eip7702Delegate(codes[i])
         if (delegate) delegateAt.set(key, delegate)
@@ -236,9 +233,7 @@ export function createAttributor(context: AttributorContext) {
     for (let attempt = 0; ask.length > 0; attempt++) {
       const slice = ask
       const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, async (part) =>
-        (await rpc.batch<TransactionInput | null>(part.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))).map((tx) =>
-          tx ? attributeTransaction(tx, chainId) : null,
-        ),
+        (await getTransactions(rpc, part)).map((tx) => (tx ? attributeTransaction(tx, chainId) : null)),
       )
       answers.forEach((tx, i) => tx && found.set(slice[i]!, tx))
       ask = slice.filter((hash) => !found.has(hash) && required(hash))
@@ -253,11 +248,9 @@ export function createAttributor(context: AttributorContext) {
    * in batches; a block the node does not know under that hash is left out (its transactions are then asked by hash).
    */
   async function countTransactions(blockHashes: readonly string[]): Promise<Map<string, number>> {
-    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<string | null>(slice.map((blockHash) => ({ method: 'eth_getBlockTransactionCountByHash', params: [blockHash] }))),
-    )
+    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getBlockTransactionCounts(rpc, slice))
     const sizes = new Map<string, number>()
-    counts.forEach((count, i) => count != null && sizes.set(blockHashes[i]!, Number(count)))
+    counts.forEach((count, i) => count !== null && sizes.set(blockHashes[i]!, count))
     return sizes
   }
 
@@ -294,7 +287,7 @@ export function createAttributor(context: AttributorContext) {
       readBlocks(
         wholeNumbers,
         (block) => ({
-          hash: block.hash.toLowerCase(),
+          hash: block.hash,
           size: block.transactions.length,
           transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)),
         }),
@@ -347,18 +340,12 @@ export function createAttributor(context: AttributorContext) {
    * `BATCH_SIZE` transactions where `sizeOf` knows how many a block holds), each turned by `read` as its
    * batch arrives so the node's objects die young.
    */
-  async function readBlocks<B>(numbers: readonly number[], read: (block: RpcBlock) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
+  async function readBlocks<B>(numbers: readonly number[], read: (block: BlockWithTransactions) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
     return inSlices(
       numbers,
       BATCH_SIZE,
       BATCHES_IN_FLIGHT,
-      async (slice) => {
-        const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
-        return blocks.map((block, i) => {
-          if (!block) throw new Error(`node has no block ${slice[i]}`)
-          return read(block)
-        })
-      },
+      async (slice) => (await getBlocksWithTransactions(rpc, slice)).map((block, i) => read(block ?? missingBlock(slice[i]!))),
       (n) => blockWeight(sizeOf(n)),
     )
   }
@@ -366,11 +353,11 @@ export function createAttributor(context: AttributorContext) {
   /** Blocks with every transaction decoded. */
   async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
     return readBlocks(numbers, (block) => ({
-      number: Number(block.number),
-      hash: block.hash.toLowerCase(),
-      parentHash: block.parentHash.toLowerCase(),
-      timestamp: Number(block.timestamp),
-      timestampMs: block.timestampMs == null ? null : Number(block.timestampMs),
+      number: block.number,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: block.timestamp,
+      timestampMs: block.timestampMs ?? null,
       transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
     }))
   }

@@ -36,7 +36,6 @@ export function createGasQueue({ redisUrl, prefix }: QueueContext) {
   }
 }
 
-export type GasQueue = ReturnType<typeof createGasQueue>
 
 export function createGasWorker({ redisUrl, prefix, lockDurationMs, logger, process }: QueueContext & { lockDurationMs: number; logger: Logger; process: (data: GasJobData) => Promise<GasJobResult> }) {
   const connection = createRedis(redisUrl)

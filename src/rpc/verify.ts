@@ -44,9 +44,9 @@ export function verifyLogs(logs: readonly VerifiedLog[], { headers, everyLog }: 
 }
 
 export type RequestedLogs = {
-  /** Numbers for a confirmed range; `pending` logs are checked by address and topics only. */
-  fromBlock: number | 'pending'
-  toBlock: number | 'pending'
+  /** Numbers for a confirmed range; `pending` (and `latest`) logs are checked by address and topics only. */
+  fromBlock: number | 'pending' | 'latest'
+  toBlock: number | 'pending' | 'latest'
   address?: string | readonly string[]
   topics?: readonly (string | readonly string[] | null)[]
 }

@@ -51,4 +51,3 @@ export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
   }
 }
 
-export type GasFiller = ReturnType<typeof createGasFiller>

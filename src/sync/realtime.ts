@@ -19,6 +19,7 @@ import {
 import { crashPoint } from '../internal/crashPoint.js'
 import type { Interval } from '../utils/interval.js'
 import { isEveryLog, type LogFilter } from './filter.js'
+import { createPollTimer } from './pollTimer.js'
 import type { TipBlock, TipReader } from './tipReads.js'
 
 /** Blocks stored per step when catching up, so each database transaction (and the bodies held) stays short. */
@@ -28,10 +29,22 @@ export type { Header }
 
 const isTipBlock = (block: Header | TipBlock): block is TipBlock => 'transactions' in block
 
+/**
+ * Where a step that stored blocks spent its time, in ms: `startedAt` (epoch ms, comparable across
+ * processes on one machine) when it began; `head` reading or taking the newest head, `read` the
+ * batch of bodies and logs, `attribute` decoding and attribution, `store` the database transaction
+ * (its rows are readable from `startedAt` + head + read + attribute + store), `finalize` the
+ * finality step after it.
+ */
+export type StepTimings = { startedAt: number; head: number; read: number; attribute: number; store: number; finalize: number }
+
+/** Wall-clock milliseconds with sub-millisecond precision. */
+const now = () => performance.timeOrigin + performance.now()
+
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
   | { type: 'idle'; head: number }
-  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number }
+  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number; timings: StepTimings }
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }
@@ -70,8 +83,13 @@ export function createHeadFollower(context: HeadFollowerContext) {
   const also = context.alsoFollow ?? []
   const fenced = context.fence ? { fence: context.fence } : {}
   let lastHead: number | undefined
+  /** The head last written to `chain_state` (by the tip's transaction when it stores blocks). */
+  let savedHead: number | undefined
   /** The newest head a `newHeads` notification announced since the last step. */
   let announced: Header | undefined
+  /** The node's finalized block that the last finality step reached. */
+  let finalizedReached: number | undefined
+  const polls = createPollTimer()
 
   /** The logs of every followed filter (answers in `[filter, ...also]` order), each checked against the headers, once each. */
   function followedLogs(answers: readonly LogInput[][], headers: ReadonlyMap<number, Header>): LogInput[] {
@@ -107,7 +125,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
   }
 
   async function finalize(): Promise<FollowEvent[]> {
-    const steps = await advanceToFinalized(pool, { chainId, finalized: await context.finalized(), fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
+    const finalized = await context.finalized()
+    // Finality already reached this read of the node's finalized block: nothing to do until it moves.
+    if (finalized && finalized.number === finalizedReached) return []
+    const steps = await advanceToFinalized(pool, { chainId, finalized, fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
+    if (steps.some((step) => step.type === 'finalize' && step.to === finalized?.number)) finalizedReached = finalized!.number
     return steps.map((step) => {
       if (step.type === 'finalize') return step
       logger.warn({ chain_id: chainId, blocks: step.blocks, logs_removed: step.logsRemoved }, 'stored rows from an orphaned fork')
@@ -128,17 +150,22 @@ export function createHeadFollower(context: HeadFollowerContext) {
    * logs of the range in one batch, attribution from those bodies, one database transaction.
    */
   async function step(): Promise<FollowEvent[]> {
+    const startedAt = now()
     const { liveBlock, liveHash } = await initialise()
     const notified = announced
     announced = undefined
-    const newest: Header | TipBlock | null = notified ?? (await context.tip.latest())
-    if (!newest) return [{ type: 'retry', reason: 'node has no latest block' }]
+    const filters = [context.filter, ...also.map((followed) => followed.filter)]
+    const polled = notified ? undefined : await context.tip.poll(filters)
+    if (polled === null) return [{ type: 'retry', reason: 'node has no latest block' }]
+    if (polled) polls.polled(polled.block)
+    const newest: Header | TipBlock = notified ?? polled!.block
     const head = newest
-    if (head.number !== lastHead) {
-      await updateChainState(pool, chainId, { headBlock: head.number })
-      lastHead = head.number
-    }
+    lastHead = head.number
     if (head.number <= liveBlock) {
+      if (head.number !== savedHead) {
+        await updateChainState(pool, chainId, { headBlock: head.number })
+        savedHead = head.number
+      }
       if (head.number === liveBlock) {
         if (head.hash !== liveHash) return [await reorg(liveBlock, liveHash, head.hash)]
       } else if (!notified) {
@@ -153,16 +180,21 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const to = Math.min(head.number, liveBlock + MAX_BLOCKS_PER_STEP)
     const have = new Map<number, TipBlock>()
     if (isTipBlock(newest) && newest.number <= to) have.set(newest.number, newest)
-    const filters = [context.filter, ...also.map((followed) => followed.filter)]
     // Receipts ride with the logs only where every log is followed: elsewhere most attributed transactions have no indexed log.
     const receipts = context.gasWanted && isEveryLog(context.filter) ? context.gasWanted([...have.values()]) : []
+    const headAt = now()
     let read: Awaited<ReturnType<TipReader['step']>>
     try {
-      read = await context.tip.step([liveBlock + 1, to], have, filters, receipts)
+      // The one new block came whole with the poll (its logs and receipts beside it): nothing more to read.
+      read =
+        polled?.reads && head.number === liveBlock + 1
+          ? { blocks: [polled.block], ...polled.reads }
+          : await context.tip.step([liveBlock + 1, to], have, filters, receipts)
     } catch (error) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
     }
+    const readAt = now()
     const headers = read.blocks
     const check = checkTip({ hash: liveHash }, headers)
     if (check.type === 'reorg') return [await reorg(liveBlock, liveHash, check.newHash)]
@@ -177,7 +209,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
     }
     const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
     const finalized = (await context.finalized())?.number ?? null
-    const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), read.gasUsed)
+    // Gas used of the transactions attribution records it for (receipts may have brought every transaction's).
+    const wanted = context.gasWanted?.(headers) ?? []
+    const gasUsed = new Map(wanted.flatMap((hash) => (read.gasUsed.has(hash) ? [[hash, read.gasUsed.get(hash)!] as const] : [])))
+    const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), gasUsed)
+    const attributedAt = now()
     crashPoint('tip-read')
     const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
       chainId,
@@ -186,14 +222,18 @@ export function createHeadFollower(context: HeadFollowerContext) {
       blocks: headers,
       rows,
       finalizedBlock: finalized,
+      headBlock: head.number,
       ...(extraWrites ? { extraWrites } : {}),
       ...fenced,
     })
     crashPoint('tip-stored')
-    const events: FollowEvent[] = [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored }]
-    events.push(...orphanedOffCanonical(orphaned, orphanLogsRemoved))
+    savedHead = head.number
+    const storedAt = now()
+    const events: FollowEvent[] = orphanedOffCanonical(orphaned, orphanLogsRemoved)
     events.push(...(await finalize()))
-    return events
+    const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10
+    const timings = { startedAt: Math.round(startedAt), head: ms(startedAt, headAt), read: ms(headAt, readAt), attribute: ms(readAt, attributedAt), store: ms(attributedAt, storedAt), finalize: ms(storedAt, now()) }
+    return [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored, timings }, ...events]
   }
 
   async function reorg(liveBlock: number, oldHash: string, newHash: string): Promise<FollowEvent> {
@@ -221,6 +261,8 @@ export function createHeadFollower(context: HeadFollowerContext) {
     },
     /** The newest head any step saw (announced or read), for the subscription's freshness watchdog. */
     lastHead: () => lastHead,
+    /** Milliseconds from now until the next poll should find the next block (see {@link createPollTimer}); undefined where the chain serves no `timestampMs`. */
+    nextPollInMs: (blockTimeMs: number) => polls.nextInMs(blockTimeMs),
   }
 }
 

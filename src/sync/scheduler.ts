@@ -24,6 +24,8 @@ export type SchedulerContext = {
   repairs?: RepairRunner
   /** How often the head is looked at without a notification (read again each round). */
   headPollMs: number | (() => number)
+  /** Milliseconds from now until the next block should be readable, where known: the next look is then, if sooner than `headPollMs`. */
+  nextHeadInMs?: () => number | undefined
   pendingPollMs: number
   /** Whether the chain pre-confirms: the pending poller runs only while it does. Unset: always. */
   profiler?: Pick<ChainProfiler, 'current' | 'onChange'>
@@ -73,11 +75,19 @@ export function startScheduler(context: SchedulerContext) {
     const nudge = () => woken.notify()
     let polledHead: number | undefined
     // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
-    let nudgeRepairs = () => {}
-    const repairsNudged = () => new Promise<void>((resolve) => (nudgeRepairs = resolve))
+    const repairsNudged = createWakeUp()
+    let stepsStarted = 0
+    const headPollMs = context.headPollMs
+    const nextLook = () => {
+      const interval = typeof headPollMs === 'number' ? headPollMs : headPollMs()
+      const next = context.nextHeadInMs?.()
+      // runEvery waits the interval less the run's time: the run's time is added back so the look lands when the block is due.
+      return next === undefined ? interval : Math.min(interval, next + (performance.now() - stepsStarted))
+    }
     const follow = runEvery(
-      context.headPollMs,
+      nextLook,
       async () => {
+        stepsStarted = performance.now()
         // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
         for (;;) {
           const events = await context.follower.step().catch((error: unknown) => {
@@ -87,7 +97,7 @@ export function startScheduler(context: SchedulerContext) {
             return []
           })
           for (const event of events) context.onFollowEvent?.(event)
-          if (events.some((event) => event.type === 'reorg')) nudgeRepairs()
+          if (events.some((event) => event.type === 'reorg')) repairsNudged.notify()
           const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))
           if (term.signal.aborted || !behind) break
         }
@@ -111,7 +121,7 @@ export function startScheduler(context: SchedulerContext) {
     const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
     const repairs = context.repairs
     const repair = repairs
-      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged })
+      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged.wait })
       : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
     await Promise.all([renewing, follow, poll, heads, repair, extra])

@@ -1,34 +1,48 @@
-import type { FetchedBlock } from '../attribution/attributor.js'
-import type { TransactionInput } from '../attribution/transaction.js'
-import { InconsistentAnswerError, toBlockHeader, verifyLogsRequested, withRetry, type BlockHeader, type RpcBlockHeader, type RpcCall } from '../rpc/index.js'
+import { Bloom } from 'ox'
+import {
+  getBlockReceiptsRequest,
+  getBlockRequest,
+  getBlocksWithTransactions,
+  getBlockWithTransactions,
+  getLogsRequest,
+  getTransactionReceiptRequest,
+  InconsistentAnswerError,
+  missingBlock,
+  parseBlockReceiptsWithLogs,
+  parseBlockWithTransactions,
+  parseLogs,
+  parseReceipt,
+  withRetry,
+  type BlockWithTransactions,
+  type LogsRequest,
+  type RpcClient,
+} from '../rpc/index.js'
 import type { LogInput } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
-import { toRpcFilter, type LogFilter } from './filter.js'
-
-/** Whether every log of `logs` is one `filter` asked for in `range`. */
-function answersRequested(logs: readonly LogInput[], [fromBlock, toBlock]: Interval, filter: LogFilter): boolean {
-  try {
-    verifyLogsRequested(logs, { fromBlock, toBlock, ...toRpcFilter(filter) })
-    return true
-  } catch (error) {
-    if (error instanceof InconsistentAnswerError) return false
-    throw error
-  }
-}
+import { isEveryLog, toRpcFilter, type LogFilter } from './filter.js'
 
 /** A new block at the tip: its header and its transactions as the node sent them. */
-export type TipBlock = BlockHeader & { transactions: readonly TransactionInput[] }
+export type TipBlock = BlockWithTransactions
 
 /** Blocks a step reads in one batch with its logs; past it (catching up), logs go through the chunked reader. */
 export const BATCHED_STEP_BLOCKS = 20
 
-type RpcFullBlock = RpcBlockHeader & { transactions: TransactionInput[] }
-type RpcReceipt = { transactionHash: string; gasUsed: string } | null
+/**
+ * What a head poll brought: the newest block with its transactions and, where the answer provably
+ * holds every log of that block, the logs of each followed filter and the gas used of its transactions.
+ */
+export type PolledHead = { block: TipBlock; reads?: { logs: LogInput[][]; gasUsed: Map<string, number> } }
 
-export const toTipBlock = (block: RpcFullBlock): TipBlock & FetchedBlock => ({ ...toBlockHeader(block), transactions: block.transactions })
+/** Whether a block whose bloom is `bloom` may hold a log `filter` selects (its address, and its topic0, in the bloom). */
+export function bloomMayMatch(bloom: string | undefined, filter: LogFilter): boolean {
+  if (!bloom) return true
+  const prepared = Bloom.prepare(bloom as `0x${string}`)
+  const any = (values: readonly string[]) => values.length === 0 || values.some((value) => Bloom.containsPrepared(prepared, value as `0x${string}`))
+  return any(filter.addresses) && any(filter.topics)
+}
 
 export type TipReaderParameters = {
-  rpc: { batch<T>(calls: readonly RpcCall[]): Promise<T[]>; request<T>(method: string, params: unknown[]): Promise<T> }
+  rpc: Pick<RpcClient, 'request' | 'batch'>
   /** The chunked, self-narrowing `eth_getLogs` reader, for ranges too wide or answers too big for one batch. */
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
 }
@@ -41,26 +55,83 @@ export type TipReaderParameters = {
 export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
   /** The node's newest block with its transactions (`eth_getBlockByNumber("latest", true)`). */
   async function latest(): Promise<TipBlock | null> {
-    const block = await withRetry(() => rpc.request<RpcFullBlock | null>('eth_getBlockByNumber', ['latest', true]))
-    return block ? toTipBlock(block) : null
+    return withRetry(() => getBlockWithTransactions(rpc, 'latest'))
+  }
+
+  /** Cleared when a node refuses the combined poll while it answers a plain one: it is then polled plainly. */
+  let combined = true
+
+  /**
+   * The newest block with its transactions and, in the same request, what a step needs of it: its
+   * receipts (logs and gas used) where the first filter follows every log, else `eth_getLogs` of the
+   * `latest` block per filter. Two calls in one request bring a new block whole; the reads are kept
+   * only where they are the polled block's (same hash, every transaction's receipt; an empty answer
+   * only where the block's bloom rules out the filter's logs).
+   */
+  async function poll(filters: readonly LogFilter[]): Promise<PolledHead | null> {
+    if (!combined || filters.length === 0) {
+      const block = await latest()
+      return block && { block }
+    }
+    const receipts = isEveryLog(filters[0]!)
+    const asked: LogsRequest[] = filters.slice(receipts ? 1 : 0).map((filter) => ({ fromBlock: 'latest', toBlock: 'latest', ...toRpcFilter(filter) }))
+    let answers: unknown[]
+    try {
+      answers = await withRetry(() =>
+        rpc.batch([getBlockRequest('latest', { includeTransactions: true }), ...(receipts ? [getBlockReceiptsRequest('latest')] : []), ...asked.map(getLogsRequest)]),
+      )
+    } catch (error) {
+      const block = await latest()
+      // The node answers a plain poll but not this one (no eth_getBlockReceipts, batches refused): poll plainly from now on.
+      combined = false
+      if (!block) throw error
+      return { block }
+    }
+    const block = parseBlockWithTransactions(answers[0])
+    if (!block) return null
+    const reads = readsOf(block, filters, receipts, answers.slice(1))
+    return reads ? { block, reads } : { block }
+  }
+
+  /** The polled block's logs per filter and gas used from the answers beside it, or undefined where they may be another block's or incomplete. */
+  function readsOf(block: TipBlock, filters: readonly LogFilter[], receipts: boolean, answers: unknown[]): PolledHead['reads'] {
+    const gasUsed = new Map<string, number>()
+    const logs: LogInput[][] = []
+    const ofBlock = (list: readonly { blockHash: string | null }[]) => list.every((log) => String(log.blockHash).toLowerCase() === block.hash)
+    try {
+      if (receipts) {
+        const read = parseBlockReceiptsWithLogs(answers.shift())
+        if (!read || read.receipts.length !== block.transactions.length || !read.receipts.every((receipt) => receipt.blockHash === block.hash)) return undefined
+        if (!ofBlock(read.logs)) return undefined
+        for (const receipt of read.receipts) gasUsed.set(receipt.transactionHash, receipt.gasUsed)
+        logs.push(read.logs as LogInput[])
+      }
+      for (const filter of filters.slice(receipts ? 1 : 0)) {
+        const list = parseLogs(answers.shift(), { fromBlock: block.number, toBlock: block.number, ...toRpcFilter(filter) })
+        if (!ofBlock(list)) return undefined
+        // No log: the `latest` it read may have been another block, unless this block's bloom rules its logs out.
+        if (list.length === 0 && bloomMayMatch(block.logsBloom, filter)) return undefined
+        logs.push(list as LogInput[])
+      }
+    } catch (error) {
+      if (error instanceof InconsistentAnswerError) return undefined
+      throw error
+    }
+    return { logs, gasUsed }
   }
 
   /** Blocks with their transactions, in order; a height the node lacks yet is asked again (load-balanced endpoints). */
   async function blocks(numbers: readonly number[]): Promise<TipBlock[]> {
     if (numbers.length === 0) return []
-    return withRetry(async () => {
-      const answers = await rpc.batch<RpcFullBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
-      return answers.map((block, i) => {
-        if (!block) throw new Error(`node has no block ${numbers[i]}`)
-        return toTipBlock(block)
-      })
-    })
+    return withRetry(async () => (await getBlocksWithTransactions(rpc, numbers)).map((block, i) => block ?? missingBlock(numbers[i]!)))
   }
 
   /**
-   * The step's reads for `range`: the blocks not in `have`, the logs of each filter, and gas used of
-   * `receipts` (transactions of blocks in `have`), in one batch when the range is short; otherwise
-   * blocks, then logs through the chunked reader (receipts are then left to attribution).
+   * The step's reads for `range`: the blocks not in `have`, the logs of each filter, and gas used, in
+   * one batch when the range is short: where every log is followed, each block's receipts (its logs and
+   * every transaction's gas used); else `eth_getLogs` per filter and the receipts of `receipts`
+   * (transactions of blocks in `have`). Otherwise blocks, then logs through the chunked reader (gas
+   * used is then left to attribution).
    */
   async function step(
     [from, to]: Interval,
@@ -70,39 +141,81 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
   ): Promise<{ blocks: TipBlock[]; logs: LogInput[][]; gasUsed: Map<string, number> }> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
     const missing = numbers.filter((n) => !have.has(n))
-    const gasUsed = new Map<string, number>()
     const assemble = (fetched: readonly TipBlock[]) => {
       const at = new Map([...have, ...fetched.map((block) => [block.number, block] as const)])
       return numbers.map((n) => at.get(n)!)
     }
-    if (numbers.length <= BATCHED_STEP_BLOCKS) {
-      const calls: RpcCall[] = [
-        ...missing.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })),
-        ...filters.map((filter) => ({ method: 'eth_getLogs', params: [{ fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}`, ...toRpcFilter(filter) }] })),
-        ...receipts.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })),
-      ]
-      const answers = await rpc.batch<unknown>(calls).catch(() => null)
-      const fetched = answers?.slice(0, missing.length) as (RpcFullBlock | null)[] | undefined
-      if (answers && fetched!.every(Boolean)) {
-        const logs = answers.slice(missing.length, missing.length + filters.length) as LogInput[][]
-        // Logs nobody asked for are a malformed answer: the part-by-part path below reads them again, checked.
-        if (!logs.every((list, i) => answersRequested(list, [from, to], filters[i]!))) return readApart()
-        ;(answers.slice(missing.length + filters.length) as RpcReceipt[]).forEach((receipt, i) => receipt && gasUsed.set(receipts[i]!, Number(receipt.gasUsed)))
-        return { blocks: assemble(fetched!.map((block) => toTipBlock(block!))), logs, gasUsed }
-      }
-      // A refused or partial batch (a lagging node, a range too big to answer): read part by part, with retries and narrowing.
+    if (numbers.length <= BATCHED_STEP_BLOCKS && isEveryLog(filters[0]!)) {
+      // Every log followed: each block's receipts carry its logs and every transaction's gas used, in the blocks' batch.
+      const asked: LogsRequest[] = filters.slice(1).map((filter) => ({ fromBlock: from, toBlock: to, ...toRpcFilter(filter) }))
+      const answers = await rpc
+        .batch([...missing.map((n) => getBlockRequest(n, { includeTransactions: true })), ...numbers.map(getBlockReceiptsRequest), ...asked.map(getLogsRequest)])
+        .catch(() => null)
+      const read = answers && readReceiptsBatch(answers, asked)
+      if (read) return read
+      // A refused, partial or malformed batch, receipts of another fork: read part by part, with retries and checks.
+    } else if (numbers.length <= BATCHED_STEP_BLOCKS) {
+      const asked: LogsRequest[] = filters.map((filter) => ({ fromBlock: from, toBlock: to, ...toRpcFilter(filter) }))
+      const answers = await rpc
+        .batch([...missing.map((n) => getBlockRequest(n, { includeTransactions: true })), ...asked.map(getLogsRequest), ...receipts.map(getTransactionReceiptRequest)])
+        .catch(() => null)
+      const read = answers && readBatch(answers, asked)
+      if (read) return { blocks: assemble(read.fetched), logs: read.logs, gasUsed: read.gasUsed }
+      // A refused, partial or malformed batch (a lagging node, a range too big to answer, logs nobody asked
+      // for): read part by part, with retries, narrowing and checks.
     }
     return readApart()
+
+    /** The batch's answers decoded and checked, or null where a block is missing or an answer is malformed. */
+    function readBatch(answers: readonly unknown[], asked: readonly LogsRequest[]) {
+      try {
+        const fetched = answers.slice(0, missing.length).map(parseBlockWithTransactions)
+        if (!fetched.every((block): block is TipBlock => block !== null)) return null
+        const logs = asked.map((request, i) => parseLogs(answers[missing.length + i], request) as LogInput[])
+        const read = new Map<string, number>()
+        answers.slice(missing.length + asked.length).forEach((answer, i) => {
+          const receipt = parseReceipt(answer)
+          if (receipt) read.set(receipts[i]!, receipt.gasUsed)
+        })
+        return { fetched, logs, gasUsed: read }
+      } catch (error) {
+        if (error instanceof InconsistentAnswerError) return null
+        throw error
+      }
+    }
+
+    /** The receipts batch decoded and checked: every block's receipts its own (same hash, one per transaction); else null. */
+    function readReceiptsBatch(answers: readonly unknown[], asked: readonly LogsRequest[]) {
+      try {
+        const fetched = answers.slice(0, missing.length).map(parseBlockWithTransactions)
+        if (!fetched.every((block): block is TipBlock => block !== null)) return null
+        const blocks = assemble(fetched)
+        const perBlock = answers.slice(missing.length, missing.length + numbers.length).map(parseBlockReceiptsWithLogs)
+        const gasUsed = new Map<string, number>()
+        const logs: LogInput[] = []
+        for (const [i, read] of perBlock.entries()) {
+          const block = blocks[i]!
+          if (!read || read.receipts.length !== block.transactions.length || !read.receipts.every((receipt) => receipt.blockHash === block.hash)) return null
+          for (const receipt of read.receipts) gasUsed.set(receipt.transactionHash, receipt.gasUsed)
+          logs.push(...(read.logs as LogInput[]))
+        }
+        const others = asked.map((request, i) => parseLogs(answers[missing.length + numbers.length + i], request) as LogInput[])
+        return { blocks, logs: [logs, ...others], gasUsed }
+      } catch (error) {
+        if (error instanceof InconsistentAnswerError) return null
+        throw error
+      }
+    }
 
     async function readApart() {
       const fetched = await blocks(missing)
       const logs: LogInput[][] = []
       for (const filter of filters) logs.push(await fetchLogs([from, to], filter))
-      return { blocks: assemble(fetched), logs, gasUsed }
+      return { blocks: assemble(fetched), logs, gasUsed: new Map<string, number>() }
     }
   }
 
-  return { latest, blocks, step }
+  return { poll, blocks, step }
 }
 
 export type TipReader = ReturnType<typeof createTipReader>
