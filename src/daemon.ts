@@ -11,6 +11,7 @@ import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
 import { planBackfill } from './sync/historical.js'
+import { sweepOwedGas } from './sync/gasFill.js'
 import { createRepairRunner } from './reorg/index.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
@@ -25,6 +26,11 @@ import { redactUrl } from './utils/redact.js'
 const COVERAGE_REFRESH_MS = 15_000
 /** How often the leader plans what is missing of the BuilderCodes registry's range (planning is idempotent). */
 const REGISTRY_BACKFILL_CHECK_MS = 60_000
+/**
+ * How often the leader looks for attributed rows whose gas used no fill is on its way to: a fill lost
+ * with Redis, or never queued because its range job died between its commit and the queueing.
+ */
+const GAS_SWEEP_MS = 15_000
 /** How often the leader deletes raw history older than RETENTION_LOGS_DAYS (each pass in short batches). */
 const RETENTION_CHECK_MS = 10 * 60_000
 /** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
@@ -278,6 +284,11 @@ async function startChainScheduler({
       const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
       const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
       const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
+      const gasSweep = runEvery(
+        GAS_SWEEP_MS,
+        () => sweepOwedGas({ pool: indexer.store.pool, chainId: indexer.chainId, gasQueue: indexer.gasQueue, logger }),
+        { signal, logger, name: 'gas-sweep' },
+      )
       const retentionDays = config.retentionLogsDays
       const retention =
         retentionDays !== undefined &&
@@ -306,7 +317,7 @@ async function startChainScheduler({
               }),
             )
           : undefined
-      await Promise.all([coverage, registryCheck, retention, reprobe, subscription, alsoWhileLeader?.(signal)])
+      await Promise.all([coverage, registryCheck, gasSweep, retention, reprobe, subscription, alsoWhileLeader?.(signal)])
     },
     onFollowEvent: (event) => {
       recordFollowEvent(metrics, chain, event)

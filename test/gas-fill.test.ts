@@ -13,6 +13,7 @@ import { createGasWorker } from '../src/queue/index.js'
 import { gasUsedMissing, withTransaction } from '../src/store/index.js'
 import { markBlocksRemoved, takeOutOfIntervals } from '../src/store/reorgs.js'
 import { planBackfill } from '../src/sync/historical.js'
+import { sweepOwedGas } from '../src/sync/gasFill.js'
 import { createIndexer } from '../src/indexer.js'
 import { artifacts, deployContract, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
@@ -118,5 +119,29 @@ describe('the gas fill', () => {
     const after = await gasOf(before.hash)
     expect(after).toMatchObject({ tx: Number(receipt.gasUsed), attribution: Number(receipt.gasUsed), blockHash: receipt.blockHash })
     expect(after.rollup).toBe(Number(receipt.gasUsed))
+  }, 60_000)
+
+  it('queues a fill again for rows whose fill was lost with Redis', async () => {
+    const mined = await mine(await emitCall(4, 'gas_lost_fill'))
+    await storeRange(mined.block)
+    expect(await indexer.gasQueue.pending()).toBeGreaterThan(0)
+    // Redis loses the queued fill (a restart without persistence, a flush).
+    await indexer.gasQueue.queue.obliterate({ force: true })
+    expect(await indexer.gasQueue.pending()).toBe(0)
+    expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(1)
+
+    const sweep = () => sweepOwedGas({ pool: db.store.pool, chainId: indexer.chainId, gasQueue: indexer.gasQueue, logger: silentLogger })
+    expect(await sweep()).toEqual([mined.block, mined.block])
+    // A fill on its way: the next sweep queues nothing more.
+    expect(await sweep()).toBeNull()
+    const worker = createGasWorker({ redisUrl: REDIS_URL, prefix: redisPrefix, lockDurationMs: 30_000, logger: silentLogger, process: indexer.fillGas })
+    try {
+      await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
+    } finally {
+      await worker.close()
+    }
+    expect(await gasOf(mined.hash)).toMatchObject({ tx: mined.gasUsed, attribution: mined.gasUsed })
+    expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(0)
+    expect(await sweep()).toBeNull()
   }, 60_000)
 })

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
+import type { Queryable } from './client.js'
 
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 /** An attributed transaction whose gas used is still owed, with the block it is stored under. */
 export type GasOwed = { hash: string; blockNumber: number; blockHash: string }
@@ -58,6 +58,20 @@ export async function gasUsedMissing(db: Queryable, chainId: number, range: Inte
     [chainId, range[0], range[1]],
   )
   return Number(rows[0]!.missing)
+}
+
+/**
+ * The blocks between the lowest and the highest attributed row that still lacks gas used, or null when
+ * none does (read from the partial index of such rows).
+ */
+export async function gasOwedSpan(db: Queryable, chainId: number): Promise<Interval | null> {
+  const { rows } = await db.query<{ low: string | null; high: string | null }>(
+    `SELECT min(block_number) AS low, max(block_number) AS high FROM attributions
+     WHERE chain_id = $1 AND gas_used IS NULL AND status <> 'pending' AND NOT removed`,
+    [chainId],
+  )
+  const { low, high } = rows[0]!
+  return low === null || high === null ? null : [Number(low), Number(high)]
 }
 
 /**

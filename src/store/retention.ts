@@ -1,6 +1,6 @@
 import type pg from 'pg'
+import type { Queryable } from './client.js'
 
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
 
 /** Rows looked at per delete statement: each is a short transaction that holds few locks. */
 export const RETENTION_BATCH = 5_000

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Logger } from '../internal/logger.js'
 import { createReceiptReader, type AttributionRpc } from '../attribution/nodeReads.js'
-import { gasOwed, storeGasUsed, withTransaction } from '../store/index.js'
+import { gasOwed, gasOwedSpan, storeGasUsed, withTransaction } from '../store/index.js'
 
 /** Transactions whose receipts are read and stored per step: a few JSON-RPC batches and one short transaction. */
 const GAS_PAGE = 1_000
@@ -51,3 +51,27 @@ export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
   }
 }
 
+
+/**
+ * Queues one fill over every attributed row still owed gas used when no fill is waiting or running: a
+ * fill lost with Redis, or never queued because its range job died between its commit and the queueing,
+ * is not left owed for ever. Returns the blocks queued, or null.
+ */
+export async function sweepOwedGas({
+  pool,
+  chainId,
+  gasQueue,
+  logger,
+}: {
+  pool: pg.Pool
+  chainId: number
+  gasQueue: { pending: () => Promise<number>; enqueue: (data: GasJobData) => Promise<void> }
+  logger: Logger
+}): Promise<readonly [number, number] | null> {
+  if ((await gasQueue.pending()) > 0) return null
+  const owed = await gasOwedSpan(pool, chainId)
+  if (!owed) return null
+  await gasQueue.enqueue({ chainId, fromBlock: owed[0], toBlock: owed[1] })
+  logger.info({ chain_id: chainId, from_block: owed[0], to_block: owed[1] }, 'gas fill queued for rows that no fill was on its way to')
+  return owed
+}
