@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { concat, encodeFunctionData, type Address, type Hash, type Hex } from 'viem'
-import type { Devnet } from '../../src/devnet/index.js'
+import { DEPOSITOR, type Devnet } from '../../src/devnet/index.js'
 import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, loadArtifact, rawSignedTx } from '../fixtures/chain.js'
 import { createEip7702Account, createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../fixtures/entryPoint.js'
 import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/chain.js'
@@ -111,6 +111,8 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
       const block = await node.getBlock({ blockNumber: BigInt(n), includeTransactions: true })
       for (const tx of block.transactions) {
         const from = tx.from.toLowerCase()
+        // System deposits (`base`): the devnet opens every block of the new fork with its own.
+        if (from === DEPOSITOR.toLowerCase()) continue
         if (!kept.has(from)) kept.set(from, random() < action.keep)
         if (!kept.get(from)) continue
         offset = Math.min(depth - 1, Math.max(offset, n - fork - 1 + (random() < 0.3 ? 1 : 0)))
