@@ -58,8 +58,10 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
   await node.setBalance({ address: anvilAccount(EIP7702_OWNER).address, value: EIP7702_FUNDING_WEI })
   accounts['0.8'][EIP7702_ACCOUNT] = await createEip7702Account(url, { owner: EIP7702_OWNER })
   await node.setAutomine(false)
+  // A chain change through the devnet makes it pick up the head the deployments left (`base` stamps the next block after it).
+  await rpcCall(devnet.url, 'anvil_dropAllTransactions', [])
   // The deployments become canonical at the devnet's endpoint only once its lagging chain has passed them.
-  if (devnet.canonicalLag > 0) await rpcCall(url, 'anvil_mine', [`0x${devnet.canonicalLag.toString(16)}`])
+  if (devnet.canonicalLag > 0) await rpcCall(devnet.url, 'anvil_mine', [`0x${devnet.canonicalLag.toString(16)}`])
   const deployedTop = Number(await node.getBlockNumber())
   let seq = 0
   const nextSeq = (logs: number) => (seq += Math.max(logs, 1))
@@ -194,7 +196,7 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
   /** Mines whatever the pool still holds, then `count` empty blocks. */
   async function mineEmpty(count: number) {
     await devnet.mine()
-    await rpcCall(url, 'anvil_mine', [`0x${count.toString(16)}`])
+    await rpcCall(devnet.url, 'anvil_mine', [`0x${count.toString(16)}`])
   }
 
   return {

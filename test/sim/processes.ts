@@ -59,10 +59,11 @@ export function createSupervisor(log: (line: string) => void) {
   }
 
   return {
-    start(name: ProcessName, entry: string, args: string[], env: Record<string, string>) {
+    /** Starts the process (with a crash point: once it has fired, it is started again without). */
+    start(name: ProcessName, entry: string, args: string[], env: Record<string, string>, crashAt?: string) {
       const item = { name, entry, args, env, done: false, restarts: 0 } as Managed
       managed.set(name, item)
-      launch(item)
+      launch(item, crashAt)
     },
     /** SIGKILLs the process; the supervisor starts it again. False when it is not running. */
     async kill(name: ProcessName): Promise<boolean> {

@@ -109,7 +109,9 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       const to = Math.max(from, (await chain.head()) - plan.toBelowHead)
       const name: ProcessName = `backfill-${action.index}`
       world.backfillRanges[action.index] = { name, addresses, topics, range: [from, to] }
-      processes.start(name, 'scripts/backfill.ts', ['--from', String(from), '--to', String(to), ...flags, '--json'], world.env)
+      // A waiting backfill runs range jobs itself too: a `range-stored` crash point is set in it as in the worker.
+      const crashAt = world.awaitedCrash?.point === 'range-stored' ? 'range-stored' : undefined
+      processes.start(name, 'scripts/backfill.ts', ['--from', String(from), '--to', String(to), ...flags, '--json'], world.env, crashAt)
       return log(`${name} started: blocks ${from}–${to}`)
     }
     case 'await-backfill': {
@@ -212,7 +214,7 @@ async function settle(world: World, finalAtLeast: number | undefined, timeoutMs 
 async function leadingScheduler(world: World): Promise<{ name: ProcessName; generation: number } | undefined> {
   const { rows } = await world.db.store.pool.query('SELECT lease_generation FROM chain_state')
   const generation = Number(rows[0]?.lease_generation ?? 0)
-  const acquired = new RegExp(`"lease_generation":${generation}\\b[^\\n]*scheduler lease acquired`)
+  const acquired = new RegExp(`"lease_generation":"?${generation}"?[,}][^\\n]*scheduler lease acquired`)
   const name = world.schedulers.find((n) => acquired.test(world.processes.output(n)))
   return name && { name, generation }
 }
@@ -354,6 +356,8 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
       INDEX_TOPICS: daemon.topics.join(','),
       START_BLOCK: String(handOff),
       ...(schedule.websocket ? { RPC_WS_URL: devnet.wsUrl } : {}),
+      // The stall finds the leading scheduler by the lease it logged acquiring.
+      ...(schedule.twoSchedulers ? { LOG_LEVEL: 'info' } : {}),
     }
     for (const name of world.schedulers) processes.start(name, 'src/main.ts', ['--role', 'scheduler'], daemonEnv)
     processes.start('worker', 'src/main.ts', ['--role', 'worker'], env)
