@@ -14,8 +14,8 @@ import { rpcCall } from '../faults/helpers/nodeCompare.js'
 import { ACCOUNTS_PER_VERSION, EIP7702_ACCOUNT, ENTRY_POINT_VERSIONS, type Action, type BlockPlan, type EntryPointVersion } from './schedule.js'
 
 const BuilderCodes = loadArtifact('BuilderCodes')
-/** Registry calls that an owner makes, and the payout addresses and new owners they name. */
 const REGISTRY_GAS = 300_000n
+/** The payout addresses and new owners registry calls name. */
 const otherAddress = (n: number) => `0x${(0xb0c0de00 + n).toString(16).padStart(40, '0')}` as Address
 
 /** Anvil accounts by role: plain traffic, reorg replacements (and the registry's owner), pre-confirmed churn, the bundler. */
@@ -27,7 +27,9 @@ const BUNDLER = 9
 const OVERTAKER = 0
 /** The EOA delegated with EIP-7702 (beyond anvil's ten funded accounts: it sends nothing itself). */
 const EIP7702_OWNER = 10
-const EIP7702_FUNDING_WEI = 10n ** 20n
+/** Owns the registry's code 0 (beyond anvil's ten funded accounts); code 1 is the replacer's, so a reorg undoes its registration. */
+const REGISTRY_OWNER = 11
+const FUNDING_WEI = 10n ** 20n
 /** Enough for `emitMany` of 10 logs with a 4 KiB payload; below it anvil would drop the transaction silently. */
 const TX_GAS = 1_000_000n
 /** Long enough for the pending poller (100 ms) to see a pool transaction on the pre-confirmed layer (200 ms refresh). */
@@ -55,7 +57,7 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
     for (let i = 0; i < ACCOUNTS_PER_VERSION; i++) accounts[version].push(await createSmartAccount(url, { version, owner: 1 + i, salt: BigInt(i) }))
   }
   const registry = await deployContract(url, BuilderCodes)
-  await node.setBalance({ address: anvilAccount(EIP7702_OWNER).address, value: EIP7702_FUNDING_WEI })
+  for (const account of [EIP7702_OWNER, REGISTRY_OWNER]) await node.setBalance({ address: anvilAccount(account).address, value: FUNDING_WEI })
   accounts['0.8'][EIP7702_ACCOUNT] = await createEip7702Account(url, { owner: EIP7702_OWNER })
   await node.setAutomine(false)
   // A chain change through the devnet makes it pick up the head the deployments left (`base` stamps the next block after it).
@@ -169,13 +171,15 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
   }
 
   /**
-   * A registry call by the replacer, mined at once: its transactions vanish in a reorg, so a reorg right
-   * after a registration undoes it. A call the registry refuses (its registration undone) reverts, logging nothing.
+   * A registry call by the code's owner, mined at once. Code 1's owner is the replacer, whose transactions
+   * vanish in a reorg, so the reorg right after its registration undoes it. A call the registry refuses
+   * (its registration undone) reverts, logging nothing.
    */
   let registryCalls = 0
   async function registryCall(action: Extract<Action, { type: 'registry' }>): Promise<string> {
     const code = `sim_code_${action.code}`
-    const owner = anvilAccount(REPLACER).address
+    const sender = action.code === 0 ? REGISTRY_OWNER : REPLACER
+    const owner = anvilAccount(sender).address
     const n = ++registryCalls
     const data =
       action.call === 'register'
@@ -187,7 +191,7 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
               functionName: 'transferFrom',
               args: [owner, otherAddress(n), await node.readContract({ address: registry, abi: BuilderCodes.abi, functionName: 'toTokenId', args: [code] })],
             })
-    const hash = await client.sendRawTransaction({ serializedTransaction: await rawSignedTx(url, { from: REPLACER, to: registry, data, gas: REGISTRY_GAS }) })
+    const hash = await client.sendRawTransaction({ serializedTransaction: await rawSignedTx(url, { from: sender, to: registry, data, gas: REGISTRY_GAS }) })
     const mined = await devnet.mine()
     const receipt = await node.getTransactionReceipt({ hash })
     return `${action.call} ${code} in block ${mined.number}: ${receipt.status}`
