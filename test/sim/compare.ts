@@ -298,13 +298,25 @@ async function compareRollups(pool: pg.Pool, findings: Findings) {
 }
 
 /**
- * `registry_codes` against a replay of the registry's logs on the node up to its newest block (the
- * registry's pending logs count there too).
+ * `registry_codes` against a replay of the registry's logs: at the end those on the node (all of them
+ * canonical and compared with the index above); mid-run the live ones the index holds, pending ones too
+ * (a lagging chain's pending window is the index's, not yet the node's canonical chain).
  */
-async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, findings: Findings) {
-  const head = Number((await rpcBatch<Hex>(rpcUrl, [{ method: 'eth_blockNumber', params: [] }]))[0])
-  const logs = await nodeLogs(rpcUrl, [0, head], { address: [registry] })
-  const expected = replayRegistry(logs.map((log) => ({ topics: log.topics, data: log.data, block_number: String(log.blockNumber) })))
+async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, midRun: boolean, findings: Findings) {
+  const logs = midRun
+    ? (
+        await pool.query<{ topics: string[]; data: string; block_number: string }>(
+          `SELECT array_remove(ARRAY[topic0, topic1, topic2, topic3], NULL) AS topics, data, block_number::text FROM logs
+           WHERE address = $1 AND NOT removed ORDER BY block_number, log_index`,
+          [registry],
+        )
+      ).rows
+    : (await nodeLogs(rpcUrl, [0, Number((await rpcBatch<Hex>(rpcUrl, [{ method: 'eth_blockNumber', params: [] }]))[0])], { address: [registry] })).map((log) => ({
+        topics: log.topics,
+        data: log.data,
+        block_number: String(log.blockNumber),
+      }))
+  const expected = replayRegistry(logs)
   const { rows: stored } = await pool.query<RegistryRow>(
     `SELECT token_id::text, builder_code, owner, payout_address, registered_block::text FROM registry_codes ORDER BY token_id::text`,
   )
@@ -403,7 +415,7 @@ export async function compareWithNode(parameters: {
   const [expected, stored] = await Promise.all([nodeAttributionRows(rpcUrl, transactions, entryPoints, finalized), indexedAttributionRows(pool)])
   compareAttributions(expected, stored, findings)
   await compareRollups(pool, findings)
-  await compareRegistry(pool, rpcUrl, parameters.registry.toLowerCase(), findings)
+  await compareRegistry(pool, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)
   await compareRowStates(pool, rpcUrl, parameters.orphanedRows, parameters.canonicalTop, findings)
   return findings.lines()
 }

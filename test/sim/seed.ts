@@ -227,9 +227,14 @@ async function stallLeader(world: World, ms: number) {
   const leader = await leadingScheduler(world)
   if (!leader) return world.log('stall: no leading scheduler found')
   const started = Date.now()
+  const token = await world.redisClient.get(world.leaseKey)
   world.processes.signal(leader.name, 'SIGSTOP')
   world.log(`${leader.name} stopped (SIGSTOP) holding lease generation ${leader.generation}`)
-  const takenOver = async () => Number((await world.db.store.pool.query('SELECT lease_generation FROM chain_state')).rows[0]?.lease_generation ?? 0) > leader.generation
+  // The lease in Redis: the new leader's claim of the next generation waits for the stopped one's transaction in flight, if any.
+  const takenOver = async () => {
+    const holder = await world.redisClient.get(world.leaseKey)
+    return holder !== null && holder !== token
+  }
   await waitFor(takenOver, 'the other scheduler to take the lease', AWAIT_MS).catch(() => world.log('stall: no scheduler took the lease over'))
   await sleep(Math.max(0, ms - (Date.now() - started)))
   world.processes.signal(leader.name, 'SIGCONT')
