@@ -1,10 +1,11 @@
 import fc from 'fast-check'
-import { decodeAbiParameters, encodeAbiParameters, toEventSelector } from 'viem'
+import { encodeAbiParameters, toEventSelector } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodesRegistryAbi } from '../src/attribution/registry.js'
 import { applyReorg, orphanBlocks } from '../src/reorg/index.js'
 import { insertCanonicalLogs, saveBuilderCodeRegistry, upsertPendingLogs, withTransaction, type LogRow } from '../src/store/index.js'
 import { toCopyData } from '../src/store/logRows.js'
+import { replayRegistry, type RegistryRow } from './helpers/registry.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
@@ -39,32 +40,6 @@ function eventLog(event: Event, contract: string): Pick<LogRow, 'address' | 'top
   }
 }
 
-type RegistryRow = { token_id: string; builder_code: string; owner: string | null; payout_address: string | null; registered_block: string }
-
-/** What the registry's live logs say, replayed in chain order the way the registry applies them. */
-function replay(logs: { topics: string[]; data: string; block_number: string }[]): RegistryRow[] {
-  const tokens = new Map<string, { registered?: { code: string; block: string }; owner?: string; payout?: string }>()
-  const of = (topic: string) => tokens.get(topic) ?? tokens.set(topic, {}).get(topic)!
-  for (const log of logs) {
-    const [topic0, topic1, topic2, topic3] = log.topics
-    if (topic0 === CODE_REGISTERED && topic1 !== undefined) {
-      const token = of(topic1)
-      token.registered ??= { code: decodeAbiParameters([{ type: 'string' }], log.data as `0x${string}`)[0], block: log.block_number }
-    } else if (topic0 === PAYOUT_UPDATED && topic1 !== undefined) of(topic1).payout = `0x${log.data.slice(26)}`
-    else if (topic0 === TRANSFER && topic3 !== undefined) of(topic3).owner = `0x${topic2!.slice(26)}`
-  }
-  return [...tokens]
-    .filter(([, token]) => token.registered !== undefined && /^[a-z0-9_]{1,32}$/.test(token.registered.code))
-    .map(([topic, token]) => ({
-      token_id: BigInt(topic).toString(),
-      builder_code: token.registered!.code,
-      owner: token.owner === undefined || token.owner === ZERO_ADDRESS ? null : token.owner,
-      payout_address: token.payout ?? null,
-      registered_block: token.registered!.block,
-    }))
-    .sort((a, b) => a.token_id.localeCompare(b.token_id))
-}
-
 let db: TestDatabase
 
 beforeAll(async () => {
@@ -88,7 +63,7 @@ async function replayOfLiveLogs(): Promise<RegistryRow[]> {
      WHERE chain_id = $1 AND address = $2 AND NOT removed ORDER BY block_number, log_index`,
     [CHAIN_ID, REGISTRY],
   )
-  return replay(rows)
+  return replayRegistry(rows)
 }
 
 /** A chain of blocks written by the range path, with the writers' own reorg, orphan and pending paths. */

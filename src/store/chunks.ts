@@ -19,6 +19,34 @@ export class StaleForkError extends CodetrailError {
 }
 
 /**
+ * The first of the range's unfinalized transactions that the index holds canonical (confirmed, not
+ * removed) in another block than the one the range read it in. Both cannot be canonical: if the range
+ * read the old fork and moved the transaction there, orphaning that block later would remove the
+ * transaction and its attributions while its logs stay live in its real block, and the repair of the
+ * orphaned height would not find it again. The range is read again instead; if it is the stored block
+ * that is orphaned, the marks that find it out take the row off it (removed) and the retry goes through.
+ */
+async function transactionsStoredElsewhere(
+  client: pg.PoolClient,
+  chainId: number,
+  transactions: readonly TransactionRow[],
+  finalizedBlock: number | null,
+): Promise<{ hash: string; readIn: number; storedIn: number } | undefined> {
+  const unfinalized = transactions.filter((tx) => finalizedBlock === null || tx.blockNumber > finalizedBlock)
+  if (unfinalized.length === 0) return undefined
+  const { rows } = await client.query<{ hash: string; readIn: string; storedIn: string }>(
+    `SELECT t.hash, u.block_number AS "readIn", t.block_number AS "storedIn"
+     FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(hash, block_number, block_hash)
+     JOIN transactions t ON t.chain_id = $1 AND t.hash = u.hash
+     WHERE t.status <> 'pending' AND NOT t.removed AND t.block_hash <> u.block_hash
+     LIMIT 1`,
+    [chainId, unfinalized.map((tx) => tx.transactionHash), unfinalized.map((tx) => tx.blockNumber), unfinalized.map((tx) => tx.blockHash)],
+  )
+  const row = rows[0]
+  return row && { hash: row.hash, readIn: Number(row.readIn), storedIn: Number(row.storedIn) }
+}
+
+/**
  * A range's logs made ready to store right after they are converted: their `COPY` data, the blocks
  * they name, and the first row of each transaction (all attribution needs). The log rows need not
  * live on while the range's transactions are fetched, so they die young instead of being copied
@@ -79,6 +107,12 @@ export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParamete
     const stale = await blocksInConflict(client, chainId, unfinalized)
     if (stale.length > 0) {
       throw new StaleForkError(`blocks ${range[0]}–${range[1]} were read from another fork than the one stored (block ${stale[0]}): reading them again`)
+    }
+    const moved = await transactionsStoredElsewhere(client, chainId, logs.transactions, finalizedBlock)
+    if (moved) {
+      throw new StaleForkError(
+        `blocks ${range[0]}–${range[1]} put transaction ${moved.hash} in block ${moved.readIn}, the index holds it canonical in block ${moved.storedIn}: reading them again`,
+      )
     }
     const inserted = await insertCanonicalLogs(client, logs.copy)
     await insertBlocks(client, chainId, [...headers.values()], statusBelow(finalizedBlock))

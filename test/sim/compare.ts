@@ -5,12 +5,13 @@
 import type pg from 'pg'
 import { decodeFunctionData, parseEventLogs, type Abi, type Hex, type Log } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi, entryPoint08Abi } from 'viem/account-abstraction'
-import { decodeAttribution } from '../../src/attribution/decode.js'
+import { codeAttributions, decodeAttribution } from '../../src/attribution/decode.js'
 import { getIntervals } from '../../src/store/index.js'
 import { filterIdOf } from '../../src/sync/filter.js'
 import { intervalUnion, type Interval } from '../../src/utils/interval.js'
 import { nodeLogs, toComparableLog, type ComparableLog } from '../helpers/compare.js'
-import { indexedAttributions, rpcBatch, type ComparableAttribution } from '../faults/helpers/nodeCompare.js'
+import { rpcBatch } from '../faults/helpers/nodeCompare.js'
+import { replayRegistry, type RegistryRow } from '../helpers/registry.js'
 
 /** Differences listed per kind before the rest are only counted. */
 const SHOWN_PER_KIND = 6
@@ -113,38 +114,62 @@ async function compareFilterLogs(pool: pg.Pool, rpcUrl: string, filter: Compared
   return expected
 }
 
-/** What the attribution rows must be: the decoded suffixes of the canonical transactions behind the filters' logs, and of their user operations. */
-async function nodeAttributionRows(rpcUrl: string, logs: readonly ComparableLog[], entryPoints: readonly string[]): Promise<ComparableAttribution[]> {
-  const blockOf = new Map(logs.map((log) => [log.transactionHash, log]))
-  const hashes = [...blockOf.keys()]
-  const transactions: NodeTransaction[] = []
-  for (let i = 0; i < hashes.length; i += BATCH) {
-    const slice = hashes.slice(i, i + BATCH)
-    transactions.push(...(await rpcBatch<NodeTransaction>(rpcUrl, slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))))
-  }
-  const rows: ComparableAttribution[] = []
-  const row = (tx: NodeTransaction, sender: string, userOpHash: string | null, input: Hex) => {
+/** An attribution row with every field the index stores about it but gas. */
+type SimAttribution = {
+  txHash: string
+  userOpHash: string
+  builderCode: string
+  role: string
+  codeIndex: number
+  registryAddress: string | null
+  registryChainId: string | null
+  blockNumber: number
+  blockHash: string
+  blockTimestamp: number
+  from: string
+  sender: string
+  to: string | null
+  schemaId: number
+  codes: string[]
+  status: string
+}
+
+/** Where a transaction is on the node. */
+type Placed = { blockNumber: number; blockHash: string; blockTimestamp: number }
+
+/**
+ * What the attribution rows must be: the decoded suffixes of the given canonical transactions and of
+ * their user operations, one row per code and role, at their blocks, `finalized` at or below `finalized`.
+ */
+async function nodeAttributionRows(rpcUrl: string, transactions: readonly (NodeTransaction & Placed)[], entryPoints: readonly string[], finalized: number): Promise<SimAttribution[]> {
+  const rows: SimAttribution[] = []
+  const row = (tx: NodeTransaction & Placed, sender: string, userOpHash: string, input: Hex) => {
     const decoded = decodeAttribution(input)
     if (!decoded?.ok) return
-    const at = blockOf.get(tx.hash)!
-    for (const builderCode of decoded.codes) {
+    for (const code of codeAttributions(decoded)) {
       rows.push({
         txHash: tx.hash.toLowerCase(),
         userOpHash,
-        builderCode,
-        blockNumber: at.blockNumber,
-        blockTimestamp: at.blockTimestamp,
+        builderCode: code.code,
+        role: code.role ?? '',
+        codeIndex: code.codeIndex,
+        registryAddress: code.registry?.address.toLowerCase() ?? null,
+        registryChainId: code.registry?.chainId ?? null,
+        blockNumber: tx.blockNumber,
+        blockHash: tx.blockHash,
+        blockTimestamp: tx.blockTimestamp,
         from: tx.from.toLowerCase(),
         sender: sender.toLowerCase(),
         to: tx.to?.toLowerCase() ?? null,
         schemaId: decoded.schemaId,
         codes: decoded.codes,
+        status: tx.blockNumber <= finalized ? 'finalized' : 'confirmed',
       })
     }
   }
   const bundles = transactions.filter((tx) => tx.to && entryPoints.includes(tx.to.toLowerCase()))
   const receipts = await rpcBatch<NodeReceipt>(rpcUrl, bundles.map((tx) => ({ method: 'eth_getTransactionReceipt', params: [tx.hash] })))
-  for (const tx of transactions) row(tx, tx.from, null, tx.input)
+  for (const tx of transactions) row(tx, tx.from, '', tx.input)
   bundles.forEach((tx, i) => {
     const abi = ENTRY_POINT_ABIS[entryPoints.indexOf(tx.to!.toLowerCase())]!
     const { functionName, args } = decodeFunctionData({ abi, data: tx.input }) as { functionName: string; args: readonly unknown[] }
@@ -160,21 +185,149 @@ async function nodeAttributionRows(rpcUrl: string, logs: readonly ComparableLog[
   return rows
 }
 
-function compareAttributions(expected: ComparableAttribution[], stored: ComparableAttribution[], findings: Findings) {
-  const key = (a: ComparableAttribution) => `${a.txHash}|${a.userOpHash ?? ''}|${a.builderCode}`
+/** `logs` scope: the canonical transactions behind the filters' logs. */
+async function transactionsBehind(rpcUrl: string, logs: readonly ComparableLog[]): Promise<(NodeTransaction & Placed)[]> {
+  const blockOf = new Map(logs.map((log) => [log.transactionHash, log]))
+  const hashes = [...blockOf.keys()]
+  const transactions: (NodeTransaction & Placed)[] = []
+  for (let i = 0; i < hashes.length; i += BATCH) {
+    const slice = hashes.slice(i, i + BATCH)
+    const answers = await rpcBatch<NodeTransaction>(rpcUrl, slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+    for (const tx of answers) {
+      const at = blockOf.get(tx.hash)!
+      transactions.push({ ...tx, blockNumber: at.blockNumber, blockHash: at.blockHash, blockTimestamp: at.blockTimestamp })
+    }
+  }
+  return transactions
+}
+
+/** `blocks` scope: every transaction of the blocks the filters cover. */
+async function transactionsOfBlocks(rpcUrl: string, ranges: readonly Interval[]): Promise<(NodeTransaction & Placed)[]> {
+  const numbers = intervalUnion(ranges).flatMap(([from, to]) => Array.from({ length: to - from + 1 }, (_, i) => from + i))
+  const transactions: (NodeTransaction & Placed)[] = []
+  for (let i = 0; i < numbers.length; i += BATCH) {
+    const slice = numbers.slice(i, i + BATCH)
+    const blocks = await rpcBatch<{ number: Hex; hash: string; timestamp: Hex; transactions: NodeTransaction[] } | null>(
+      rpcUrl,
+      slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })),
+    )
+    for (const block of blocks) {
+      if (!block) continue
+      const placed = { blockNumber: Number(block.number), blockHash: block.hash.toLowerCase(), blockTimestamp: Number(block.timestamp) }
+      for (const tx of block.transactions) transactions.push({ ...tx, ...placed })
+    }
+  }
+  return transactions
+}
+
+/** Attribution rows not removed (pending ones are compared as left-over pending rows). */
+async function indexedAttributionRows(pool: pg.Pool): Promise<SimAttribution[]> {
+  const { rows } = await pool.query(
+    `SELECT tx_hash, user_op_hash, builder_code, role, code_index, registry_address, registry_chain_id::text, block_number, block_hash, block_timestamp,
+       from_address, sender, to_address, schema_id, codes, status
+     FROM attributions WHERE NOT removed AND status <> 'pending'`,
+  )
+  return rows.map((r) => ({
+    txHash: r.tx_hash,
+    userOpHash: r.user_op_hash,
+    builderCode: r.builder_code,
+    role: r.role,
+    codeIndex: r.code_index,
+    registryAddress: r.registry_address,
+    registryChainId: r.registry_chain_id,
+    blockNumber: Number(r.block_number),
+    blockHash: r.block_hash,
+    blockTimestamp: r.block_timestamp.getTime() / 1000,
+    from: r.from_address,
+    sender: r.sender,
+    to: r.to_address,
+    schemaId: r.schema_id,
+    codes: r.codes,
+    status: r.status,
+  }))
+}
+
+function compareAttributions(expected: SimAttribution[], stored: SimAttribution[], findings: Findings) {
+  const key = (a: SimAttribution) => `${a.txHash}|${a.userOpHash}|${a.builderCode}|${a.role}`
   const expectedByKey = new Map(expected.map((a) => [key(a), a]))
-  const storedByKey = new Map<string, ComparableAttribution[]>()
+  const storedByKey = new Map<string, SimAttribution[]>()
   for (const a of stored) storedByKey.set(key(a), [...(storedByKey.get(key(a)) ?? []), a])
-  const what = (a: ComparableAttribution) => `attribution block ${a.blockNumber} tx ${a.txHash}${a.userOpHash ? ` user op ${a.userOpHash}` : ''} code ${a.builderCode}`
+  const what = (a: SimAttribution) => `attribution block ${a.blockNumber} tx ${a.txHash}${a.userOpHash ? ` user op ${a.userOpHash}` : ''} code ${a.builderCode}${a.role ? ` (${a.role})` : ''}`
+  const differing = (a: SimAttribution, b: SimAttribution) =>
+    (Object.keys(a) as (keyof SimAttribution)[]).filter((field) => JSON.stringify(a[field]) !== JSON.stringify(b[field]))
   for (const [k, a] of expectedByKey) {
     const rows = storedByKey.get(k) ?? []
     if (rows.length === 0) findings.add('attribution missing', `${what(a)}: missing; node ${show(a)}`)
-    else if (!rows.some((r) => JSON.stringify(r) === JSON.stringify(a))) findings.add('attribution differing', `${what(a)}: node ${show(a)} stored ${show(rows[0]!)}`)
+    else if (!rows.some((r) => differing(a, r).length === 0)) {
+      const fields = differing(a, rows[0]!)
+      findings.add(
+        'attribution differing',
+        `${what(a)}: differs in ${fields.join(', ')}; node ${show(Object.fromEntries(fields.map((f) => [f, a[f]])))} stored ${show(Object.fromEntries(fields.map((f) => [f, rows[0]![f]])))}`,
+      )
+    }
     if (rows.length > 1) findings.add('attribution duplicate', `${what(a)}: ${rows.length} rows not removed`)
   }
   for (const [k, rows] of storedByKey) {
     if (!expectedByKey.has(k)) findings.add('attribution extra', `${what(rows[0]!)}: stored (not removed) but no canonical transaction carries it: ${show(rows[0]!)}`)
   }
+}
+
+/**
+ * The rollups the triggers keep (per code and hour or day: attributions, pending ones, senders; per code
+ * and sender: attributions) against a recount of the attribution rows they are kept from.
+ */
+async function compareRollups(pool: pg.Pool, findings: Findings) {
+  const differences = await pool.query(
+    `WITH live AS (SELECT * FROM attributions WHERE NOT removed),
+     recount AS (
+       SELECT l.chain_id, l.builder_code, b.bucket, date_trunc(b.bucket, l.block_timestamp, 'UTC') AS start,
+         count(*)::bigint AS attributions, count(*) FILTER (WHERE l.status = 'pending')::bigint AS pending, count(DISTINCT l.sender)::bigint AS senders
+       FROM live l CROSS JOIN (VALUES ('hour'), ('day')) AS b(bucket) GROUP BY 1, 2, 3, 4),
+     kept AS (SELECT chain_id, builder_code, bucket, start, attributions, pending, senders FROM builder_code_buckets WHERE attributions <> 0 OR pending <> 0 OR senders <> 0)
+     SELECT 'bucket' AS kind, coalesce(r.builder_code, k.builder_code) AS code, coalesce(r.bucket, k.bucket) || ' ' || coalesce(r.start, k.start)::text AS at,
+       row(r.attributions, r.pending, r.senders)::text AS recount, row(k.attributions, k.pending, k.senders)::text AS kept
+     FROM recount r FULL JOIN kept k USING (chain_id, builder_code, bucket, start)
+     WHERE (r.attributions, r.pending, r.senders) IS DISTINCT FROM (k.attributions, k.pending, k.senders)
+     UNION ALL
+     SELECT 'sender', coalesce(r.builder_code, k.builder_code), coalesce(r.sender, k.sender), r.n::text, k.n::text
+     FROM (SELECT chain_id, builder_code, sender, count(*)::bigint AS n FROM live GROUP BY 1, 2, 3) r
+       FULL JOIN (SELECT chain_id, builder_code, sender, n FROM builder_code_senders WHERE n <> 0) k USING (chain_id, builder_code, sender)
+     WHERE r.n IS DISTINCT FROM k.n`,
+  )
+  for (const d of differences.rows) findings.add('rollup differing', `${d.kind} rollup of ${d.code} at ${d.at}: recount ${d.recount}, kept ${d.kept}`)
+}
+
+/**
+ * `registry_codes` against a replay of the registry's logs: at the end those on the node (all of them
+ * canonical and compared with the index above); mid-run the live ones the index holds, pending ones too
+ * (a lagging chain's pending window is the index's, not yet the node's canonical chain).
+ */
+async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, midRun: boolean, findings: Findings) {
+  const logs = midRun
+    ? (
+        await pool.query<{ topics: string[]; data: string; block_number: string }>(
+          `SELECT array_remove(ARRAY[topic0, topic1, topic2, topic3], NULL) AS topics, data, block_number::text FROM logs
+           WHERE address = $1 AND NOT removed ORDER BY block_number, log_index`,
+          [registry],
+        )
+      ).rows
+    : (await nodeLogs(rpcUrl, [0, Number((await rpcBatch<Hex>(rpcUrl, [{ method: 'eth_blockNumber', params: [] }]))[0])], { address: [registry] })).map((log) => ({
+        topics: log.topics,
+        data: log.data,
+        block_number: String(log.blockNumber),
+      }))
+  const expected = replayRegistry(logs)
+  const { rows: stored } = await pool.query<RegistryRow>(
+    `SELECT token_id::text, builder_code, owner, payout_address, registered_block::text FROM registry_codes ORDER BY token_id::text`,
+  )
+  const byToken = new Map(stored.map((row) => [row.token_id, row]))
+  for (const row of expected) {
+    const kept = byToken.get(row.token_id)
+    byToken.delete(row.token_id)
+    if (!kept) findings.add('registry missing', `registry code ${row.builder_code}: missing; replay ${show(row)}`)
+    else if (JSON.stringify(kept) !== JSON.stringify(row)) findings.add('registry differing', `registry code ${row.builder_code}: replay ${show(row)} stored ${show(kept)}`)
+  }
+  for (const row of byToken.values()) findings.add('registry extra', `registry code ${row.builder_code}: stored but no live registration on the node: ${show(row)}`)
 }
 
 /** Canonical block hashes of the node by number. */
@@ -189,7 +342,7 @@ async function canonicalHashes(rpcUrl: string, numbers: readonly number[]): Prom
 }
 
 /** Rows the index holds beyond the filters: rows of orphaned blocks not removed, leftover pending rows, orphaned rows lost, stale statuses. */
-async function compareRowStates(pool: pg.Pool, rpcUrl: string, orphanedRows: readonly OrphanedRow[], findings: Findings) {
+async function compareRowStates(pool: pg.Pool, rpcUrl: string, orphanedRows: readonly OrphanedRow[], canonicalTop: number | undefined, findings: Findings) {
   const { rows: perBlock } = await pool.query(
     `SELECT block_number, block_hash, count(*)::int AS n FROM logs WHERE NOT removed AND status <> 'pending' GROUP BY 1, 2 ORDER BY 1`,
   )
@@ -200,7 +353,8 @@ async function compareRowStates(pool: pg.Pool, rpcUrl: string, orphanedRows: rea
     }
   }
   const { rows: pending } = await pool.query(
-    `SELECT transaction_hash, block_number, count(*)::int AS n FROM logs WHERE status = 'pending' AND NOT removed GROUP BY 1, 2 ORDER BY 2`,
+    `SELECT transaction_hash, block_number, count(*)::int AS n FROM logs WHERE status = 'pending' AND NOT removed AND block_number <= $1 GROUP BY 1, 2 ORDER BY 2`,
+    [canonicalTop ?? Number.MAX_SAFE_INTEGER],
   )
   for (const r of pending) findings.add('pending left', `block ${r.block_number}: ${r.n} pending rows of ${r.transaction_hash} neither confirmed nor removed`)
 
@@ -230,25 +384,38 @@ export async function compareWithNode(parameters: {
   orphanedRows: readonly OrphanedRow[]
   entryPoints: readonly string[]
   chainId: number
+  /** The BuilderCodes registry the daemon indexes. */
+  registry: string
+  /** The daemon's `ATTRIBUTION_SCOPE`: the transactions behind the logs, or every transaction of the blocks covered. */
+  scope: 'logs' | 'blocks'
+  /**
+   * Mid-run: the node's canonical head (a lagging chain serves the blocks above it as pending, and their
+   * pending rows are in order). Omitted at the end, when no pending row may be left.
+   */
+  canonicalTop?: number
   /** Told what is compared beyond the ranges asked for. */
   note: (line: string) => void
 }): Promise<string[]> {
   const { pool, rpcUrl, filters } = parameters
   const findings = createFindings()
   const covered: ComparableLog[] = []
-  let top = 0
+  const ranges: Interval[] = []
   for (const filter of filters) {
     // What the index claims to hold for the filter is compared too, asked for or not.
     const claimed = await getIntervals(pool, parameters.chainId, filterIdOf(filter))
     for (const range of intervalUnion([filter.range, ...claimed])) {
       if (range[0] < filter.range[0] || range[1] > filter.range[1]) parameters.note(`filter ${filter.name}: comparing blocks ${range[0]}–${range[1]} (claimed ${JSON.stringify(claimed)})`)
       covered.push(...(await compareFilterLogs(pool, rpcUrl, filter, range, findings)))
-      top = Math.max(top, range[1])
+      ranges.push(range)
     }
   }
   const entryPoints = parameters.entryPoints.map((a) => a.toLowerCase())
-  const [expected, stored] = await Promise.all([nodeAttributionRows(rpcUrl, covered, entryPoints), indexedAttributions(pool, [0, top])])
+  const finalized = Number((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1)
+  const transactions = parameters.scope === 'blocks' ? await transactionsOfBlocks(rpcUrl, ranges) : await transactionsBehind(rpcUrl, covered)
+  const [expected, stored] = await Promise.all([nodeAttributionRows(rpcUrl, transactions, entryPoints, finalized), indexedAttributionRows(pool)])
   compareAttributions(expected, stored, findings)
-  await compareRowStates(pool, rpcUrl, parameters.orphanedRows, findings)
+  await compareRollups(pool, findings)
+  await compareRegistry(pool, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)
+  await compareRowStates(pool, rpcUrl, parameters.orphanedRows, parameters.canonicalTop, findings)
   return findings.lines()
 }

@@ -14,6 +14,8 @@ export type EntryPointVersion = (typeof ENTRY_POINT_VERSIONS)[number]
 
 /** Smart accounts per EntryPoint version. */
 export const ACCOUNTS_PER_VERSION = 2
+/** On v0.8, the account after the deployed ones (index `ACCOUNTS_PER_VERSION`) is an EOA delegated with EIP-7702. */
+export const EIP7702_ACCOUNT = 2
 /** Suffix kinds of `suffixFor` (test/faults/helpers/chain.ts): one code, two codes, schema 2, none. */
 const SUFFIX_KINDS = 4
 /** Blocks the chain has past the tip before the comparison: anvil calls head − 64 final. */
@@ -32,8 +34,14 @@ export type OpPlan = { account: number; emitter: number; logs: number; suffix: n
 /** One block: its transactions, maybe a `handleOps` bundle, and how long they stay pre-confirmed before it is mined. */
 export type BlockPlan = { txs: TxPlan[]; bundle?: { version: EntryPointVersion; ops: OpPlan[] }; pendingMs: number }
 
-export type ProcessName = 'scheduler' | 'worker' | `backfill-${number}`
-export type SchedulerCrashPoint = 'reorg-marked' | 'tip-stored' | 'pending-stored' | 'repairs-enqueued' | 'orphans-marked'
+export type ProcessName = 'scheduler' | 'scheduler-2' | 'worker' | `backfill-${number}`
+/**
+ * Crash points a seed plans: each only where the actions that follow reach it (`orphans-marked` is left
+ * out: finality finds an orphaned block only when a range job stores one the tip has not orphaned first,
+ * which no action can provoke on purpose).
+ */
+export type SchedulerCrashPoint = 'reorg-marked' | 'tip-stored' | 'pending-stored' | 'repairs-enqueued'
+export type CrashPlan = { process: 'scheduler'; point: SchedulerCrashPoint } | { process: 'worker'; point: 'range-stored' }
 
 export const FAULT_KINDS = ['rate-limit', 'unavailable', 'malformed', 'slow-logs', 'range-cap', 'suggested-range', 'result-cap'] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
@@ -49,8 +57,13 @@ export type Action =
   /** Waits until the backfill has stored this share of its range (or is done), so what follows happens during or right after it. */
   | { type: 'await-backfill'; index: number; share: number }
   | { type: 'kill'; process: 'scheduler' | 'worker' | 'backfill'; afterMs: number }
-  | { type: 'crash'; process: 'scheduler'; point: SchedulerCrashPoint }
-  | { type: 'crash'; process: 'worker'; point: 'range-stored' }
+  | ({ type: 'crash' } & CrashPlan)
+  /** The leading scheduler stopped (SIGSTOP) for this long, past its lease, then resumed (SIGCONT): its writes must be refused. */
+  | { type: 'stall'; ms: number }
+  /** A quiet moment: faults off, everything settled, the index compared with the node before finality; then the faults go on again. */
+  | { type: 'check' }
+  /** A BuilderCodes registry call mined in a block of its own: code `sim_code_<code>` registered, its payout address changed, or the token transferred. */
+  | { type: 'registry'; call: 'register' | 'payout' | 'transfer'; code: number }
   | { type: 'pending'; kind: 'dropped' | 'moved'; emitter: number; logs: number }
   | { type: 'faults'; kind: FaultKind | 'none' }
   | { type: 'restart-redis'; downMs: number }
@@ -64,8 +77,19 @@ export type BackfillPlan = {
   toBelowHead: number
 }
 
+/**
+ * `base`: no pre-confirmations, system deposits leading each block. `op`: pre-confirmed through `pending`
+ * and `pendingLogs`, its canonical chain lagging the pending window by `canonicalLag` blocks.
+ */
+export type ChainPlan = { profile: 'base' } | { profile: 'op'; canonicalLag: number }
+
 export type Schedule = {
   seed: number
+  chain: ChainPlan
+  /** The daemon's `ATTRIBUTION_SCOPE`. */
+  scope: 'logs' | 'blocks'
+  /** A second scheduler process beside the first, each waiting for the other's lease. */
+  twoSchedulers: boolean
   emitters: number
   /** Blocks of traffic mined before the daemon starts. */
   prefix: BlockPlan[]
@@ -79,8 +103,6 @@ export type Schedule = {
   actions: Action[]
   /** Pause after each action, in milliseconds (same length as `actions`). */
   gapsMs: number[]
-  /** The scheduler runs with this crash point while the chain moves past finality. */
-  finalCrash?: 'orphans-marked'
 }
 
 type Random = ReturnType<typeof createRandom>
@@ -119,7 +141,7 @@ function randomFilter(random: Random, emitters: number, allowEverything: boolean
   return { contracts: contracts(), events: events() }
 }
 
-function randomBlock(random: Random, emitters: number): BlockPlan {
+function randomBlock(random: Random, emitters: number, withPending: boolean): BlockPlan {
   const txs = Array.from({ length: random.int(0, 5) }, () => ({
     emitter: random.int(0, emitters - 1),
     // Zero logs: a transaction (suffixed or not) that no filter sees.
@@ -127,19 +149,21 @@ function randomBlock(random: Random, emitters: number): BlockPlan {
     suffix: random.int(0, SUFFIX_KINDS - 1),
     payload: random.int(0, 14),
   }))
-  const block: BlockPlan = { txs, pendingMs: random.pick([0, 0, 150, 400]) }
+  const block: BlockPlan = { txs, pendingMs: withPending ? random.pick([0, 0, 150, 400]) : 0 }
   if (random.chance(0.3)) {
-    block.bundle = {
-      version: random.pick(ENTRY_POINT_VERSIONS),
-      ops: Array.from({ length: random.int(1, 2) }, () => ({
-        account: random.int(0, ACCOUNTS_PER_VERSION - 1),
-        emitter: random.int(0, emitters - 1),
-        logs: random.int(1, 4),
-        suffix: random.int(0, SUFFIX_KINDS - 1),
-      })),
-    }
+    const version = random.pick(ENTRY_POINT_VERSIONS)
+    block.bundle = { version, ops: Array.from({ length: random.int(1, 2) }, () => randomOp(random, emitters, version)) }
   }
   return block
+}
+
+function randomOp(random: Random, emitters: number, version: EntryPointVersion): OpPlan {
+  return {
+    account: random.int(0, version === '0.8' ? EIP7702_ACCOUNT : ACCOUNTS_PER_VERSION - 1),
+    emitter: random.int(0, emitters - 1),
+    logs: random.int(1, 4),
+    suffix: random.int(0, SUFFIX_KINDS - 1),
+  }
 }
 
 function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
@@ -152,11 +176,24 @@ function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
   return { type: 'reorg', depth, keep: random.pick([0.5, 0.8, 1]), salt: random.int(0, 2 ** 31 - 1), replacements }
 }
 
+/**
+ * What a seed covers beyond its random draws, by its remainders, so that any ten consecutive seeds cover
+ * every feature: the `base` profile on every third seed, the lagging pending window on every third
+ * (`op` with a canonical chain 2 blocks behind), `blocks` scope on even seeds, two schedulers (one
+ * stalled past its lease) on seeds ≡ 2 or 4 (mod 5).
+ */
+export function seedFeatures(seed: number): Pick<Schedule, 'chain' | 'scope' | 'twoSchedulers'> {
+  const chain: ChainPlan = seed % 3 === 0 ? { profile: 'base' } : { profile: 'op', canonicalLag: seed % 3 === 1 ? 2 : 0 }
+  return { chain, scope: seed % 2 === 0 ? 'blocks' : 'logs', twoSchedulers: seed % 5 === 2 || seed % 5 === 4 }
+}
+
 /** The plan of `seed`. */
 export function createSchedule(seed: number): Schedule {
   const random = createRandom(seed)
+  const features = seedFeatures(seed)
+  const preconfirmed = features.chain.profile === 'op'
   const emitters = random.int(2, 3)
-  const prefix = Array.from({ length: random.int(12, 24) }, () => randomBlock(random, emitters))
+  const prefix = Array.from({ length: random.int(12, 24) }, () => randomBlock(random, emitters, preconfirmed))
   const daemonFilter = randomFilter(random, emitters, true)
   const backfills: BackfillPlan[] = []
   const taken = new Set([filterKey(daemonFilter)])
@@ -182,19 +219,25 @@ export function createSchedule(seed: number): Schedule {
       if (random.chance(0.3)) actions.push({ type: 'crash', process: 'worker', point: 'range-stored' })
       const index = started++
       actions.push({ type: 'start-backfill', index })
-      if (random.chance(0.7)) actions.push({ type: 'await-backfill', index, share: random.pick([0.3, 0.6, 1]) }, randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
+      if (random.chance(0.7)) {
+        const share = random.pick([0.3, 0.6, 1])
+        actions.push({ type: 'await-backfill', index, share })
+        // The reorg reaches the backfill's stored top: its filter gets a repair, so a scheduler crashing once it has enqueued one crashes.
+        if (share === 1 && random.chance(0.5)) actions.push({ type: 'crash', process: 'scheduler', point: 'repairs-enqueued' })
+        actions.push(randomReorg(random, emitters, backfills[index]!.toBelowHead + 1))
+      }
       continue
     }
     const roll = random.next()
-    if (roll < 0.3) actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 4) }, () => randomBlock(random, emitters)) })
+    if (roll < 0.3) actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 4) }, () => randomBlock(random, emitters, preconfirmed)) })
     else if (roll < 0.45) actions.push(randomReorg(random, emitters))
     else if (roll < 0.55) actions.push({ type: 'kill', process: random.pick(['scheduler', 'worker', 'backfill'] as const), afterMs: random.int(0, 600) })
     else if (roll < 0.65) {
-      const point = random.pick(['reorg-marked', 'reorg-marked', 'tip-stored', 'pending-stored', 'repairs-enqueued'] as const)
+      const point = random.pick(preconfirmed ? (['reorg-marked', 'reorg-marked', 'tip-stored', 'pending-stored'] as const) : (['reorg-marked', 'tip-stored'] as const))
       actions.push({ type: 'crash', process: 'scheduler', point })
       // The point is reached by what comes next: a reorg, a block, a pending transaction.
-      if (point === 'reorg-marked' || point === 'repairs-enqueued') actions.push(randomReorg(random, emitters))
-      else if (point === 'tip-stored') actions.push({ type: 'blocks', blocks: [randomBlock(random, emitters)] })
+      if (point === 'reorg-marked') actions.push(randomReorg(random, emitters))
+      else if (point === 'tip-stored') actions.push({ type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
       else actions.push({ type: 'pending', kind: 'moved', emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
     } else if (roll < 0.75) actions.push({ type: 'pending', kind: random.pick(['dropped', 'moved'] as const), emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
     else if (roll < 0.85) actions.push({ type: 'faults', kind: random.pick([...FAULT_KINDS, 'none'] as const) })
@@ -204,11 +247,32 @@ export function createSchedule(seed: number): Schedule {
     } else actions.push({ type: 'pause', ms: random.int(200, 1_500) })
   }
   // Always blocks at the end, so the last reorg has a successor the follower must find.
-  actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 3) }, () => randomBlock(random, emitters)) })
-  if (!redisRestarted) actions.splice(random.int(1, actions.length - 1), 0, { type: 'restart-redis', downMs: random.int(0, 1_500) })
+  const last: BlockPlan[] = Array.from({ length: random.int(1, 3) }, () => randomBlock(random, emitters, preconfirmed))
+  // At least one suffixed user operation of an EIP-7702 account in every seed, where the daemon follows.
+  last[0]!.bundle = {
+    version: '0.8',
+    ops: [{ account: EIP7702_ACCOUNT, emitter: random.int(0, emitters - 1), logs: random.int(1, 4), suffix: random.int(0, SUFFIX_KINDS - 2) }],
+  }
+  actions.push({ type: 'blocks', blocks: last })
+  // Inserted actions never part a crash point from the action that reaches it.
+  const insert = (...inserted: Action[]) => {
+    const at = [...actions.keys()].filter((i) => i > 0 && actions[i - 1]!.type !== 'crash')
+    actions.splice(random.pick(at), 0, ...inserted)
+  }
+  if (!redisRestarted) insert({ type: 'restart-redis', downMs: random.int(0, 1_500) })
+  // The registry: one code registered, its payout changed and its token transferred, in that order; another registered and undone by a reorg.
+  const registryAt = [...actions.keys()].filter((i) => i > 0 && actions[i - 1]!.type !== 'crash')
+  const calls = ['register', 'payout', 'transfer'] as const
+  const positions = random.subset(registryAt, calls.length, calls.length).sort((a, b) => a - b)
+  for (let k = positions.length - 1; k >= 0; k--) actions.splice(positions[k]!, 0, { type: 'registry', call: calls[k]!, code: 0 })
+  insert({ type: 'registry', call: 'register', code: 1 }, randomReorg(random, emitters))
+  // The stalled leader resumes into blocks it must not write.
+  if (features.twoSchedulers) insert({ type: 'stall', ms: random.int(6_000, 8_000) }, { type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
+  insert({ type: 'check' })
 
   return {
     seed,
+    ...features,
     emitters,
     prefix,
     handOffBelowPrefix,
@@ -218,8 +282,12 @@ export function createSchedule(seed: number): Schedule {
     websocket: random.chance(0.4),
     actions,
     gapsMs: actions.map(() => random.pick([0, 100, 300, 800])),
-    ...(random.chance(0.3) ? { finalCrash: 'orphans-marked' as const } : {}),
   }
+}
+
+/** The crash points the schedule plans, each of which must fire. */
+export function plannedCrashes(schedule: Schedule): CrashPlan[] {
+  return schedule.actions.flatMap((action) => (action.type === 'crash' ? [{ process: action.process, point: action.point } as CrashPlan] : []))
 }
 
 /** The plan as readable lines, printed with a failure. */
@@ -227,9 +295,9 @@ export function describeSchedule(schedule: Schedule): string[] {
   const filter = (f: SimFilter) => `contracts [${f.contracts.join(', ') || 'any'}] events [${f.events.join(', ') || 'any'}]`
   const block = (b: BlockPlan) =>
     `${b.txs.map((t) => `e${t.emitter}×${t.logs}${t.suffix < 3 ? `+s${t.suffix}` : ''}`).join(' ') || '∅'}` +
-    `${b.bundle ? ` ops@${b.bundle.version}[${b.bundle.ops.map((o) => `a${o.account}→e${o.emitter}×${o.logs}`).join(' ')}]` : ''}`
+    `${b.bundle ? ` ops@${b.bundle.version}[${b.bundle.ops.map((o) => `${b.bundle!.version === '0.8' && o.account === EIP7702_ACCOUNT ? '7702' : `a${o.account}`}→e${o.emitter}×${o.logs}`).join(' ')}]` : ''}`
   const lines = [
-    `seed ${schedule.seed}: ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
+    `seed ${schedule.seed}: ${schedule.chain.profile} profile${schedule.chain.profile === 'op' && schedule.chain.canonicalLag > 0 ? ` (canonical chain ${schedule.chain.canonicalLag} blocks behind)` : ''}, ${schedule.scope} scope${schedule.twoSchedulers ? ', two schedulers' : ''}, ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
     `daemon filter: ${filter(schedule.daemonFilter)}`,
     ...schedule.backfills.map((b, i) => `backfill-${i} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`),
   ]
@@ -238,6 +306,5 @@ export function describeSchedule(schedule: Schedule): string[] {
     const detail = type === 'blocks' ? action.blocks.map(block).join(' | ') : JSON.stringify(rest)
     lines.push(`  ${String(i).padStart(2)} ${type} ${detail} (then ${schedule.gapsMs[i]} ms)`)
   })
-  if (schedule.finalCrash) lines.push(`  end: scheduler with CODETRAIL_CRASH_AT=${schedule.finalCrash} while the chain passes finality`)
   return lines
 }
