@@ -3,6 +3,7 @@ import { migratesOnStart, type Config, type Role } from './config/index.js'
 import { createIndexer, createNodeClient } from './indexer.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './internal/logger.js'
+import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './internal/metrics.js'
 import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
@@ -29,8 +30,6 @@ const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
 
-/** A running part of the daemon; `stop` finishes or releases its in-flight work. */
-export type Service = { name: string; stop: () => Promise<void> }
 
 export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
   const migrate = migratesOnStart(config, role)
@@ -289,16 +288,5 @@ function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event:
     metrics.reorgDepth.observe(chain, event.depth)
   }
   if (event.type === 'idle' || event.type === 'blocks') metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
-}
-
-/** Stops services in reverse start order, so the store closes last. */
-export async function stopServices(services: Service[], logger: Logger): Promise<void> {
-  for (const service of [...services].reverse()) {
-    try {
-      await service.stop()
-    } catch (error) {
-      logger.warn({ service: service.name, err: error }, 'service did not stop cleanly')
-    }
-  }
 }
 
