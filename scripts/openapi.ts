@@ -1,6 +1,6 @@
 /**
  * npm run openapi: writes `openapi.json`, the API's OpenAPI document as its routes produce it (the admin
- * routes included), and `src/api/openapi.d.ts`, the types generated from it that the dashboard and the
+ * routes included), and `src/client/openapi.d.ts`, the types generated from it that the dashboard and the
  * client call the API with. test/openapi.test.ts fails when either differs from what the routes produce.
  */
 import { writeFile } from 'node:fs/promises'
@@ -15,7 +15,7 @@ import { createStore } from '../src/store/index.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 /** The generated files, relative to the repository root. */
-export const OPENAPI_FILES = { document: 'openapi.json', types: 'src/api/openapi.d.ts' } as const
+export const OPENAPI_FILES = { document: 'openapi.json', types: 'src/client/openapi.d.ts' } as const
 
 /** Never connected to: building the routes and their document queries nothing. */
 const UNREACHABLE_DATABASE = 'postgres://codetrail@127.0.0.1:1/codetrail'

@@ -6,7 +6,7 @@ import type { Logger } from './internal/logger.js'
 import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './internal/metrics.js'
-import { checkRedis, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
+import { checkRedis, createGasWorker, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -16,8 +16,8 @@ import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { whilePreconfirming } from './chains/index.js'
 import { runEvery } from './utils/loop.js'
-import { createStore, indexedChainIds, runMigrations } from './store/index.js'
-import type { RpcClient } from './rpc/index.js'
+import { createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
+import { getChainId, type RpcClient } from './rpc/index.js'
 import { briefly } from './internal/errors.js'
 import { redactUrl } from './utils/redact.js'
 
@@ -25,6 +25,8 @@ import { redactUrl } from './utils/redact.js'
 const COVERAGE_REFRESH_MS = 15_000
 /** How often the leader plans what is missing of the BuilderCodes registry's range (planning is idempotent). */
 const REGISTRY_BACKFILL_CHECK_MS = 60_000
+/** How often the leader deletes raw history older than RETENTION_LOGS_DAYS (each pass in short batches). */
+const RETENTION_CHECK_MS = 10 * 60_000
 /** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
 const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
@@ -61,6 +63,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
         },
       })
       services.push({ name: 'worker', stop: () => worker.close() })
+      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
+      services.push({ name: 'gas-worker', stop: () => gasWorker.close() })
       // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
       const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
       services.push({ name: 'webhook-store', stop: () => deliveryStore.close() })
@@ -174,6 +178,17 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
           const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
           const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
           const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
+          const retentionDays = config.retentionLogsDays
+          const retention =
+            retentionDays !== undefined &&
+            runEvery(
+              RETENTION_CHECK_MS,
+              async () => {
+                const pruned = await pruneRawHistory(indexer.store.pool, indexer.chainId, new Date(Date.now() - retentionDays * 86_400_000))
+                if (pruned.logs > 0 || pruned.transactions > 0) logger.info({ chain_id: indexer.chainId, ...pruned, retention_days: retentionDays }, 'raw history pruned')
+              },
+              { signal, logger, name: 'retention' },
+            )
           const reprobe = profiler.run(signal)
           const subscription =
             wsUrl && config.pendingPollMs > 0
@@ -191,7 +206,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
                   }),
                 )
               : undefined
-          await Promise.all([coverage, registryCheck, reprobe, subscription, dispatcher.run(signal)])
+          await Promise.all([coverage, registryCheck, retention, reprobe, subscription, dispatcher.run(signal)])
         },
         onFollowEvent: (event) => {
           recordFollowEvent(metrics, chain, event)
@@ -267,7 +282,7 @@ async function startApiRole(config: Config, logger: Logger, { migrate }: { migra
   const chainId =
     chainIds.length === 1
       ? chainIds[0]!
-      : await rpc.chainId().catch((error: unknown) => {
+      : await getChainId(rpc).catch((error: unknown) => {
           throw new Error(
             `the database indexes ${chainIds.length === 0 ? 'no chain yet' : `chains ${chainIds.join(', ')}`} and the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start an indexing role first, or set RPC_URL`,
           )

@@ -5,10 +5,29 @@ import type { Config } from './config/index.js'
 import type { Logger } from './internal/logger.js'
 import type { Metrics } from './internal/metrics.js'
 import { createChainProfiler } from './chains/index.js'
-import { classifyRpcError, createRpcClient, getBlockHeader, getBlockHeaders, getLogs, verifyLogsRequested, withRetry, type BlockTag, type RpcBlockHeader, type RpcCall, type RpcClient } from './rpc/index.js'
+import {
+  classifyRpcError,
+  createRpcClient,
+  getBlock,
+  getBlockHeader,
+  getBlockHeaders,
+  getBlockNumber,
+  getBlockNumberRequest,
+  getChainId,
+  getLogs,
+  getLogsRequest,
+  parseBlockNumber,
+  parseLogs,
+  withRetry,
+  type BlockTag,
+  type LogsRequest,
+  type RpcClient,
+} from './rpc/index.js'
 import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
+import { createGasFiller } from './sync/gasFill.js'
+import { createGasQueue } from './queue/index.js'
 import { createPendingPoller } from './sync/pendingPoller.js'
 import { createHeadFollower, type Header } from './sync/realtime.js'
 import { createTipReader, type TipBlock } from './sync/tipReads.js'
@@ -58,11 +77,11 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   }
   const rpc = createNodeClient(config, logger, metrics)
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
-  const reliable = {
-    request: <T>(method: string, params: unknown[]) => withRetry(() => rpc.request<T>(method, params)),
-    batch: <T>(calls: RpcCall[]) => withRetry(() => rpc.batch<T>(calls)),
+  const reliable: Pick<RpcClient, 'request' | 'batch'> = {
+    request: (method, params, options) => withRetry(() => rpc.request(method, params, options)),
+    batch: (calls, options) => withRetry(() => rpc.batch(calls, options)),
   }
-  const chainId = await withRetry(() => rpc.chainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
+  const chainId = await withRetry(() => getChainId(rpc), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
     await store.close()
     throw new Error(`the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start it, or set RPC_URL`)
   })
@@ -102,15 +121,15 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
    */
   async function blockAt(tag: BlockTag): Promise<{ number: number; hash?: string }> {
     if (tag !== 'latest' && !tagMissing.has(tag)) {
-      const header = await rpc.request<RpcBlockHeader | null>('eth_getBlockByNumber', [tag, false]).catch((error: unknown) => {
+      const header = await getBlock(rpc, tag).catch((error: unknown) => {
         if (!answersNoSuchTag(error)) throw error
         return null
       })
-      if (header) return { number: Number(header.number), hash: header.hash.toLowerCase() }
+      if (header) return { number: header.number, hash: header.hash }
       tagMissing.add(tag)
       logger.warn({ chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth }, 'node has no such block tag: using head minus the finality depth')
     }
-    const head = Number(await reliable.request<string>('eth_blockNumber', []))
+    const head = await getBlockNumber(reliable)
     return { number: tag === 'latest' ? head : Math.max(0, head - profiler.current().finalityDepth) }
   }
   const blockNumberAt = async (tag: BlockTag): Promise<number> => (await withRetry(() => blockAt(tag))).number
@@ -145,11 +164,24 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     logger,
     pool: store.pool,
     scope: config.attributionScope,
+    deferRangeGas: true,
     onLaterSchema: (schemaId) => metrics?.laterSchemaSuffixes.inc({ chain_id: String(chainId), schema_id: String(schemaId) }),
   })
   const attribute = attributor.attribute
 
-  const processRange = createRangeProcessor({ pool: store.pool, logger, fetchLogs, fetchBlocks: fetchHeaders, finalizedBlock, attribute })
+  // Range jobs leave gas used to a follow-up job per range, run by the workers after the ranges they take.
+  const gasQueue = createGasQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+  const fillGas = createGasFiller({ pool: store.pool, logger, rpc: reliable })
+  const processRange = createRangeProcessor({
+    pool: store.pool,
+    logger,
+    fetchLogs,
+    fetchBlocks: fetchHeaders,
+    finalizedBlock,
+    attribute,
+    afterStored: ({ chainId: jobChainId, fromBlock, toBlock }, blockSizes) =>
+      gasQueue.enqueue({ chainId: jobChainId, fromBlock, toBlock, ...(blockSizes.size > 0 ? { blockSizes: [...blockSizes] } : {}) }),
+  })
 
   // A block polled with its transactions is decoded once, though both the step's receipts and its attribution need it.
   const decodedAt = new WeakMap<TipBlock, AttributedBlock>()
@@ -187,13 +219,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
       await withTransaction(store.pool, writes)
     },
     fetchPendingLogs: async () => {
-      const [logs, head] = await rpc.batch<LogInput[] | string>([
-        { method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }] },
-        { method: 'eth_blockNumber', params: [] },
-      ])
+      const pending: LogsRequest = { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }
+      const [logs, head] = await rpc.batch([getLogsRequest(pending), getBlockNumberRequest()])
       // Logs the filter did not ask for are a bad answer: the poll fails and the next one asks again.
-      verifyLogsRequested(logs as LogInput[], { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) })
-      return { logs: logs as LogInput[], head: Number(head as string) }
+      return { logs: parseLogs(logs, pending) as LogInput[], head: parseBlockNumber(head) }
     },
   })
 
@@ -206,6 +235,9 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */
     registry,
     processRange,
+    /** The follow-up of a range job: gas used of its attributed transactions (`gasQueue` holds these jobs). */
+    fillGas,
+    gasQueue,
     follower,
     /** The scheduler lease's fencing token: claimed by each leader, checked by the follower's and the dispatcher's writes. */
     fence,
@@ -213,7 +245,10 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     blockNumberAt,
     /** The chain's probed profile (block time, pre-confirmations), re-probed while the scheduler runs it. */
     profiler,
-    close: () => store.close(),
+    close: async () => {
+      await gasQueue.close()
+      await store.close()
+    },
     /** Reads recently active registered wallets' nonces, at most `maxWallets`, for `analytics.wallet_coverage`. */
     refreshWalletNonces: (maxWallets: number) => refreshWalletNonces({ pool: store.pool, chainId, batch: reliable.batch }, maxWallets),
   }

@@ -21,9 +21,11 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   sync: ['reorg', 'attribution', 'chains', 'rpc', 'store', 'internal', 'utils'],
   queue: ['sync', 'store', 'internal', 'utils'],
   delivery: ['queue', 'store', 'internal', 'utils'],
-  api: ['queue', 'delivery', 'attribution', 'chains', 'rpc', 'store', 'config', 'internal', 'utils'],
-  // The dashboard is bundled for the browser on its own.
-  web: [],
+  api: ['client', 'queue', 'delivery', 'attribution', 'chains', 'rpc', 'store', 'config', 'internal', 'utils'],
+  // The typed client of the API and the types generated from its OpenAPI document: what the browser may share with the server.
+  client: [],
+  // The dashboard is bundled for the browser on its own, with the typed client.
+  web: ['client'],
 }
 const WIRING = new Set(['main.ts', 'daemon.ts', 'indexer.ts', 'cli'])
 

@@ -96,9 +96,20 @@ async function sequentialScans(run: () => Promise<unknown>): Promise<string[]> {
 }
 
 describe('API query plans on a seeded database with statistics', () => {
+  const someAddress = `0x${'7'.padStart(40, '0')}`
+  const someTopic0 = `0x${'5'.padStart(64, '0')}`
+  const page = { chainId: CHAIN_ID, topics: [], includeRemoved: false, limit: 100 }
   const logFilters: [string, () => Promise<Parameters<typeof listLogs>[1]>][] = [
-    ['address', async () => ({ chainId: CHAIN_ID, addresses: [`0x${'7'.padStart(40, '0')}`], topics: [], includeRemoved: false, limit: 100 })],
-    ['topic0', async () => ({ chainId: CHAIN_ID, topics: [[`0x${'5'.padStart(64, '0')}`]], includeRemoved: false, limit: 100 })],
+    ['address', async () => ({ ...page, addresses: [someAddress] })],
+    ['topic0', async () => ({ ...page, topics: [[someTopic0]] })],
+    ['no filter', async () => page],
+    ['no filter, removed rows included', async () => ({ ...page, includeRemoved: true })],
+    ['no filter, a cursor deep in history', async () => ({ ...page, after: [9_000, 3, `0x${'0'.repeat(64)}`, `0x${'0'.repeat(64)}`, 0] as const })],
+    ['block range', async () => ({ ...page, fromBlock: 5_000, toBlock: 6_000 })],
+    ['status pending', async () => ({ ...page, statuses: ['pending' as const] })],
+    ['status confirmed and a block range', async () => ({ ...page, statuses: ['confirmed' as const], fromBlock: 9_000, toBlock: 9_100 })],
+    ['address and topic1', async () => ({ ...page, addresses: [someAddress], topics: [undefined, [`0x${'1'.padStart(64, '0')}`]] })],
+    ['topic0 and topic3, removed rows included', async () => ({ ...page, includeRemoved: true, topics: [[someTopic0], undefined, undefined, [`0x${'3'.padStart(64, '0')}`]] })],
   ]
   for (const [name, parameters] of logFilters)
     it(`GET /v1/logs by ${name} reads logs through an index`, async () => {

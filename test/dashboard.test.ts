@@ -150,10 +150,12 @@ describe('the dashboard', () => {
       }).toEqual({ href: `/codes/${row.code}`, attributions: total.attributions, pending: total.pending, distinctSenders: total.distinctSenders, gasUsed: Number(total.gasUsed) })
     }
 
-    const status = (await (await fetch(`${api}/v1/status`)).json()) as { indexedBlock: number; headBlock: number }
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as { indexedBlock: number; headBlock: number; gasUsedMissing: number; retention: { logsDays: number | null } }
     const figures = await page.$$eval('[data-testid=sync-figures] .figure', (divs) => divs.map((div) => [div.querySelector('dt')?.textContent, div.querySelector('dd')?.textContent]))
-    expect(figures.map(([name]) => name)).toEqual(['Chain head', 'Indexed head', 'Finalized block', 'Sync lag', 'Pending logs', 'Reorgs, last hour'])
+    expect(figures.map(([name]) => name)).toEqual(['Chain head', 'Indexed head', 'Finalized block', 'Sync lag', 'Pending logs', 'Reorgs, last hour', 'Gas used to fill', 'Raw logs kept'])
     expect(digits(figures[1]![1]!)).toBeGreaterThanOrEqual(status.indexedBlock - 1)
+    expect(status.retention.logsDays).toBeNull()
+    expect(figures[7]![1]).toContain('all history')
     await screenshot(page, 'overview')
 
     // Keyboard: the window choice is a radio group; arrow keys move it and the leaderboard follows.

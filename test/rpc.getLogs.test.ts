@@ -3,6 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import {
   createRpcClient,
+  getBlockNumber,
+  getChainId,
   getLogs,
   GetLogsError,
   type GetLogsBackoffEvent,
@@ -327,10 +329,11 @@ describe('createRpcClient', () => {
     ])
   })
 
-  it('asks the node its chain id once', async () => {
+  it('serves the chain id and the head as numbers, one call each', async () => {
     const client = throughProxy()
-    expect(await client.chainId()).toBe(31337)
-    expect(await client.chainId()).toBe(31337)
+    expect(await getChainId(client)).toBe(31337)
+    expect(await getBlockNumber(client)).toBe(bigRange.toBlock)
     expect(proxy.stats.calls.eth_chainId).toBe(1)
+    expect(proxy.stats.calls.eth_blockNumber).toBe(1)
   })
 })

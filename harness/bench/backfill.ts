@@ -53,6 +53,8 @@ export type BackfillRun = {
   /** JSON-RPC calls the backfill sent, by method, and its HTTP requests (from its summary line). */
   nodeCalls: Record<string, number>
   nodeRequests: number
+  /** The gas fill after the ranges (receipts of attributed transactions): its time, node calls and requests, and what it left owed. */
+  gas: { ms: number; nodeCalls: Record<string, number>; nodeRequests: number; left: number }
   cpuProfile: string | undefined
   /** The work's time span on the monotonic clock (µs), to cut the profile to it. */
   workWindowUs: [number, number]
@@ -68,6 +70,7 @@ type StdoutEvent = {
   logs?: number
   nodeCalls?: Record<string, number>
   nodeRequests?: number
+  gas?: { seconds: number; left: number; nodeCalls: Record<string, number>; nodeRequests: number }
 }
 
 /** Runs the backfill CLI over `range` on a database of its own, checks what it stored, and drops the database. */
@@ -82,6 +85,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     let loggedLogs = 0
     let nodeCalls: Record<string, number> | undefined
     let nodeRequests = 0
+    let gas: BackfillRun['gas'] | undefined
     const chunkMs: number[] = []
     const progress: { at: number; share: number }[] = []
     const started = performance.now()
@@ -109,6 +113,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         if (event?.event === 'message' && event.done && event.nodeCalls) {
           nodeCalls = event.nodeCalls
           nodeRequests = event.nodeRequests ?? 0
+          if (event.gas) gas = { ms: event.gas.seconds * 1000, nodeCalls: event.gas.nodeCalls, nodeRequests: event.gas.nodeRequests, left: event.gas.left }
         }
         if (event?.event === 'progress' && event.blocksDone !== undefined && event.blocksTotal) progress.push({ at, share: event.blocksDone / event.blocksTotal })
       },
@@ -127,8 +132,8 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
     const processMs = performance.now() - started
     watch.stop()
     if (code !== 0) throw new Error(`backfill exited with ${code}:\n${child.stderrTail()}`)
-    if (enqueuedAt === undefined || lastStoredAt === undefined || nodeCalls === undefined) {
-      throw new Error(`backfill printed no "enqueued", "range stored" or "done" line:\n${child.stderrTail()}`)
+    if (enqueuedAt === undefined || lastStoredAt === undefined || nodeCalls === undefined || gas === undefined) {
+      throw new Error(`backfill printed no "enqueued", "range stored", or "done" line with the gas fill:\n${child.stderrTail()}`)
     }
 
     await checkStored(db.pool, expected)
@@ -151,6 +156,7 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
       chunkMs,
       nodeCalls,
       nodeRequests,
+      gas,
       workWindowUs: [monotonicUs(enqueuedAt), monotonicUs(lastStoredAt)],
       cpuProfile: parameters.cpuProfileDir ? mainThreadProfile(parameters.cpuProfileDir, child.pid) : undefined,
     }
@@ -169,14 +175,15 @@ export async function runProfiledBackfill(parameters: BackfillRunParameters, fun
 }
 
 async function checkStored(pool: pg.Pool, expected: BackfillRunParameters['expected']): Promise<void> {
-  const { rows } = await pool.query<{ logs: string; transactions: string; attributions: string }>(
+  const { rows } = await pool.query<{ logs: string; transactions: string; attributions: string; gas_missing: string }>(
     `SELECT (SELECT count(*) FROM logs) AS logs, (SELECT count(*) FROM transactions) AS transactions,
-       (SELECT count(*) FROM attributions) AS attributions`,
+       (SELECT count(*) FROM attributions) AS attributions, (SELECT count(*) FROM attributions WHERE gas_used IS NULL) AS gas_missing`,
   )
   const stored = { logs: Number(rows[0]!.logs), transactions: Number(rows[0]!.transactions), attributions: Number(rows[0]!.attributions) }
   for (const key of ['logs', 'transactions', 'attributions'] as const) {
     if (stored[key] !== expected[key]) throw new Error(`backfill stored ${stored[key]} ${key}, expected ${expected[key]}`)
   }
+  if (Number(rows[0]!.gas_missing) > 0) throw new Error(`backfill left ${rows[0]!.gas_missing} attributions without gas used`)
 }
 
 // Node names profiles CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile; thread 0 is the main one (tsx's loader has its own).

@@ -200,7 +200,7 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
         `CREATE TABLE ${COPY_TABLE} (chain_id integer NOT NULL, block_number bigint NOT NULL, block_hash text NOT NULL,
         block_timestamp timestamptz NOT NULL, transaction_hash text NOT NULL, transaction_index integer NOT NULL,
         log_index integer NOT NULL, tx_log_ordinal integer NOT NULL, address text NOT NULL, topic0 text, topic1 text,
-        topic2 text, topic3 text, data text NOT NULL, status text NOT NULL)`,
+        topic2 text, topic3 text, data text NOT NULL, status text NOT NULL, block_timestamp_ms bigint)`,
       )
     }
     let rows = 0

@@ -396,6 +396,13 @@ function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: 
         .join(', '),
     },
     {
+      figure: 'gas fill after the ranges (not timed in the ratio)',
+      measured: runs.map((run) => `${(run.gas.ms / 1000).toFixed(1)} s`).join(', '),
+      beside: `${perThousand(sumOf(runs[0]!.gas.nodeCalls)).toFixed(1)} calls in ${perThousand(runs[0]!.gas.nodeRequests).toFixed(1)} requests per 1,000 logs (${Object.entries(runs[0]!.gas.nodeCalls)
+        .map(([method, n]) => `${method} ${perThousand(n).toFixed(1)}`)
+        .join(', ')}); ${runs[0]!.gas.left} left owed`,
+    },
+    {
       figure: '',
       measured: `CPU cost of 1,000 logs, every process counted (steadier than rates on a shared machine): raw fetch + COPY ${rawCpuMsPerThousand.toFixed(0)} ms, codetrail's backfill ${backfillCpuMsPerThousand.toFixed(0)} ms (${pct(rawCpuMsPerThousand / backfillCpuMsPerThousand)})`,
     },

@@ -31,7 +31,7 @@ import { createEventStream } from '../delivery/index.js'
 import { createWebhookQueue, type WebhookQueue } from '../queue/index.js'
 
 export { createMetrics, type Metrics } from '../internal/metrics.js'
-export { createBuilderCodeClient, BuilderCodeClientError } from './client.js'
+export { createBuilderCodeClient, BuilderCodeClientError } from '../client/client.js'
 
 const RATE_LIMIT_WINDOW_MS = 60_000
 /** The largest body any route takes is a wallet address; anything much bigger is refused. */
@@ -41,7 +41,7 @@ const REDIS_CONNECT_TIMEOUT_MS = 2_000
 const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs'>>
+  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs' | 'retentionLogsDays'>>
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -301,7 +301,7 @@ export async function createApi({
       owned.push(() => rangeQueue.close())
     }
 
-    await app.register(healthRoutes, { ...context, redis, metrics, queues })
+    await app.register(healthRoutes, { ...context, redis, metrics, queues, retentionLogsDays: config.retentionLogsDays })
     await app.register(builderCodeRoutes, context)
     await app.register(attributionRoutes, context)
     await app.register(transactionRoutes, context)

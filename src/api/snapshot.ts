@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import type { RpcClient } from '../rpc/index.js'
+import { getBlock, type RpcClient } from '../rpc/index.js'
 import type { Database } from '../store/index.js'
 import { getIndexedHead, getSyncStatus, type SyncStatus } from '../store/reads/index.js'
 
@@ -46,10 +46,8 @@ export function createHealthSnapshot({
     redis: refreshing(maxAgeMs, () => (redis ? probe(() => redis.ping()) : Promise.resolve(NOT_CONFIGURED))),
     node: refreshing(maxAgeMs, async (): Promise<Probe<Head>> => {
       if (!rpc) return NOT_CONFIGURED
-      const node = await probe(() =>
-        rpc.request<{ number: string; timestamp: string } | null>('eth_getBlockByNumber', ['latest', false], { timeoutMs: CHECK_TIMEOUT_MS }),
-      )
-      return { check: node.check, value: node.value ? { block: Number(node.value.number), timestamp: Number(node.value.timestamp) } : null }
+      const node = await probe(() => getBlock(rpc, 'latest', { timeoutMs: CHECK_TIMEOUT_MS }))
+      return { check: node.check, value: node.value ? { block: node.value.number, timestamp: node.value.timestamp } : null }
     }),
     sync: refreshing(maxAgeMs, () => getSyncStatus(db, chainId)),
   }

@@ -12,7 +12,7 @@ import {
   type TransactionPosition,
 } from '../store/attributions.js'
 import type { Status, TransactionRow } from '../store/index.js'
-import type { RpcBlockHeader } from '../rpc/index.js'
+import { getBlocksWithTransactions, getBlockTransactionCounts, getCodes, getTransactions, missingBlock, type BlockWithTransactions, type CodeRead } from '../rpc/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './transaction.js'
 import { eip7702Delegate } from './userOps.js'
@@ -27,7 +27,6 @@ const REGISTRY_RECHECK_AFTER_MS = 60_000
 /** Asks for a confirmed log's transaction (or an EIP-7702 sender's delegation) the node does not show this many more times, doubling the wait. */
 const MISSING_TRANSACTION_RETRIES = 5
 const MISSING_TRANSACTION_DELAY_MS = 100
-type RpcBlock = Omit<RpcBlockHeader, 'transactions'> & { transactions: TransactionInput[] }
 
 /** A block read with its transactions, header decoded (hashes lowercase), transactions as the node sent them. */
 export type FetchedBlock = {
@@ -61,6 +60,11 @@ export type AttributorContext = {
   scope: 'logs' | 'blocks'
   /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
   registryRecheckAfterMs?: number
+  /**
+   * Whether range jobs (`attribute`) leave gas used to the follow-up gas fill: receipts are the one
+   * fetch of a backfill that storing logs does not need. The tip and pending paths are not affected.
+   */
+  deferRangeGas?: boolean
   /** Called once per newly stored transaction whose suffix has a schema id of 3 or above (stored without codes). */
   onLaterSchema?: (schemaId: number) => void
 }
@@ -117,7 +121,7 @@ export function createAttributor(context: AttributorContext) {
       const position = positions.get(hash)!
       return position.status === 'pending' ? 'pending' : numberToHex(position.blockNumber)
     }
-    const reads = new Map<string, [sender: string, block: string]>()
+    const reads = new Map<string, CodeRead>()
     for (const a of attributions) {
       for (const sender of a.eip7702?.senders ?? []) reads.set(`${sender}@${blockOf(a.hash)}`, [sender, blockOf(a.hash)])
     }
@@ -126,9 +130,7 @@ export function createAttributor(context: AttributorContext) {
     const delegateAt = new Map<string, Address>()
     let ask = [...reads.keys()]
     for (let attempt = 0; ask.length > 0; attempt++) {
-      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-        rpc.batch<string | null>(slice.map((key) => ({ method: 'eth_getCode', params: reads.get(key)! }))),
-      )
+      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getCodes(rpc, slice.map((key) => reads.get(key)!)))
       ask.forEach((key, i) => {
         const delegate = eip7702Delegate(codes[i])
         if (delegate) delegateAt.set(key, delegate)
@@ -160,7 +162,7 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     known: ReadonlyMap<string, KnownTransaction>,
     blockSizes: ReadonlyMap<string, number>,
-    gasRead: ReadonlyMap<string, number> = new Map(),
+    gasRead: ReadonlyMap<string, number> | 'deferred' = new Map(),
   ): Promise<Writes> {
     const fresh = await withEip7702Delegates(
       decoded.filter((a) => !known.has(a.hash) && positions.has(a.hash)),
@@ -171,9 +173,9 @@ export function createAttributor(context: AttributorContext) {
       const stored = known.get(hash)
       return stored ? stored.attributed && stored.gasUsed === null : freshAttributed.has(hash)
     }
-    // A pending transaction has no receipt yet.
+    // A pending transaction has no receipt yet; deferred gas is read by the gas fill after the range is stored.
     const needGas = [...positions.values()]
-      .filter((p) => p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
+      .filter((p) => gasRead !== 'deferred' && p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
       .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
@@ -185,7 +187,7 @@ export function createAttributor(context: AttributorContext) {
     for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
     for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
     const [gasFetched, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
-    const gasUsed = gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
+    const gasUsed = gasRead !== 'deferred' && gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
     /** All codes registered: true; one not: false; one unknown: null. */
     const verdict = (registry: string, codes: readonly string[]) => {
       const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
@@ -231,9 +233,7 @@ export function createAttributor(context: AttributorContext) {
     for (let attempt = 0; ask.length > 0; attempt++) {
       const slice = ask
       const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, async (part) =>
-        (await rpc.batch<TransactionInput | null>(part.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))).map((tx) =>
-          tx ? attributeTransaction(tx, chainId) : null,
-        ),
+        (await getTransactions(rpc, part)).map((tx) => (tx ? attributeTransaction(tx, chainId) : null)),
       )
       answers.forEach((tx, i) => tx && found.set(slice[i]!, tx))
       ask = slice.filter((hash) => !found.has(hash) && required(hash))
@@ -248,11 +248,9 @@ export function createAttributor(context: AttributorContext) {
    * in batches; a block the node does not know under that hash is left out (its transactions are then asked by hash).
    */
   async function countTransactions(blockHashes: readonly string[]): Promise<Map<string, number>> {
-    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<string | null>(slice.map((blockHash) => ({ method: 'eth_getBlockTransactionCountByHash', params: [blockHash] }))),
-    )
+    const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getBlockTransactionCounts(rpc, slice))
     const sizes = new Map<string, number>()
-    counts.forEach((count, i) => count != null && sizes.set(blockHashes[i]!, Number(count)))
+    counts.forEach((count, i) => count !== null && sizes.set(blockHashes[i]!, count))
     return sizes
   }
 
@@ -289,7 +287,7 @@ export function createAttributor(context: AttributorContext) {
       readBlocks(
         wholeNumbers,
         (block) => ({
-          hash: block.hash.toLowerCase(),
+          hash: block.hash,
           size: block.transactions.length,
           transactions: block.transactions.filter((tx) => wanted(tx.hash.toLowerCase())).map((tx) => attributeTransaction(tx, chainId)),
         }),
@@ -313,7 +311,12 @@ export function createAttributor(context: AttributorContext) {
    * decoded yet are fetched whole block or by hash (`fetchForLogs`); `blockSizes` holds the exact
    * transaction count of the blocks whose headers were read (by block hash).
    */
-  async function forLogs(rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, blockSizes: ReadonlyMap<string, number> = new Map()): Promise<Writes> {
+  async function forLogs(
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    blockSizes: ReadonlyMap<string, number> = new Map(),
+    gas: 'read' | 'deferred' = 'read',
+  ): Promise<Writes> {
     const positions = positionsOfRows(rows, statusOf)
     const known = await knownTransactions(context.pool, chainId, [...positions.keys()])
     const missing = [...positions.keys()].filter((hash) => !known.has(hash))
@@ -329,7 +332,7 @@ export function createAttributor(context: AttributorContext) {
       // A pre-confirmed transaction the node no longer knows was dropped: it is not attributed.
       else logger.debug({ tx_hash: hash }, 'pending transaction not found for attribution')
     })
-    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]))
+    return prepare(decoded, positions, known, new Map([...blockSizes, ...readSizes]), gas === 'deferred' ? 'deferred' : new Map())
   }
 
   /**
@@ -337,18 +340,12 @@ export function createAttributor(context: AttributorContext) {
    * `BATCH_SIZE` transactions where `sizeOf` knows how many a block holds), each turned by `read` as its
    * batch arrives so the node's objects die young.
    */
-  async function readBlocks<B>(numbers: readonly number[], read: (block: RpcBlock) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
+  async function readBlocks<B>(numbers: readonly number[], read: (block: BlockWithTransactions) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
     return inSlices(
       numbers,
       BATCH_SIZE,
       BATCHES_IN_FLIGHT,
-      async (slice) => {
-        const blocks = await rpc.batch<RpcBlock | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
-        return blocks.map((block, i) => {
-          if (!block) throw new Error(`node has no block ${slice[i]}`)
-          return read(block)
-        })
-      },
+      async (slice) => (await getBlocksWithTransactions(rpc, slice)).map((block, i) => read(block ?? missingBlock(slice[i]!))),
       (n) => blockWeight(sizeOf(n)),
     )
   }
@@ -356,11 +353,11 @@ export function createAttributor(context: AttributorContext) {
   /** Blocks with every transaction decoded. */
   async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
     return readBlocks(numbers, (block) => ({
-      number: Number(block.number),
-      hash: block.hash.toLowerCase(),
-      parentHash: block.parentHash.toLowerCase(),
-      timestamp: Number(block.timestamp),
-      timestampMs: block.timestampMs == null ? null : Number(block.timestampMs),
+      number: block.number,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: block.timestamp,
+      timestampMs: block.timestampMs ?? null,
       transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
     }))
   }
@@ -407,7 +404,7 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
-  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number>): Promise<Writes> {
+  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number> | 'deferred'): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const block of blocks) {
       block.transactions.forEach((tx, transactionIndex) => {
@@ -442,12 +439,18 @@ export function createAttributor(context: AttributorContext) {
    * Prepares the attribution of every transaction of every block of `range`, logs or not (`blocks`
    * scope); `rows` are the range's logs.
    */
-  async function forRange([from, to]: Interval, rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, headers: ReadonlyMap<number, string> = new Map()): Promise<Writes> {
+  async function forRange(
+    [from, to]: Interval,
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    headers: ReadonlyMap<number, string> = new Map(),
+    gas: 'read' | 'deferred' = 'read',
+  ): Promise<Writes> {
     const blocks = await fetchBlocks(Array.from({ length: to - from + 1 }, (_, i) => from + i))
     // Blocks without logs too: a backend lagging on an old fork must not have its blocks attributed beside the headers stored.
     const stray = blocks.find((block) => headers.has(block.number) && headers.get(block.number) !== block.hash)
     if (stray) throw new Error(`block ${stray.number} (${stray.hash}) read whole is not the header read for the range; reading again`)
-    return forBlocks(blocksOfRows(blocks, rows), statusOf)
+    return forBlocks(blocksOfRows(blocks, rows), statusOf, gas === 'deferred' ? 'deferred' : undefined)
   }
 
   /**
@@ -462,7 +465,8 @@ export function createAttributor(context: AttributorContext) {
     blockSizes?: ReadonlyMap<string, number>,
     headers?: ReadonlyMap<number, string>,
   ): Promise<Writes> {
-    return context.scope === 'blocks' ? forRange(range, rows, statusOf, headers) : forLogs(rows, statusOf, blockSizes)
+    const gas = context.deferRangeGas ? 'deferred' : 'read'
+    return context.scope === 'blocks' ? forRange(range, rows, statusOf, headers, gas) : forLogs(rows, statusOf, blockSizes, gas)
   }
 
   return { attribute, forLogs, forRange, forFetched, decodeBlocks, gasWanted }

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { RpcCall } from '../rpc/index.js'
+import { getTransactionCountRequest, parseTransactionCount, type RpcClient } from '../rpc/index.js'
 import { saveWalletNonces, walletsToRefresh } from '../store/wallets.js'
 
 /** Wallets per JSON-RPC batch (two calls each). */
@@ -13,7 +13,7 @@ export type CoverageContext = {
   pool: pg.Pool
   chainId: number
   /** Should already retry transient errors (see `withRetry`). */
-  batch: <T>(calls: RpcCall[]) => Promise<T[]>
+  batch: RpcClient['batch']
 }
 
 /**
@@ -25,16 +25,11 @@ export async function refreshWalletNonces({ pool, chainId, batch }: CoverageCont
   const wallets = await walletsToRefresh(pool, chainId, { activeWithinMs: NONCE_ACTIVE_WITHIN_MS, limit: maxWallets })
   for (let i = 0; i < wallets.length; i += WALLETS_PER_BATCH) {
     const slice = wallets.slice(i, i + WALLETS_PER_BATCH)
-    const answers = await batch<string>(
-      slice.flatMap((wallet) => [
-        { method: 'eth_getTransactionCount', params: [wallet, 'latest'] },
-        { method: 'eth_getTransactionCount', params: [wallet, 'pending'] },
-      ]),
-    )
+    const answers = await batch(slice.flatMap((wallet) => [getTransactionCountRequest(wallet, 'latest'), getTransactionCountRequest(wallet, 'pending')]))
     await saveWalletNonces(
       pool,
       chainId,
-      slice.map((walletAddress, j) => ({ walletAddress, latestNonce: Number(answers[2 * j]), pendingNonce: Number(answers[2 * j + 1]) })),
+      slice.map((walletAddress, j) => ({ walletAddress, latestNonce: parseTransactionCount(answers[2 * j]), pendingNonce: parseTransactionCount(answers[2 * j + 1]) })),
     )
   }
   return wallets.length

@@ -43,22 +43,24 @@ describe('readsWholeBlock', () => {
 describe('createReceiptReader', () => {
   it('reads a block\'s receipts whole only where the block\'s size is known', async () => {
     const methods: string[] = []
+    // Hashes as a node writes them: 32 bytes, named by one repeated hex digit pair.
+    const h = (pair: string) => `0x${pair.repeat(32)}`
     const receipt = (hash: string, blockHash: string) => ({ transactionHash: hash, blockHash, gasUsed: '0x5208' })
     const gasUsedOf = createReceiptReader({
       batch: async <T,>(calls: { method: string; params: unknown[] }[]) => {
         methods.push(...calls.map((call) => call.method))
         return calls.map((call) =>
-          call.method === 'eth_getBlockReceipts' ? [receipt('0xa1', '0xaa'), receipt('0xa2', '0xaa')] : receipt(String(call.params[0]), '0xbb'),
+          call.method === 'eth_getBlockReceipts' ? [receipt(h('a1'), h('aa')), receipt(h('a2'), h('aa'))] : receipt(String(call.params[0]), h('bb')),
         ) as T[]
       },
     })
     const gas = await gasUsedOf([
-      { hash: '0xa1', blockHash: '0xaa', blockTransactions: 2 },
-      { hash: '0xa2', blockHash: '0xaa', blockTransactions: 2 },
-      { hash: '0xb1', blockHash: '0xbb', blockTransactions: undefined },
-      { hash: '0xb2', blockHash: '0xbb', blockTransactions: undefined },
+      { hash: h('a1'), blockHash: h('aa'), blockTransactions: 2 },
+      { hash: h('a2'), blockHash: h('aa'), blockTransactions: 2 },
+      { hash: h('b1'), blockHash: h('bb'), blockTransactions: undefined },
+      { hash: h('b2'), blockHash: h('bb'), blockTransactions: undefined },
     ])
     expect(methods.sort()).toEqual(['eth_getBlockReceipts', 'eth_getTransactionReceipt', 'eth_getTransactionReceipt'])
-    expect([...gas.keys()].sort()).toEqual(['0xa1', '0xa2', '0xb1', '0xb2'])
+    expect([...gas.keys()].sort()).toEqual([h('a1'), h('a2'), h('b1'), h('b2')])
   })
 })

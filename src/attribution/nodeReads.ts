@@ -1,4 +1,4 @@
-import { classifyRpcError, type RpcCall } from '../rpc/index.js'
+import { classifyRpcError, getBlockReceipts, getTransactionReceipts, type RpcClient } from '../rpc/index.js'
 
 /** Calls per JSON-RPC batch and batches in flight: 100 × 4 reads ~5–6 k transactions a second from a provider. */
 export const BATCH_SIZE = 100
@@ -13,9 +13,7 @@ export const BLOCKS_PER_BATCH = 10
 export const WHOLE_BLOCK_SHARE = 0.5
 
 /** The node as attribution reads it; calls here should already retry transient errors (see `withRetry`). */
-export type AttributionRpc = { request<T>(method: string, params: unknown[]): Promise<T>; batch<T>(calls: RpcCall[]): Promise<T[]> }
-
-type RpcReceipt = { transactionHash: string; blockHash: string; gasUsed: string }
+export type AttributionRpc = Pick<RpcClient, 'request' | 'batch'>
 
 /** `items` in order, cut into slices of at most `size` (each item weighing `weight(item)`, 1 unless given; a heavier item gets a slice of its own). */
 export function slicesOf<T>(items: readonly T[], size: number, weight: (item: T) => number = () => 1): T[][] {
@@ -86,41 +84,39 @@ export type ReceiptRead = { hash: string; blockHash: string; blockTransactions: 
 export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
   let blockReceipts = true
 
-  async function byHash(hashes: readonly string[], gasUsed: Map<string, number>): Promise<void> {
-    const receipts = await inSlices(hashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
-      rpc.batch<RpcReceipt | null>(slice.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] }))),
-    )
-    // A node that has no receipt yet leaves gas used unknown; it is filled when the transaction is seen again.
-    receipts.forEach((receipt, i) => receipt && gasUsed.set(hashes[i]!, Number(receipt.gasUsed)))
+  async function byHash(reads: readonly ReceiptRead[], gasUsed: Map<string, number>): Promise<void> {
+    const receipts = await inSlices(reads, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getTransactionReceipts(rpc, slice.map((read) => read.hash)))
+    // A node that has no receipt yet, or one from another block (the transaction moved in a reorg), leaves gas used unknown: it is filled when the transaction is seen again.
+    receipts.forEach((receipt, i) => receipt && receipt.blockHash === reads[i]!.blockHash && gasUsed.set(reads[i]!.hash, receipt.gasUsed))
   }
 
   /** Reads whole blocks' receipts; returns the hashes still to read by hash (all of them when the node lacks the method). */
-  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<string[]> {
+  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<ReceiptRead[]> {
     const blockHashes = [...blocks.keys()]
     try {
       const lists = await inSlices(
         blockHashes,
         BATCH_SIZE,
         BATCHES_IN_FLIGHT,
-        (slice) => rpc.batch<RpcReceipt[] | null>(slice.map((blockHash) => ({ method: 'eth_getBlockReceipts', params: [blockHash] }))),
+        (slice) => getBlockReceipts(rpc, slice),
         (blockHash) => blockWeight(blocks.get(blockHash)!.size),
       )
-      const left: string[] = []
+      const left: ReceiptRead[] = []
       lists.forEach((receipts, i) => {
         const wanted = blocks.get(blockHashes[i]!)!.hashes
-        const found = new Map((receipts ?? []).filter((r) => r.blockHash.toLowerCase() === blockHashes[i]).map((r) => [r.transactionHash.toLowerCase(), r]))
+        const found = new Map((receipts ?? []).filter((r) => r.blockHash === blockHashes[i]).map((r) => [r.transactionHash, r]))
         for (const hash of wanted) {
           const receipt = found.get(hash)
-          if (receipt) gasUsed.set(hash, Number(receipt.gasUsed))
+          if (receipt) gasUsed.set(hash, receipt.gasUsed)
           // A block the node no longer has under that hash (reorged) or not yet: asked by hash, as the others.
-          else left.push(hash)
+          else left.push({ hash, blockHash: blockHashes[i]!, blockTransactions: undefined })
         }
       })
       return left
     } catch (error) {
       if (classifyRpcError(error).pattern !== 'invalid-request') throw error
       blockReceipts = false
-      return [...blocks.values()].flatMap((block) => block.hashes)
+      return [...blocks].flatMap(([blockHash, block]) => block.hashes.map((hash) => ({ hash, blockHash, blockTransactions: undefined })))
     }
   }
 
@@ -133,11 +129,11 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
       else perBlock.set(read.blockHash, [read])
     }
     const wholeBlocks = new Map<string, { size: number; hashes: string[] }>()
-    const single: string[] = []
+    const single: ReceiptRead[] = []
     for (const [blockHash, wanted] of perBlock) {
       const size = wanted.find((r) => r.blockTransactions !== undefined)?.blockTransactions
       if (blockReceipts && size !== undefined && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
-      else single.push(...wanted.map((r) => r.hash))
+      else single.push(...wanted)
     }
     const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])
     if (left.length > 0) await byHash(left, gasUsed)

@@ -1,5 +1,5 @@
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem'
-import { isRevert } from '../rpc/index.js'
+import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
+import { call, callRequest, isRevert, parseCallResult } from '../rpc/index.js'
 import { BATCH_SIZE, BATCHES_IN_FLIGHT, inSlices, type AttributionRpc } from './nodeReads.js'
 
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
@@ -16,7 +16,7 @@ export const checkKey = ({ registry, code }: RegistryCheck) => `${registry}:${co
 function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
   if (answer.status === 'rejected') return isRevert(answer.reason) ? false : null
   try {
-    return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: answer.value as Hex })
+    return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: parseCallResult(answer.value) })
   } catch {
     return null
   }
@@ -27,15 +27,12 @@ function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
  * (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
  */
 export async function checkRegistries(rpc: AttributionRpc, checks: readonly RegistryCheck[]): Promise<Map<string, boolean | null>> {
-  const calls = checks.map(({ registry, code }) => ({
-    method: 'eth_call',
-    params: [{ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }, 'latest'],
-  }))
+  const calls = checks.map(({ registry, code }) => ({ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }))
   const answers = await inSlices(calls, BATCH_SIZE, BATCHES_IN_FLIGHT, async (slice): Promise<PromiseSettledResult<unknown>[]> => {
     try {
-      return (await rpc.batch<unknown>(slice)).map((value) => ({ status: 'fulfilled', value }))
+      return (await rpc.batch(slice.map((parameters) => callRequest(parameters)))).map((value) => ({ status: 'fulfilled', value }))
     } catch {
-      return Promise.allSettled(slice.map((call) => rpc.request<unknown>(call.method, call.params)))
+      return Promise.allSettled(slice.map((parameters) => call(rpc, parameters)))
     }
   })
   return new Map(checks.map((check, i) => [checkKey(check), registryAnswer(answers[i]!)]))

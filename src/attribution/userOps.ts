@@ -54,7 +54,7 @@ const EIP7702_DESIGNATOR = /^0xef0100([0-9a-f]{40})$/i
  * reads it), lowercase; null for any other code.
  *
  * @example
- * const delegate = eip7702Delegate(await rpc.request('eth_getCode', [sender, block]))
+ * const [delegate] = (await getCodes(client, [[sender, block]])).map(eip7702Delegate)
  */
 export function eip7702Delegate(code: string | null | undefined): Address | null {
   const match = code ? EIP7702_DESIGNATOR.exec(code) : null

@@ -1,4 +1,14 @@
-import type { RpcClient } from '../rpc/index.js'
+import {
+  getBlock,
+  getBlockRequest,
+  getLogsRequest,
+  parseBlockHeader,
+  parseLogs,
+  parsePendingBlockNumber,
+  type BlockHeader,
+  type PendingLogsFilter,
+  type RpcClient,
+} from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'
 
 /** Blocks between the two headers the cadence is measured over: with whole-second timestamps shared by five blocks, 100 blocks are within 1 %. */
@@ -11,8 +21,6 @@ const MAX_SAMPLED_MS = 1_000
 const MIN_BLOCK_TIME_MS = 100
 const MAX_BLOCK_TIME_MS = 12_000
 
-type ProbedBlock = { number: string; hash: string | null; timestamp: string; timestampMs?: string } | null
-type ProbedLog = { blockNumber?: string | null }
 
 export type ChainProbe = {
   /** Milliseconds between blocks, from `timestampMs` where the node serves it, else from whole-second timestamps. */
@@ -24,17 +32,17 @@ export type ChainProbe = {
 }
 
 /** Milliseconds of a header: `timestampMs` when served, else its whole seconds. */
-const millisOf = (block: NonNullable<ProbedBlock>) => (block.timestampMs ? Number(block.timestampMs) : Number(block.timestamp) * 1000)
+const millisOf = (block: BlockHeader) => (block.timestampMs ? block.timestampMs : block.timestamp * 1000)
 
 /** The block cadence over the last `span` blocks (two headers in one batch). */
 export async function measureBlockTime(rpc: Pick<RpcClient, 'request' | 'batch'>, span = CADENCE_SPAN_BLOCKS): Promise<{ blockTimeMs: number; calls: number }> {
-  const latest = await rpc.request<ProbedBlock>('eth_getBlockByNumber', ['latest', false])
+  const latest = await getBlock(rpc, 'latest')
   if (!latest) throw new Error('node has no latest block')
-  const head = Number(latest.number)
+  const head = latest.number
   // Genesis is left out: its timestamp is when the chain was created, not a block time.
   const back = Math.min(span, head - 1)
   if (back <= 0) return { blockTimeMs: MIN_BLOCK_TIME_MS, calls: 1 }
-  const older = await rpc.request<ProbedBlock>('eth_getBlockByNumber', [`0x${(head - back).toString(16)}`, false])
+  const older = await getBlock(rpc, head - back)
   if (!older) throw new Error(`node has no block ${head - back}`)
   const perBlock = (millisOf(latest) - millisOf(older)) / back
   return { blockTimeMs: Math.round(Math.min(MAX_BLOCK_TIME_MS, Math.max(MIN_BLOCK_TIME_MS, perBlock))), calls: 2 }
@@ -46,23 +54,20 @@ export async function measureBlockTime(rpc: Pick<RpcClient, 'request' | 'batch'>
  * ahead of its head (a chain whose `pending` answers like `latest` does not), or pending logs come from
  * beyond the head.
  */
-async function samplePending(rpc: Pick<RpcClient, 'batch'>, filter: { address?: string[]; topics?: string[][] }): Promise<boolean> {
-  let answers: unknown[]
+async function samplePending(rpc: Pick<RpcClient, 'batch'>, filter: PendingLogsFilter): Promise<boolean> {
+  const asked = { fromBlock: 'pending', toBlock: 'pending', ...filter } as const
+  let sample: { pending: number | null; logs: { blockNumber: string | number | null }[]; latest: BlockHeader | null }
   try {
-    answers = await rpc.batch([
-      { method: 'eth_getBlockByNumber', params: ['pending', false] },
-      { method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending', ...filter }] },
-      { method: 'eth_getBlockByNumber', params: ['latest', false] },
-    ])
+    const [pending, logs, latest] = await rpc.batch([getBlockRequest('pending'), getLogsRequest(asked), getBlockRequest('latest')])
+    sample = { pending: parsePendingBlockNumber(pending), logs: logs === null ? [] : parseLogs(logs, asked), latest: parseBlockHeader(latest) }
   } catch {
-    // A node that refuses the `pending` tag serves nothing pre-confirmed.
+    // A node that refuses the `pending` tag (or answers it with nonsense) serves nothing pre-confirmed.
     return false
   }
-  const [pending, logs, latest] = answers as [ProbedBlock, ProbedLog[] | null, ProbedBlock]
-  if (!latest) return false
-  const head = Number(latest.number)
-  if (pending && Number(pending.number) > head) return true
-  return (logs ?? []).some((log) => log.blockNumber != null && Number(log.blockNumber) > head)
+  if (!sample.latest) return false
+  const head = sample.latest.number
+  if (sample.pending !== null && sample.pending > head) return true
+  return sample.logs.some((log) => log.blockNumber != null && Number(log.blockNumber) > head)
 }
 
 /**
@@ -72,7 +77,7 @@ async function samplePending(rpc: Pick<RpcClient, 'batch'>, filter: { address?: 
  */
 export async function probeChain(
   rpc: Pick<RpcClient, 'request' | 'batch'>,
-  { filter = {}, samples = PENDING_SAMPLES, signal }: { filter?: { address?: string[]; topics?: string[][] }; samples?: number; signal?: AbortSignal } = {},
+  { filter = {}, samples = PENDING_SAMPLES, signal }: { filter?: PendingLogsFilter; samples?: number; signal?: AbortSignal } = {},
 ): Promise<ChainProbe> {
   const { blockTimeMs, calls } = await measureBlockTime(rpc)
   let preconfirms = false

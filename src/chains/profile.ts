@@ -1,5 +1,5 @@
 import type { Logger } from '../internal/logger.js'
-import type { RpcClient } from '../rpc/index.js'
+import type { PendingLogsFilter, RpcClient } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'
 import { probeChain, type ChainProbe } from './probe.js'
 
@@ -50,7 +50,7 @@ export type ChainProfilerParameters = {
   chainId: number
   settings: ChainProfileSettings
   /** The followed filter, for the pending-logs sample. */
-  filter?: { address?: string[]; topics?: string[][] }
+  filter?: PendingLogsFilter
   /** Where each new profile is kept for other processes (the API reads it from `chain_state`). */
   save?: (profile: ChainProfile) => Promise<void>
   probeEveryMs?: number

@@ -11,8 +11,9 @@ import { UsageError } from '../internal/errors.js'
 import { createIndexer } from '../indexer.js'
 import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
-import { checkRedis, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId } from '../queue/index.js'
+import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId } from '../queue/index.js'
 import type { FilterRange } from '../store/index.js'
+import { analyzeForGasFill, gasUsedMissing } from '../store/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
 import { sleep } from '../utils/loop.js'
 import { createRedactor } from '../utils/redact.js'
@@ -145,6 +146,31 @@ async function run(options: BackfillOptions): Promise<number> {
     process.once('SIGINT', interrupt)
     process.once('SIGTERM', interrupt)
 
+    /**
+     * Gas used of the attributed transactions, filled by the range jobs' follow-ups once every range is
+     * stored (so receipts never compete with the ranges for the node): this process works on them too.
+     * Null when interrupted first.
+     */
+    const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>) => {
+      const gasStarted = Date.now()
+      await analyzeForGasFill(indexer.store.pool)
+      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
+      cleanups.push(() => gasWorker.close())
+      for (;;) {
+        if (interrupted) {
+          say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
+          return null
+        }
+        const pendingFills = await answeredWithin(indexer.gasQueue.pending(), REDIS_STEP_TIMEOUT_MS).catch(() => 1)
+        if (pendingFills === 0) break
+        await sleep(POLL_MS)
+      }
+      const left = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
+      const node = await nodeCalls(metrics)
+      const byMethod = Object.fromEntries(Object.entries(node.byMethod).map(([method, n]) => [method, n - (rangeCalls.byMethod[method] ?? 0)]).filter(([, n]) => Number(n) > 0))
+      return { seconds: (Date.now() - gasStarted) / 1000, left, byMethod, calls: node.calls - rangeCalls.calls, requests: node.requests - rangeCalls.requests }
+    }
+
     const started = Date.now()
     let lastPlanned = started
     const startDone = plan.doneBlocks
@@ -175,14 +201,22 @@ async function run(options: BackfillOptions): Promise<number> {
         bar?.stop()
         const node = await nodeCalls(metrics)
         const perThousandLogs = logs > 0 ? ` (${((node.calls * 1000) / logs).toFixed(1)} per 1,000 logs)` : ''
-        say(`done: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`, {
-          done: true,
-          blocks: plan.totalBlocks,
-          logs,
-          seconds,
-          nodeCalls: node.byMethod,
-          nodeRequests: node.requests,
-        })
+        say(`blocks stored: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`)
+        const gas = await fillGas(node)
+        if (!gas) return 1
+        say(
+          `done: ${plan.totalBlocks} blocks, ${logs} logs; gas used filled in ${gas.seconds.toFixed(1)} s more with ${gas.calls} node calls` +
+            (gas.left > 0 ? `, ${gas.left} attributed transaction(s) still without it (their receipts are asked again when their blocks are)` : ''),
+          {
+            done: true,
+            blocks: plan.totalBlocks,
+            logs,
+            seconds,
+            nodeCalls: node.byMethod,
+            nodeRequests: node.requests,
+            gas: { seconds: gas.seconds, left: gas.left, nodeCalls: gas.byMethod, nodeRequests: gas.requests },
+          },
+        )
         return 0
       }
       // Redis may be restarting: its part of the step is bounded and tried again on the next poll, so a

@@ -128,6 +128,7 @@ const schema = z.object({
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
   WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
   WEBHOOK_RETENTION_DAYS: integer(1, 36_500).default(30),
+  RETENTION_LOGS_DAYS: integer(1, 36_500).optional(),
   STREAM_MAX_CLIENTS: integer(1, 1_000_000).default(1_000),
   SECRETS_KEY: z
     .string()
@@ -199,6 +200,11 @@ export type Config = Readonly<{
   webhookAllowPrivate: boolean
   /** Days webhook events and delivery records are kept (an event still owed to an enabled subscription stays). */
   webhookRetentionDays: number
+  /**
+   * `RETENTION_LOGS_DAYS`: finalized raw logs and unattributed transactions older than this many days are
+   * deleted; undefined keeps everything. Attributions, rollups and registry logs are always kept.
+   */
+  retentionLogsDays: number | undefined
   /** `STREAM_MAX_CLIENTS`: `/v1/stream` connections one API process serves at once (beyond: 503). */
   streamMaxClients: number
   /** `SECRETS_KEY`: seals webhook secrets at rest (AES-256-GCM); unset, they are stored as they are. */
@@ -301,6 +307,7 @@ function toConfig(p: Parsed): Config {
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
     webhookAllowPrivate: p.WEBHOOK_ALLOW_PRIVATE,
     webhookRetentionDays: p.WEBHOOK_RETENTION_DAYS,
+    retentionLogsDays: p.RETENTION_LOGS_DAYS,
     streamMaxClients: p.STREAM_MAX_CLIENTS,
     secretsKey: p.SECRETS_KEY,
     dashboardDir: p.DASHBOARD_DIR,

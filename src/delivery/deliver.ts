@@ -18,6 +18,7 @@ import {
 } from '../store/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
 import { briefly } from '../internal/errors.js'
+import { backoffDelay } from '../utils/backoff.js'
 import { toPayload } from './events.js'
 import { openSecret } from './secrets.js'
 import { signedHeaders } from './signature.js'
@@ -46,12 +47,6 @@ export type DeliveryContext = {
   secretsKey?: Buffer | undefined
   /** `WEBHOOK_ALLOW_PRIVATE`: receivers on loopback and private addresses are reached too. */
   allowPrivate?: boolean
-}
-
-/** Exponential backoff with jitter: `base · 2^(failures−1)`, capped at 24 h, then a random half to all of it. */
-export function backoffDelay(baseMs: number, failures: number, random = Math.random): number {
-  const ceiling = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(failures - 1, 40))
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2)
 }
 
 export type DrainOutcome = 'drained' | 'failed' | 'disabled' | 'backoff' | 'busy' | 'gone'
@@ -87,7 +82,7 @@ export function createDeliveryProcessor(context: DeliveryContext) {
         const failed = attempts.find((a) => !a.ok)
         if (failed) {
           const lastError = failed.error ?? `HTTP ${failed.httpStatus}`
-          const result = await recordFailure(pool, id, lastError, { maxFailures, backoffMs: (failures) => backoffDelay(context.backoffMs, failures) })
+          const result = await recordFailure(pool, id, lastError, { maxFailures, backoffMs: (failures) => backoffDelay(failures, { baseDelayMs: context.backoffMs, maxDelayMs: MAX_BACKOFF_MS }) })
           if (result.disabled || !result.retryAt) {
             logger.warn({ subscription_id: id, event_id: failed.eventId, reason: lastError }, 'webhook subscription disabled')
             return { outcome: 'disabled' }

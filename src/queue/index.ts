@@ -2,3 +2,4 @@
 export * from './ranges.js'
 export * from './redis.js'
 export * from './webhooks.js'
+export * from './gas.js'

@@ -56,8 +56,6 @@ export type RpcClient = {
    * as a whole.
    */
   batch<T = unknown>(calls: readonly RpcCall[], options?: RpcRequestOptions): Promise<T[]>
-  /** `eth_chainId`, asked once. */
-  chainId(): Promise<number>
 }
 
 type RpcResponse = { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }
@@ -170,11 +168,12 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, maxRe
 /**
  * A JSON-RPC client for one node: no retries of its own (callers retry by error class, see
  * {@link classifyRpcError}); answers above `maxResponseBytes` are cut off (a 1000-block `eth_getLogs` can be ~50 MB).
+ * It moves raw answers: the typed, checked node calls are the actions in `./actions/`, which take it.
  *
  * @example
  * const client = createRpcClient({ url: 'http://127.0.0.1:8545', logger })
- * const head = await client.request<Hex>('eth_blockNumber')
- * const txs = await client.batch(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+ * const head = await getBlockNumber(client)
+ * const transactions = await getTransactions(client, hashes)
  */
 export function createRpcClient({
   url,
@@ -246,14 +245,5 @@ export function createRpcClient({
     })
   }
 
-  let chainId: Promise<number> | undefined
-  function getChainId(): Promise<number> {
-    chainId ??= request<string>('eth_chainId').then(Number, (error: unknown) => {
-      chainId = undefined
-      throw error
-    })
-    return chainId
-  }
-
-  return { url, logger, request, batch, chainId: getChainId }
+  return { url, logger, request, batch }
 }

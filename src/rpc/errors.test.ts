@@ -2,7 +2,7 @@ import { HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutEr
 import { buildRequest } from 'viem/utils'
 import { describe, expect, it } from 'vitest'
 import { createRpcClient } from './client.js'
-import { GetLogsError } from './getLogs.js'
+import { GetLogsError } from './actions/getLogs.js'
 import { InconsistentAnswerError } from './verify.js'
 import { classifyRpcError, FatalError, isRevert, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
 

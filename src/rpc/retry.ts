@@ -1,4 +1,4 @@
-import { backoffDelay, type BackoffPolicy } from './backoff.js'
+import { backoffDelay, type BackoffPolicy } from '../utils/backoff.js'
 import { classifyRpcError } from './errors.js'
 import { sleep } from '../utils/loop.js'
 

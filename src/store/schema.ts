@@ -75,6 +75,8 @@ export const logs = pgTable(
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Dropped pre-confirmed rows in block order: a log list with removed rows and no address or topic0 reads them here.
+    index('logs_dropped_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND removed`),
     // One registry token's events, for the triggers that keep `registry_tokens` (sql/01-registry.sql).
     index('logs_registry_token')
       .on(t.chainId, t.topic1)
@@ -226,6 +228,8 @@ export const attributions = pgTable(
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
     index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
+    // Gas used the follow-up gas fill still owes: a backfill's tail, so a partial index.
+    index('attributions_gas_missing').on(t.chainId, t.blockNumber, t.txHash).where(sql`gas_used IS NULL AND status <> 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
     roleCheck('attributions_role_check'),
   ],

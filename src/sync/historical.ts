@@ -86,6 +86,11 @@ export type RangeContext = {
   bytesPerRequest?: number
   /** Called with each request's range and what its answer held. */
   onLogsRequest?: (range: Interval, density: LogsDensity) => void
+  /**
+   * Called once the range is stored (or found stored: a retry after a failure here), e.g. to queue the
+   * follow-up that fills gas used; a failure fails the job, which then retries.
+   */
+  afterStored?: (data: FilterRange, blockSizes: ReadonlyMap<string, number>) => Promise<void>
   /** Attribution of the rows' transactions, prepared before the database transaction, written inside it. */
   attribute?: (
     rows: readonly TransactionRow[],
@@ -167,7 +172,10 @@ export function createRangeProcessor(context: RangeContext) {
   async function readAndStore(data: FilterRange): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
-    if (await isCovered(context.pool, data.chainId, data.filterId, range)) return { logs: 0, inserted: 0, stored: false }
+    if (await isCovered(context.pool, data.chainId, data.filterId, range)) {
+      await context.afterStored?.(data, new Map())
+      return { logs: 0, inserted: 0, stored: false }
+    }
     const finalizedBlock = await context.finalizedBlock()
     // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
     const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
@@ -187,6 +195,9 @@ export function createRangeProcessor(context: RangeContext) {
       ...(extraWrites ? { extraWrites } : {}),
     })
     if (result.stored) crashPoint('range-stored')
+    // The sizes of the blocks holding logs, for the follow-up's choice between whole-block and per-transaction receipts.
+    const withLogs = new Set(prepared.transactions.map((row) => row.blockHash))
+    await context.afterStored?.(data, new Map([...blockSizes].filter(([blockHash]) => withLogs.has(blockHash))))
     context.logger.info(
       {
         chain_id: data.chainId,

@@ -73,8 +73,7 @@ export function startScheduler(context: SchedulerContext) {
     const nudge = () => woken.notify()
     let polledHead: number | undefined
     // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
-    let nudgeRepairs = () => {}
-    const repairsNudged = () => new Promise<void>((resolve) => (nudgeRepairs = resolve))
+    const repairsNudged = createWakeUp()
     const follow = runEvery(
       context.headPollMs,
       async () => {
@@ -87,7 +86,7 @@ export function startScheduler(context: SchedulerContext) {
             return []
           })
           for (const event of events) context.onFollowEvent?.(event)
-          if (events.some((event) => event.type === 'reorg')) nudgeRepairs()
+          if (events.some((event) => event.type === 'reorg')) repairsNudged.notify()
           const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))
           if (term.signal.aborted || !behind) break
         }
@@ -111,7 +110,7 @@ export function startScheduler(context: SchedulerContext) {
     const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
     const repairs = context.repairs
     const repair = repairs
-      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged })
+      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged.wait })
       : Promise.resolve()
     const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
     await Promise.all([renewing, follow, poll, heads, repair, extra])

@@ -1,7 +1,6 @@
-import WebSocket from 'ws'
 import type { Logger } from '../internal/logger.js'
 import type { LogInput } from '../store/index.js'
-import { toBlockHeader, type BlockHeader, type RpcBlockHeader } from '../rpc/index.js'
+import { subscribeNewHeads, subscribePendingLogs, type BlockHeader, type PendingLogsFilter } from '../rpc/index.js'
 import { sleep } from '../utils/loop.js'
 import { redactUrl } from '../utils/redact.js'
 
@@ -19,7 +18,7 @@ const RECONNECT_MAX_MS = 10_000
 
 export type PendingLogsSubscriptionParameters = {
   url: string
-  filter: { address?: string[]; topics?: string[][] }
+  filter: PendingLogsFilter
   logger: Logger
   signal: AbortSignal
   /** Stores a batch of pre-confirmed logs (the poller's `store`). */
@@ -67,100 +66,60 @@ export type NewHeadsSubscriptionParameters = {
  * while the head seen over HTTP moves past the last one it announced; it is then opened again.
  */
 export async function followNewHeads({ url, logger, signal, onHead, silentAfterMs, httpHead }: NewHeadsSubscriptionParameters): Promise<void> {
-  await resubscribing('newHeads', url, logger, signal, () =>
-    new Promise<void>((resolve, reject) => {
-      const socket = new WebSocket(url)
-      let lastMessageAt = Date.now()
-      let announced = -1
-      const watchdog = setInterval(
-        () => {
-          const head = httpHead()
-          if (Date.now() - lastMessageAt > silentAfterMs() && head !== undefined && head > announced) {
-            logger.warn({ url: redactUrl(url), last_announced: announced, http_head: head }, 'newHeads subscription silent while the head moves: reopening')
-            socket.terminate()
-          }
-        },
-        Math.max(50, Math.min(1_000, silentAfterMs() / 4)),
-      )
-      const close = () => socket.close()
-      signal.addEventListener('abort', close, { once: true })
-      socket.on('open', () => socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] })))
-      socket.on('message', (data) => {
-        let message: { id?: number; error?: { message: string }; method?: string; params?: { result?: RpcBlockHeader } }
-        try {
-          message = JSON.parse(data.toString())
-        } catch {
-          return
+  await resubscribing('newHeads', url, logger, signal, async () => {
+    let lastMessageAt = Date.now()
+    let announced = -1
+    const subscription = subscribeNewHeads(url, {
+      signal,
+      onSubscribed: () => (lastMessageAt = Date.now()),
+      onResult: (header) => {
+        lastMessageAt = Date.now()
+        announced = Math.max(announced, header.number)
+        onHead(header)
+      },
+    })
+    const watchdog = setInterval(
+      () => {
+        const head = httpHead()
+        if (Date.now() - lastMessageAt > silentAfterMs() && head !== undefined && head > announced) {
+          logger.warn({ url: redactUrl(url), last_announced: announced, http_head: head }, 'newHeads subscription silent while the head moves: reopening')
+          subscription.terminate()
         }
-        if (message.id === 1 && message.error) {
-          socket.close()
-          return reject(new Error(`eth_subscribe newHeads: ${message.error.message}`))
-        }
-        if (message.id === 1) lastMessageAt = Date.now()
-        const result = message.method === 'eth_subscription' ? message.params?.result : undefined
-        if (result?.hash && result.number) {
-          lastMessageAt = Date.now()
-          const header = toBlockHeader(result)
-          announced = Math.max(announced, header.number)
-          onHead(header)
-        }
-      })
-      socket.on('error', (error) => reject(error))
-      socket.on('close', () => {
-        clearInterval(watchdog)
-        signal.removeEventListener('abort', close)
-        resolve()
-      })
-    }),
-  )
+      },
+      Math.max(50, Math.min(1_000, silentAfterMs() / 4)),
+    )
+    try {
+      await subscription.closed
+    } finally {
+      clearInterval(watchdog)
+    }
+  })
 }
 
-function subscribeOnce(
+async function subscribeOnce(
   url: string,
-  filter: PendingLogsSubscriptionParameters['filter'],
+  filter: PendingLogsFilter,
   logger: Logger,
   signal: AbortSignal,
   onLogs: (logs: LogInput[]) => Promise<unknown>,
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url)
-    const pending = createPendingLogBuffer(MAX_TRACKED_TRANSACTIONS)
-    let flushing: Promise<unknown> | undefined
-    const flush = () => {
-      if (flushing || !pending.hasChanges()) return
-      flushing = onLogs(pending.take())
-        .catch((error: Error) => logger.warn({ reason: error.message }, 'storing subscribed pending logs failed'))
-        .finally(() => {
-          flushing = undefined
-          if (pending.hasChanges()) setTimeout(flush, FLUSH_MS)
-        })
-    }
-    const close = () => socket.close()
-    signal.addEventListener('abort', close, { once: true })
-    socket.on('open', () => {
-      socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['pendingLogs', filter] }))
-    })
-    socket.on('message', (data) => {
-      let message: { id?: number; error?: { message: string }; method?: string; params?: { result?: LogInput } }
-      try {
-        message = JSON.parse(data.toString())
-      } catch {
-        return
-      }
-      if (message.id === 1 && message.error) {
-        socket.close()
-        return reject(new Error(`eth_subscribe pendingLogs: ${message.error.message}`))
-      }
-      if (message.method === 'eth_subscription' && message.params?.result) {
-        if (pending.add(message.params.result) && !flushing) setTimeout(flush, FLUSH_MS)
-      }
-    })
-    socket.on('error', (error) => reject(error))
-    socket.on('close', () => {
-      signal.removeEventListener('abort', close)
-      resolve()
-    })
-  })
+  const pending = createPendingLogBuffer(MAX_TRACKED_TRANSACTIONS)
+  let flushing: Promise<unknown> | undefined
+  const flush = () => {
+    if (flushing || !pending.hasChanges()) return
+    flushing = onLogs(pending.take())
+      .catch((error: Error) => logger.warn({ reason: error.message }, 'storing subscribed pending logs failed'))
+      .finally(() => {
+        flushing = undefined
+        if (pending.hasChanges()) setTimeout(flush, FLUSH_MS)
+      })
+  }
+  await subscribePendingLogs(url, filter, {
+    signal,
+    onResult: (log) => {
+      if (pending.add(log as LogInput) && !flushing) setTimeout(flush, FLUSH_MS)
+    },
+  }).closed
 }
 
 /**

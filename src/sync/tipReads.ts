@@ -1,34 +1,31 @@
-import type { FetchedBlock } from '../attribution/attributor.js'
-import type { TransactionInput } from '../attribution/transaction.js'
-import { InconsistentAnswerError, toBlockHeader, verifyLogsRequested, withRetry, type BlockHeader, type RpcBlockHeader, type RpcCall } from '../rpc/index.js'
+import {
+  getBlockRequest,
+  getBlocksWithTransactions,
+  getBlockWithTransactions,
+  getLogsRequest,
+  getTransactionReceiptRequest,
+  InconsistentAnswerError,
+  missingBlock,
+  parseBlockWithTransactions,
+  parseLogs,
+  parseReceipt,
+  withRetry,
+  type BlockWithTransactions,
+  type LogsRequest,
+  type RpcClient,
+} from '../rpc/index.js'
 import type { LogInput } from '../store/index.js'
 import type { Interval } from '../utils/interval.js'
 import { toRpcFilter, type LogFilter } from './filter.js'
 
-/** Whether every log of `logs` is one `filter` asked for in `range`. */
-function answersRequested(logs: readonly LogInput[], [fromBlock, toBlock]: Interval, filter: LogFilter): boolean {
-  try {
-    verifyLogsRequested(logs, { fromBlock, toBlock, ...toRpcFilter(filter) })
-    return true
-  } catch (error) {
-    if (error instanceof InconsistentAnswerError) return false
-    throw error
-  }
-}
-
 /** A new block at the tip: its header and its transactions as the node sent them. */
-export type TipBlock = BlockHeader & { transactions: readonly TransactionInput[] }
+export type TipBlock = BlockWithTransactions
 
 /** Blocks a step reads in one batch with its logs; past it (catching up), logs go through the chunked reader. */
 export const BATCHED_STEP_BLOCKS = 20
 
-type RpcFullBlock = RpcBlockHeader & { transactions: TransactionInput[] }
-type RpcReceipt = { transactionHash: string; gasUsed: string } | null
-
-export const toTipBlock = (block: RpcFullBlock): TipBlock & FetchedBlock => ({ ...toBlockHeader(block), transactions: block.transactions })
-
 export type TipReaderParameters = {
-  rpc: { batch<T>(calls: readonly RpcCall[]): Promise<T[]>; request<T>(method: string, params: unknown[]): Promise<T> }
+  rpc: Pick<RpcClient, 'request' | 'batch'>
   /** The chunked, self-narrowing `eth_getLogs` reader, for ranges too wide or answers too big for one batch. */
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
 }
@@ -41,20 +38,13 @@ export type TipReaderParameters = {
 export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
   /** The node's newest block with its transactions (`eth_getBlockByNumber("latest", true)`). */
   async function latest(): Promise<TipBlock | null> {
-    const block = await withRetry(() => rpc.request<RpcFullBlock | null>('eth_getBlockByNumber', ['latest', true]))
-    return block ? toTipBlock(block) : null
+    return withRetry(() => getBlockWithTransactions(rpc, 'latest'))
   }
 
   /** Blocks with their transactions, in order; a height the node lacks yet is asked again (load-balanced endpoints). */
   async function blocks(numbers: readonly number[]): Promise<TipBlock[]> {
     if (numbers.length === 0) return []
-    return withRetry(async () => {
-      const answers = await rpc.batch<RpcFullBlock | null>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })))
-      return answers.map((block, i) => {
-        if (!block) throw new Error(`node has no block ${numbers[i]}`)
-        return toTipBlock(block)
-      })
-    })
+    return withRetry(async () => (await getBlocksWithTransactions(rpc, numbers)).map((block, i) => block ?? missingBlock(numbers[i]!)))
   }
 
   /**
@@ -70,35 +60,45 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
   ): Promise<{ blocks: TipBlock[]; logs: LogInput[][]; gasUsed: Map<string, number> }> {
     const numbers = Array.from({ length: to - from + 1 }, (_, i) => from + i)
     const missing = numbers.filter((n) => !have.has(n))
-    const gasUsed = new Map<string, number>()
     const assemble = (fetched: readonly TipBlock[]) => {
       const at = new Map([...have, ...fetched.map((block) => [block.number, block] as const)])
       return numbers.map((n) => at.get(n)!)
     }
     if (numbers.length <= BATCHED_STEP_BLOCKS) {
-      const calls: RpcCall[] = [
-        ...missing.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, true] })),
-        ...filters.map((filter) => ({ method: 'eth_getLogs', params: [{ fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}`, ...toRpcFilter(filter) }] })),
-        ...receipts.map((hash) => ({ method: 'eth_getTransactionReceipt', params: [hash] })),
-      ]
-      const answers = await rpc.batch<unknown>(calls).catch(() => null)
-      const fetched = answers?.slice(0, missing.length) as (RpcFullBlock | null)[] | undefined
-      if (answers && fetched!.every(Boolean)) {
-        const logs = answers.slice(missing.length, missing.length + filters.length) as LogInput[][]
-        // Logs nobody asked for are a malformed answer: the part-by-part path below reads them again, checked.
-        if (!logs.every((list, i) => answersRequested(list, [from, to], filters[i]!))) return readApart()
-        ;(answers.slice(missing.length + filters.length) as RpcReceipt[]).forEach((receipt, i) => receipt && gasUsed.set(receipts[i]!, Number(receipt.gasUsed)))
-        return { blocks: assemble(fetched!.map((block) => toTipBlock(block!))), logs, gasUsed }
-      }
-      // A refused or partial batch (a lagging node, a range too big to answer): read part by part, with retries and narrowing.
+      const asked: LogsRequest[] = filters.map((filter) => ({ fromBlock: from, toBlock: to, ...toRpcFilter(filter) }))
+      const answers = await rpc
+        .batch([...missing.map((n) => getBlockRequest(n, { includeTransactions: true })), ...asked.map(getLogsRequest), ...receipts.map(getTransactionReceiptRequest)])
+        .catch(() => null)
+      const read = answers && readBatch(answers, asked)
+      if (read) return { blocks: assemble(read.fetched), logs: read.logs, gasUsed: read.gasUsed }
+      // A refused, partial or malformed batch (a lagging node, a range too big to answer, logs nobody asked
+      // for): read part by part, with retries, narrowing and checks.
     }
     return readApart()
+
+    /** The batch's answers decoded and checked, or null where a block is missing or an answer is malformed. */
+    function readBatch(answers: readonly unknown[], asked: readonly LogsRequest[]) {
+      try {
+        const fetched = answers.slice(0, missing.length).map(parseBlockWithTransactions)
+        if (!fetched.every((block): block is TipBlock => block !== null)) return null
+        const logs = asked.map((request, i) => parseLogs(answers[missing.length + i], request) as LogInput[])
+        const read = new Map<string, number>()
+        answers.slice(missing.length + asked.length).forEach((answer, i) => {
+          const receipt = parseReceipt(answer)
+          if (receipt) read.set(receipts[i]!, receipt.gasUsed)
+        })
+        return { fetched, logs, gasUsed: read }
+      } catch (error) {
+        if (error instanceof InconsistentAnswerError) return null
+        throw error
+      }
+    }
 
     async function readApart() {
       const fetched = await blocks(missing)
       const logs: LogInput[][] = []
       for (const filter of filters) logs.push(await fetchLogs([from, to], filter))
-      return { blocks: assemble(fetched), logs, gasUsed }
+      return { blocks: assemble(fetched), logs, gasUsed: new Map<string, number>() }
     }
   }
 

@@ -8,7 +8,18 @@ type StepLog = { warn: (fields: Record<string, unknown>, message: string) => voi
 export async function runEvery(
   every: number | (() => number),
   task: () => Promise<unknown>,
-  { signal, logger, name, wake }: { signal: AbortSignal; logger: StepLog; name: string; wake?: () => Promise<void> },
+  {
+    signal,
+    logger,
+    name,
+    wake,
+  }: {
+    signal: AbortSignal
+    logger: StepLog
+    name: string
+    /** Resolves when there is work now; it must give up, keeping any later wake-up for the next wait, when its signal aborts. */
+    wake?: (signal: AbortSignal) => Promise<void>
+  },
 ): Promise<void> {
   let failures = 0
   while (!signal.aborted) {
@@ -23,8 +34,17 @@ export async function runEvery(
     }
     const backoff = failures > 0 ? Math.min(30_000, intervalMs * 2 ** Math.min(failures, 8)) : 0
     const wait = Math.max(backoff, intervalMs - (performance.now() - started))
+    if (signal.aborted) break
     // `wake` cuts the wait short when something says there is work now (never after a failure).
-    await (wake && failures === 0 ? Promise.race([sleep(wait, signal), wake()]) : sleep(wait, signal))
+    if (wake && failures === 0) {
+      const waited = new AbortController()
+      const stop = () => waited.abort()
+      signal.addEventListener('abort', stop, { once: true })
+      await Promise.race([sleep(wait, waited.signal), wake(waited.signal)])
+      // The losing side is given up: its timer cleared, and a wake-up arriving during the next step kept for the next wait.
+      waited.abort()
+      signal.removeEventListener('abort', stop)
+    } else await sleep(wait, signal)
   }
 }
 
@@ -43,27 +63,38 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * A latch for `runEvery`'s `wake`: `wait()` resolves at the next `notify()`, or at once when one came
- * since the last wait (a notification during a step is not lost).
+ * since the last wait ended; a notification is never lost, whenever it comes (during a step too). A
+ * wait given up through its `signal` (the loop's timer won the race) takes no notification with it.
  */
 export function createWakeUp() {
   let notified = false
-  let resolve: (() => void) | undefined
+  const waiters = new Set<() => void>()
   return {
     notify() {
-      notified = true
-      resolve?.()
+      if (waiters.size === 0) {
+        notified = true
+        return
+      }
+      for (const wake of waiters) wake()
+      waiters.clear()
     },
-    wait(): Promise<void> {
+    wait(signal?: AbortSignal): Promise<void> {
       if (notified) {
         notified = false
         return Promise.resolve()
       }
-      return new Promise<void>((done) => {
-        resolve = () => {
-          notified = false
-          resolve = undefined
-          done()
+      return new Promise<void>((resolve) => {
+        if (signal?.aborted) return resolve()
+        const done = () => {
+          signal?.removeEventListener('abort', giveUp)
+          resolve()
         }
+        const giveUp = () => {
+          waiters.delete(done)
+          resolve()
+        }
+        waiters.add(done)
+        signal?.addEventListener('abort', giveUp, { once: true })
       })
     },
   }

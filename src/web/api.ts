@@ -1,8 +1,8 @@
 /** The JSON API of this same origin, as the dashboard reads it: paths and bodies typed from openapi.json. */
 import createClient from 'openapi-fetch'
-import type { components, paths } from '../api/openapi'
+import type { components, paths } from '../client/openapi'
 
-export { answer, BuilderCodeClientError } from '../api/client.js'
+export { answer, BuilderCodeClientError } from '../client/client.js'
 
 type Schemas = components['schemas']
 export type Leaderboard = Schemas['Leaderboard']

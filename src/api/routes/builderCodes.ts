@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
-import type { Hex } from 'viem'
 import { z } from 'zod'
+import { getTransactionCount } from '../../rpc/index.js'
 import type { Database } from '../../store/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
@@ -108,7 +108,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         Promise.all(
           (['latest', 'pending'] as const).map((tag) =>
             rpc
-              ? rpc.request<Hex>('eth_getTransactionCount', [wallet, tag], { timeoutMs: NONCE_TIMEOUT_MS }).then(Number, () => null)
+              ? getTransactionCount(rpc, wallet, tag, { timeoutMs: NONCE_TIMEOUT_MS }).catch(() => null)
               : null,
           ),
         ),

@@ -11,7 +11,14 @@ import { createHealthSnapshot, probe, type Head } from '../snapshot.js'
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const
 
-export type HealthContext = ApiContext & { redis?: Redis; metrics: Metrics; queues: readonly Queue[]; snapshotMaxAgeMs?: number }
+export type HealthContext = ApiContext & {
+  redis?: Redis
+  metrics: Metrics
+  queues: readonly Queue[]
+  snapshotMaxAgeMs?: number
+  /** `RETENTION_LOGS_DAYS`: what /v1/status says is kept of raw history. */
+  retentionLogsDays?: number | undefined
+}
 
 const check = z.object({
   status: z.enum(['ok', 'down', 'not_configured']),
@@ -57,6 +64,16 @@ const status = z
       .nullable()
       .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.` }),
     reorgsLastHour: z.number().int(),
+    gasUsedMissing: z
+      .number()
+      .int()
+      .meta({ description: "Attributed, confirmed transactions whose gas used is not filled yet: range jobs leave it to a follow-up job, so a backfill's tail shows here until its receipts are read." }),
+    retention: z
+      .object({
+        logsDays: z.number().int().nullable().meta({ description: 'RETENTION_LOGS_DAYS: finalized raw logs and unattributed transactions older than this are deleted; null keeps everything.' }),
+        logsSince: isoTime.nullable().meta({ description: 'Block time of the oldest log kept; null while none is stored.' }),
+      })
+      .meta({ description: 'What is kept of raw history. Attributions, their transactions, the rollups and the registry logs are always kept.' }),
     ...chainFacts,
     readReplica: z
       .object({
@@ -84,7 +101,7 @@ function readReplica({ state, lagMs, maxLagMs, checkedAt }: ReplicaStatus) {
 }
 
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
-export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica }) => {
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays }) => {
   const exempt = { rateLimit: false } as const
   const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
 
@@ -163,6 +180,8 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         ...lag(node.value, indexed),
         pendingLogsPerSecond: sync.chain.preconfirmations?.enabled === false ? null : sync.pendingLogsPerSecond,
         reorgsLastHour: sync.reorgsLastHour,
+        gasUsedMissing: sync.gasUsedMissing,
+        retention: { logsDays: retentionLogsDays ?? null, logsSince: sync.oldestLogTimestamp?.toISOString() ?? null },
         ...sync.chain,
         readReplica: replica ? readReplica(replica()) : null,
       }

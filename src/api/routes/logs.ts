@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import type { ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
-import { listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
+import { hasLeadingLogFilter, listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
+import { ApiError } from '../errors.js'
 import {
   address,
   blockNumber,
@@ -99,7 +100,7 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         operationId: 'listLogs',
         summary: 'Indexed logs filtered like eth_getLogs, oldest first',
         description:
-          'Keyset-paginated: follow nextCursor. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.',
+          'Keyset-paginated: follow nextCursor. topic1–3 filter only with address or topic0 (400 unindexed_filter otherwise): no index leads with them. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.',
         querystring: z.strictObject({
           address: list(address, 'address').optional().meta({ description: 'Comma-separated contract addresses.' }),
           topic0: topicFilter(0),
@@ -119,11 +120,15 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
     async (request) => {
       const q = request.query
       checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
+      const topics = [q.topic0, q.topic1, q.topic2, q.topic3]
+      // No index leads with topic1–3: alone they would filter history row by row.
+      if (!hasLeadingLogFilter({ addresses: q.address, topics }) && topics.some((values) => values !== undefined))
+        throw new ApiError(400, 'unindexed_filter', 'topic1, topic2 and topic3 filter only together with address or topic0.')
       const pageSize = q.limit ?? DEFAULT_LIMIT
       const { rows, more } = await listLogs(db, {
         chainId,
         addresses: q.address,
-        topics: [q.topic0, q.topic1, q.topic2, q.topic3],
+        topics,
         fromBlock: q.fromBlock,
         toBlock: q.toBlock,
         statuses: q.status,

@@ -19,6 +19,6 @@ export {
 } from './attributions.js'
 export { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from './builderCodes.js'
 export { getIndexedHead } from './health.js'
-export { listLogs, logKey, type LogRow } from './logs.js'
+export { hasLeadingLogFilter, listLogs, logKey, type LogRow } from './logs.js'
 export { getSyncStatus, openRepairsIn, PENDING_RATE_WINDOW_SECONDS, type SyncStatus } from './status.js'
 export { getTransactionAttribution } from './transactions.js'

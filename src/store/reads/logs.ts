@@ -44,7 +44,43 @@ export type LogRow = {
 
 const TOPIC_COLUMNS = [logs.topic0, logs.topic1, logs.topic2, logs.topic3] as const
 
-/** One page of indexed logs in chain order, filtered like `eth_getLogs`, plus whether more follow. */
+const LOG_COLUMNS = {
+  chainId: logs.chainId,
+  blockNumber: logs.blockNumber,
+  blockHash: logs.blockHash,
+  blockTimestamp: logs.blockTimestamp,
+  blockTimestampMs: logs.blockTimestampMs,
+  transactionHash: logs.transactionHash,
+  transactionIndex: logs.transactionIndex,
+  logIndex: logs.logIndex,
+  txLogOrdinal: logs.txLogOrdinal,
+  address: logs.address,
+  topic0: logs.topic0,
+  topic1: logs.topic1,
+  topic2: logs.topic2,
+  topic3: logs.topic3,
+  data: logs.data,
+  status: logs.status,
+  removed: logs.removed,
+}
+
+/** Whether a list of logs has a filter an index leads with (address, topic0); without one only the block order can serve it. */
+export function hasLeadingLogFilter({ addresses, topics }: Pick<ListLogsParameters, 'addresses' | 'topics'>): boolean {
+  return addresses !== undefined || topics[0] !== undefined
+}
+
+function compareKeys(a: LogKey, b: LogKey): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1
+  return 0
+}
+
+/**
+ * One page of indexed logs in chain order, filtered like `eth_getLogs`, plus whether more follow.
+ * Filtered by address or topic0, an index led by that column serves it. Otherwise the block order
+ * does, and no one index holds every row in it: confirmed and finalized rows are read from the
+ * canonical key (status <> 'pending'), pre-confirmed ones from their own partial indexes, each part
+ * a page long, merged here; so a page costs a page, not history.
+ */
 export async function listLogs(
   db: Database,
   { chainId, addresses, topics, fromBlock, toBlock, statuses, includeRemoved, after, limit }: ListLogsParameters,
@@ -62,31 +98,27 @@ export async function listLogs(
     where.push(
       sql`(${logs.blockNumber}, ${logs.logIndex}, ${logs.blockHash}, ${logs.transactionHash}, ${logs.txLogOrdinal}) > (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]}, ${after[4]})`,
     )
+  const page = (part: SQL[]) =>
+    db
+      .select(LOG_COLUMNS)
+      .from(logs)
+      .where(and(...where, ...part))
+      .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.blockHash), asc(logs.transactionHash), asc(logs.txLogOrdinal))
+      .limit(limit + 1)
 
-  const rows = await db
-    .select({
-      chainId: logs.chainId,
-      blockNumber: logs.blockNumber,
-      blockHash: logs.blockHash,
-      blockTimestamp: logs.blockTimestamp,
-      blockTimestampMs: logs.blockTimestampMs,
-      transactionHash: logs.transactionHash,
-      transactionIndex: logs.transactionIndex,
-      logIndex: logs.logIndex,
-      txLogOrdinal: logs.txLogOrdinal,
-      address: logs.address,
-      topic0: logs.topic0,
-      topic1: logs.topic1,
-      topic2: logs.topic2,
-      topic3: logs.topic3,
-      data: logs.data,
-      status: logs.status,
-      removed: logs.removed,
-    })
-    .from(logs)
-    .where(and(...where))
-    .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.blockHash), asc(logs.transactionHash), asc(logs.txLogOrdinal))
-    .limit(limit + 1)
+  let rows: LogRow[]
+  if (hasLeadingLogFilter({ addresses, topics })) rows = await page([])
+  else {
+    const wants = (status: Status) => statuses === undefined || statuses.includes(status)
+    const parts: SQL[][] = []
+    if (wants('confirmed') || wants('finalized')) parts.push([sql`${logs.status} <> 'pending'`])
+    if (wants('pending')) {
+      parts.push([sql`${logs.status} = 'pending'`, sql`NOT ${logs.removed}`])
+      if (includeRemoved) parts.push([sql`${logs.status} = 'pending'`, sql`${logs.removed}`])
+    }
+    const pages = await Promise.all(parts.map(page))
+    rows = pages.flat().sort((a, b) => compareKeys(logKey(a), logKey(b))).slice(0, limit + 1)
+  }
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 

@@ -13,6 +13,10 @@ export type SyncStatus = {
   indexedTimestamp: Date | null
   pendingLogsPerSecond: number
   reorgsLastHour: number
+  /** Attributed, confirmed transactions whose gas used the range jobs' follow-up has not filled yet. */
+  gasUsedMissing: number
+  /** Block time of the oldest confirmed log kept (retention deletes older ones). */
+  oldestLogTimestamp: Date | null
   chain: ChainFacts
 }
 
@@ -30,6 +34,8 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     live_ms: number | null
     pending_logs: number
     reorgs: number
+    gas_used_missing: number
+    oldest_log_ms: number | null
     block_time_ms: number | null
     preconfirmations: boolean | null
     preconfirmations_source: 'probe' | 'config' | null
@@ -41,7 +47,13 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
         where l.chain_id = s.chain_id and l.block_number > coalesce(s.finalized_block, -1)
           and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})
           and (l.status = 'pending' or l.updated_at > l.seen_at)) end::int8 as pending_logs,
-      (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs
+      (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs,
+      -- From a partial index holding only the rows still owed: a backfill's tail, not history.
+      (select count(distinct a.tx_hash) from attributions a
+        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing,
+      -- The first entry of the canonical key: what retention has left of raw history.
+      (select extract(epoch from l.block_timestamp)::float8 * 1000 from logs l
+        where l.chain_id = c.chain_id and l.status <> 'pending' order by l.block_number limit 1) as oldest_log_ms
     from (select ${chainId}::int as chain_id) c
     left join chain_state s on s.chain_id = c.chain_id`)
   const row = result.rows[0]
@@ -52,6 +64,8 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     indexedTimestamp: row?.live_ms == null ? null : new Date(row.live_ms),
     pendingLogsPerSecond: (row?.pending_logs ?? 0) / PENDING_RATE_WINDOW_SECONDS,
     reorgsLastHour: row?.reorgs ?? 0,
+    gasUsedMissing: Number(row?.gas_used_missing ?? 0),
+    oldestLogTimestamp: row?.oldest_log_ms == null ? null : new Date(row.oldest_log_ms),
     chain: chainFacts(row ? { blockTimeMs: row.block_time_ms, preconfirmations: row.preconfirmations, preconfirmationsSource: row.preconfirmations_source } : null),
   }
 }

@@ -60,6 +60,16 @@ function SyncFigures() {
       ? ['Pending logs', 'no pre-confirmations on this chain', status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`]
       : ['Pending logs', status?.pendingLogsPerSecond != null ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
     ['Reorgs, last hour', status ? formatInteger(status.reorgsLastHour) : '–'],
+    [
+      'Gas used to fill',
+      status ? formatInteger(status.gasUsedMissing) : '–',
+      status && status.gasUsedMissing > 0 ? 'attributed transactions whose receipts follow their ranges' : undefined,
+    ],
+    [
+      'Raw logs kept',
+      status ? (status.retention.logsDays === null ? 'all history' : `${formatInteger(status.retention.logsDays)} days`) : '–',
+      status?.retention.logsSince ? `since ${status.retention.logsSince.slice(0, 10)}` : undefined,
+    ],
     ...(status?.readReplica
       ? [['Read replica', status.readReplica.state, replicaLag(status.readReplica.lagMs)] as [string, string, string?]]
       : []),

@@ -13,4 +13,10 @@ describe('backoffDelay', () => {
     expect(backoffDelay(30, policy, () => 1)).toBe(1000)
     expect(backoffDelay(30, policy, () => 0)).toBe(500)
   })
+
+  it('stays at the maximum however many attempts', () => {
+    const day = { baseDelayMs: 5_000, maxDelayMs: 24 * 3_600_000 }
+    expect(backoffDelay(1_000, day, () => 1)).toBe(day.maxDelayMs)
+    expect(backoffDelay(5_000, day, () => 0)).toBe(day.maxDelayMs / 2)
+  })
 })

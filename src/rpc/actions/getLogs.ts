@@ -1,13 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Address, Hex } from 'viem'
-import { alignedChunks, type Interval } from '../utils/interval.js'
-import { backoffDelay } from './backoff.js'
-import { MAX_BLOCKS_PER_REQUEST } from '../config/limits.js'
-import type { RpcClient } from './client.js'
-import { classifyRpcError, type RpcErrorAction } from './errors.js'
-import { blockCount, halveInterval, narrowInterval } from './ranges.js'
-import { verifyLogsRequested } from './verify.js'
-import { CodetrailError } from '../internal/errors.js'
+import { alignedChunks, type Interval } from '../../utils/interval.js'
+import { backoffDelay } from '../../utils/backoff.js'
+import { MAX_BLOCKS_PER_REQUEST } from '../../config/limits.js'
+import { CodetrailError } from '../../internal/errors.js'
+import type { RpcCall, RpcClient } from '../client.js'
+import { classifyRpcError, type RpcErrorAction } from '../errors.js'
+import { blockCount, halveInterval, narrowInterval } from '../ranges.js'
+import { verifyLogsRequested } from '../verify.js'
+import { malformed } from './answer.js'
+import { getBlockRequest } from './getBlock.js'
 
 
 export const DEFAULT_GET_LOGS_RETRY: GetLogsRetryPolicy = {
@@ -64,6 +66,38 @@ export type GetLogsParameters = (
 }
 
 type BlockTag = number | 'pending'
+
+/** One `eth_getLogs` request: a range (or `pending`) and the filter. */
+export type LogsRequest = {
+  fromBlock: BlockTag
+  toBlock: BlockTag
+  address?: Address | readonly Address[]
+  topics?: readonly (Hex | readonly Hex[] | null)[]
+}
+
+/**
+ * The single `eth_getLogs` call for `request`, never split: for a batch with other calls (a short range
+ * at the tip, pending logs with the head). A range that may be wide or dense goes through {@link getLogs}.
+ *
+ * @example
+ * const [logs, head] = await client.batch([getLogsRequest({ fromBlock: 'pending', toBlock: 'pending', address }), getBlockNumberRequest()])
+ */
+export function getLogsRequest({ fromBlock, toBlock, address, topics }: LogsRequest): RpcCall {
+  return {
+    method: 'eth_getLogs',
+    params: [{ fromBlock: hexTag(fromBlock), toBlock: hexTag(toBlock), ...(address === undefined ? {} : { address }), ...(topics === undefined ? {} : { topics }) }],
+  }
+}
+
+/**
+ * The node's answer to {@link getLogsRequest}, checked to be a list of logs that were all asked for
+ * (`verifyLogsRequested`); anything else throws an `InconsistentAnswerError`.
+ */
+export function parseLogs(answer: unknown, request: LogsRequest): RpcLog[] {
+  if (!Array.isArray(answer)) return malformed('eth_getLogs', `${typeof answer}, not an array`)
+  verifyLogsRequested(answer as RpcLog[], request)
+  return answer as RpcLog[]
+}
 
 /** A node refused a range; it is asked for again in `parts` narrower ranges. */
 export type GetLogsSplitEvent = { fromBlock: number; toBlock: number; parts: number; reason: RpcErrorAction }
@@ -133,9 +167,9 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
   const policy = { ...DEFAULT_GET_LOGS_RETRY, ...parameters.retry }
   const { logger } = client
 
-  const filter = (fromBlock: BlockTag, toBlock: BlockTag) => ({
-    fromBlock: hexTag(fromBlock),
-    toBlock: hexTag(toBlock),
+  const request = (fromBlock: BlockTag, toBlock: BlockTag): LogsRequest => ({
+    fromBlock,
+    toBlock,
     ...(parameters.address === undefined ? {} : { address: parameters.address }),
     ...(parameters.topics === undefined ? {} : { topics: parameters.topics }),
   })
@@ -144,16 +178,11 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
    * A range's logs with the header of its last block from the same HTTP request: a node behind the others
    * (load-balanced endpoints) may answer a range past its head with fewer logs and no error; it has no such header.
    */
-  async function logsFromNodeAt(fromBlock: BlockTag, toBlock: number, runSignal: AbortSignal | undefined): Promise<RpcLog[]> {
-    const [logs, last] = await client.batch<unknown>(
-      [
-        { method: 'eth_getLogs', params: [filter(fromBlock, toBlock)] },
-        { method: 'eth_getBlockByNumber', params: [hexTag(toBlock), false] },
-      ],
-      { signal: runSignal },
-    )
+  async function logsFromNodeAt(fromBlock: BlockTag, toBlock: number, runSignal: AbortSignal | undefined): Promise<unknown> {
+    const [logs, last] = await client.batch<unknown>([getLogsRequest(request(fromBlock, toBlock)), getBlockRequest(toBlock)], { signal: runSignal })
+    // Only whether the node has the block matters here, not what it says of it.
     if (last === null) throw new NodeBehindError(toBlock)
-    return logs as RpcLog[]
+    return logs
   }
 
   /** Asks for one range until it answers, must be narrowed, or fails for good. */
@@ -171,9 +200,10 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
       const started = performance.now()
       attempts++
       try {
-        const logs = typeof toBlock === 'number' ? await logsFromNodeAt(fromBlock, toBlock, runSignal) : await client.request<RpcLog[]>('eth_getLogs', [filter(fromBlock, toBlock)], { signal: runSignal })
-        if (!Array.isArray(logs)) throw new TypeError(`eth_getLogs answered ${typeof logs}, not an array`)
-        verifyLogsRequested(logs, { fromBlock, toBlock, address: parameters.address, topics: parameters.topics })
+        const asked = request(fromBlock, toBlock)
+        const alone = getLogsRequest(asked)
+        const answer = typeof toBlock === 'number' ? await logsFromNodeAt(fromBlock, toBlock, runSignal) : await client.request(alone.method, alone.params, { signal: runSignal })
+        const logs = parseLogs(answer, asked)
         hooks.onRange?.({ fromBlock, toBlock, logs: logs.length, durationMs: performance.now() - started })
         return { logs }
       } catch (error) {

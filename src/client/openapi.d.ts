@@ -218,7 +218,7 @@ export interface paths {
         };
         /**
          * Indexed logs filtered like eth_getLogs, oldest first
-         * @description Keyset-paginated: follow nextCursor. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.
+         * @description Keyset-paginated: follow nextCursor. topic1–3 filter only with address or topic0 (400 unindexed_filter otherwise): no index leads with them. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.
          */
         get: operations["listLogs"];
         put?: never;
@@ -687,6 +687,15 @@ export interface components {
             /** @description Pre-confirmed logs first stored in the last 10 s, per second; null on a chain without pre-confirmations. */
             pendingLogsPerSecond: number | null;
             reorgsLastHour: number;
+            /** @description Attributed, confirmed transactions whose gas used is not filled yet: range jobs leave it to a follow-up job, so a backfill's tail shows here until its receipts are read. */
+            gasUsedMissing: number;
+            /** @description What is kept of raw history. Attributions, their transactions, the rollups and the registry logs are always kept. */
+            retention: {
+                /** @description RETENTION_LOGS_DAYS: finalized raw logs and unattributed transactions older than this are deleted; null keeps everything. */
+                logsDays: number | null;
+                /** @description Block time of the oldest log kept; null while none is stored. */
+                logsSince: string | null;
+            };
             /** @description Milliseconds between blocks, as last measured from the node (null before the first probe). */
             blockTimeMs: number | null;
             /** @description Whether the chain pre-confirms through `pending` (the node's probe, or PRECONFIRMATIONS); when not, no pending rows are written. */

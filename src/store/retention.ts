@@ -1,0 +1,55 @@
+import type pg from 'pg'
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+/** Rows looked at per delete statement: each is a short transaction that holds few locks. */
+export const RETENTION_BATCH = 5_000
+
+/**
+ * The rows retention may delete, besides being older than the cutoff: finalized (no reorg or finality
+ * step reads them again), outside every open repair, and (for logs) not the registry's, whose live logs
+ * `registry_tokens` is recomputed from.
+ */
+const PRUNABLE_LOG = `l.status = 'finalized' AND l.block_timestamp < $2
+  AND NOT EXISTS (SELECT 1 FROM builder_code_registries g WHERE g.chain_id = l.chain_id AND g.address = l.address)
+  AND NOT EXISTS (SELECT 1 FROM sync_repairs r WHERE r.chain_id = l.chain_id AND l.block_number BETWEEN r.from_block AND r.to_block)`
+/** Transactions: also never one that has attributions (the transaction route and the attribution's details read it). */
+const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
+  AND NOT EXISTS (SELECT 1 FROM attributions a WHERE a.chain_id = t.chain_id AND a.tx_hash = t.hash)
+  AND NOT EXISTS (SELECT 1 FROM sync_repairs r WHERE r.chain_id = t.chain_id AND t.block_number BETWEEN r.from_block AND r.to_block)`
+
+/**
+ * Deletes what retention lets go of, oldest blocks first, in statements of `batch` rows walked in block
+ * order from the oldest (an index range scan each), until the oldest rows walked are younger than
+ * `cutoff`. Rows kept for a reason above are stepped over, never walked again in this pass.
+ */
+export async function pruneRawHistory(db: Queryable, chainId: number, cutoff: Date, batch = RETENTION_BATCH): Promise<{ logs: number; transactions: number }> {
+  const logs = await pruneWalk(db, chainId, cutoff, batch, {
+    // The canonical key (status <> 'pending') orders them by block.
+    walk: `SELECT l.block_number, l.block_timestamp FROM logs l WHERE l.chain_id = $1 AND l.status <> 'pending' AND l.block_number >= $2
+           ORDER BY l.block_number LIMIT $3`,
+    prune: `DELETE FROM logs l WHERE l.chain_id = $1 AND l.status <> 'pending' AND l.block_number BETWEEN $3 AND $4 AND ${PRUNABLE_LOG}`,
+  })
+  const transactions = await pruneWalk(db, chainId, cutoff, batch, {
+    walk: `SELECT t.block_number, t.block_timestamp FROM transactions t WHERE t.chain_id = $1 AND t.block_number >= $2
+           ORDER BY t.block_number LIMIT $3`,
+    prune: `DELETE FROM transactions t WHERE t.chain_id = $1 AND t.block_number BETWEEN $3 AND $4 AND ${PRUNABLE_TRANSACTION}`,
+  })
+  return { logs, transactions }
+}
+
+async function pruneWalk(db: Queryable, chainId: number, cutoff: Date, batch: number, sql: { walk: string; prune: string }): Promise<number> {
+  let deleted = 0
+  let from = 0
+  for (;;) {
+    const { rows } = await db.query<{ block_number: string; block_timestamp: Date }>(sql.walk, [chainId, from, batch])
+    if (rows.length === 0 || rows[0]!.block_timestamp >= cutoff) break
+    const first = Number(rows[0]!.block_number)
+    // Whole blocks only: the last block of a full page may go on in the next one.
+    const last = rows.length < batch ? Number(rows.at(-1)!.block_number) : Math.max(first, Number(rows.at(-1)!.block_number) - 1)
+    const result = await db.query(sql.prune, [chainId, cutoff, first, last])
+    deleted += result.rowCount ?? 0
+    from = last + 1
+  }
+  return deleted
+}
