@@ -1,12 +1,13 @@
 /** The daemon's roles: which parts run in this process, and how they stop. */
-import { migratesOnStart, type Config, type Role } from './config/index.js'
-import { createIndexer, createNodeClient } from './indexer.js'
+import { forChain, migratesOnStart, type Config, type Role } from './config/index.js'
+import { createIndexer, createNodeClient, type Indexer } from './indexer.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './internal/logger.js'
 import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './internal/metrics.js'
-import { checkRedis, createGasWorker, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, rangeJobId } from './queue/index.js'
+import { UnrecoverableError } from 'bullmq'
+import { checkRedis, createGasWorker, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, FATAL_REASON_PREFIX, rangeJobId, rangeQueueName } from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -14,8 +15,8 @@ import { planBackfill } from './sync/historical.js'
 import { createRepairRunner } from './reorg/index.js'
 import { startScheduler } from './sync/scheduler.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
-import { whilePreconfirming } from './chains/index.js'
-import { runEvery } from './utils/loop.js'
+import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
+import { runEvery, sleep } from './utils/loop.js'
 import { createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
 import { getChainId, type RpcClient } from './rpc/index.js'
 import { briefly } from './internal/errors.js'
@@ -33,37 +34,69 @@ const DRAIN_LEASE_MS = 10_000
 const WEBHOOK_POOL_SIZE = 8
 
 
-export async function startDaemon(config: Config, role: Role, logger: Logger): Promise<Service[]> {
+/** What the daemon does when a part finds it must not go on (the node serves another chain): stop every role. */
+export type DaemonHooks = { onFatal?: (error: Error) => void }
+
+export async function startDaemon(config: Config, role: Role, logger: Logger, { onFatal }: DaemonHooks = {}): Promise<Service[]> {
   const migrate = migratesOnStart(config, role)
   if (role === 'api') return startApiRole(config, logger, { migrate })
   await checkRedis(config.redisUrl)
   const metrics = createMetrics()
-  const indexer = await createIndexer(config, logger, metrics, { migrate })
-  const chain = { chain_id: String(indexer.chainId) }
-  const services: Service[] = [{ name: 'store', stop: () => indexer.close() }]
+  const services: Service[] = []
+  const indexers: Indexer[] = []
+  /** Each indexer's configuration: the shared settings with its chain's fields. */
+  const configOf = new Map<Indexer, Config>()
   const runs = (part: Role) => role === 'all' || role === part
   try {
+    // One indexer per chain: its own node client, pool, filters, profile, follower and poller.
+    for (const [i, chain] of config.chains.entries()) {
+      // With several chains, one whose node is down at start waits for it; the others start.
+      const chainConfig = forChain(config, chain)
+      const indexer = await createIndexer(chainConfig, logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: config.chains.length > 1 })
+      indexers.push(indexer)
+      configOf.set(indexer, chainConfig)
+      services.push({ name: config.chains.length > 1 ? `store-${chain.chainName}` : 'store', stop: () => indexer.close() })
+      services.push(watchChainId(indexer.identity, logger, onFatal))
+    }
+    const queueName = (indexer: Indexer) => rangeQueueName(config, indexer.chainId)
     if (runs('worker')) {
-      const worker = createRangeWorker({
+      // A worker per chain and queue: a chain whose node hangs holds only its own jobs' slots.
+      for (const indexer of indexers) {
+        const chain = { chain_id: String(indexer.chainId) }
+        const worker = createRangeWorker({
+          redisUrl: config.redisUrl,
+          prefix: config.redisPrefix,
+          name: queueName(indexer),
+          concurrency: config.workerConcurrency,
+          lockDurationMs: config.jobLockMs,
+          logger,
+          process: async (data) => {
+            try {
+              const result = await indexer.processRange(data)
+              metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, result.inserted)
+              metrics.rangeJobs.inc({ ...chain, outcome: 'completed' })
+              return result
+            } catch (error) {
+              metrics.rangeJobs.inc({ chain_id: String(data.chainId), outcome: error instanceof ChainMismatchError ? 'refused' : 'failed' })
+              throw error
+            }
+          },
+        })
+        services.push({ name: indexers.length > 1 ? `worker-${configOf.get(indexer)!.chainName}` : 'worker', stop: () => worker.close() })
+      }
+      // Gas fills of every chain share one queue: each job goes to its chain's indexer (another chain's is refused).
+      const indexerOf = new Map(indexers.map((indexer) => [indexer.chainId, indexer]))
+      const gasWorker = createGasWorker({
         redisUrl: config.redisUrl,
         prefix: config.redisPrefix,
-        concurrency: config.workerConcurrency,
         lockDurationMs: config.jobLockMs,
         logger,
-        process: async (data) => {
-          try {
-            const result = await indexer.processRange(data)
-            metrics.logsIngested.inc({ ...chain, status: 'confirmed' }, result.inserted)
-            metrics.rangeJobs.inc({ ...chain, outcome: 'completed' })
-            return result
-          } catch (error) {
-            metrics.rangeJobs.inc({ ...chain, outcome: 'failed' })
-            throw error
-          }
+        process: (data) => {
+          const indexer = indexerOf.get(data.chainId)
+          if (!indexer) throw new UnrecoverableError(`${FATAL_REASON_PREFIX}gas fill for chain ${data.chainId}, which this process does not index`)
+          return indexer.fillGas(data)
         },
       })
-      services.push({ name: 'worker', stop: () => worker.close() })
-      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
       services.push({ name: 'gas-worker', stop: () => gasWorker.close() })
       // Deliveries get connections of their own: a backfill holding the indexer's pool must not stall them.
       const deliveryStore = createStore({ databaseUrl: config.databaseUrl, max: WEBHOOK_POOL_SIZE, applicationName: 'codetrail-webhooks' })
@@ -92,130 +125,31 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
     if (runs('scheduler')) {
       const redis = createRedis(config.redisUrl)
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
-      const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
-      services.push({ name: 'repair-queue', stop: () => repairQueue.close() })
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      const dispatcher = createDispatcher({ pool: indexer.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: indexer.fence.check })
-      const repairRunner = createRepairRunner({
-        pool: indexer.store.pool,
-        logger,
-        chainId: indexer.chainId,
-        followerFilterId: indexer.filterId,
-        chunkBlocks: config.chunkBlocks,
-        processRange: indexer.processRange,
-        enqueue: repairQueue.enqueue,
-        failedJobs: async (jobs) => (await repairQueue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
-      })
-      const repairs = {
-        run: async () => {
-          const result = await repairRunner.run()
-          metrics.repairsOpen.set(chain, result.open)
-          metrics.repairsQuarantined.set(chain, result.quarantined)
-          return result
-        },
-      }
-      // The registry's history up to the head, for the workers (the head follower reads it from there on):
-      // planned again by each leader and every minute, so jobs lost with Redis or failed for good come back.
-      const registry = indexer.registry
-      const registryBackfill = registry
-        ? async () => {
-            const head = await indexer.blockNumberAt('latest')
-            if (head < registry.startBlock) return
-            const range = [registry.startBlock, head] as const
-            const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: registry.filter, range, chunkBlocks: config.chunkBlocks })
-            if (plan.jobs.length === 0) return
-            await repairQueue.enqueue(plan.jobs)
-            logger.info({ chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
-          }
-        : undefined
-      const { profiler } = indexer
-      await profiler.refresh().catch((error: unknown) =>
-        logger.warn({ chain_id: indexer.chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers'),
+      // The outbox is one for every chain: the first chain's leader dispatches it, fenced by that lease.
+      const first = indexers[0]!
+      const dispatcher = createDispatcher({ pool: first.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: first.fence.check })
+      // Side by side: a chain whose node is slow to answer its first probe holds up no other chain.
+      const started = await Promise.allSettled(
+        indexers.map((indexer) =>
+          startChainScheduler({
+            config,
+            chainConfig: configOf.get(indexer)!,
+            indexer,
+            queueName: queueName(indexer),
+            redis,
+            logger,
+            metrics,
+            whileLeader: indexer === first ? (signal) => dispatcher.run(signal) : undefined,
+          }),
+        ),
       )
-      const wsUrl = config.rpcWsUrl
-      const scheduler = startScheduler({
-        redis,
-        keyPrefix: config.redisPrefix,
-        chainId: indexer.chainId,
-        logger,
-        follower: indexer.follower,
-        fence: indexer.fence,
-        repairs,
-        poller: {
-          ...indexer.poller,
-          poll: async () => {
-            const started = performance.now()
-            const result = await indexer.poller.poll()
-            if (result.changed > 0) {
-              metrics.pendingLatency.observe(chain, (performance.now() - started) / 1000)
-              metrics.logsIngested.inc({ ...chain, status: 'pending' }, result.changed)
-            }
-            return result
-          },
-        },
-        // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
-        headPollMs: () => (wsUrl ? (config.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
-        pendingPollMs: config.pendingPollMs,
-        profiler,
-        ...(wsUrl
-          ? {
-              heads: (signal: AbortSignal, onHead: () => void) =>
-                followNewHeads({
-                  url: wsUrl,
-                  logger,
-                  signal,
-                  onHead: (header) => {
-                    indexer.follower.announce(header)
-                    onHead()
-                  },
-                  silentAfterMs: () => Math.max(2_000, 10 * profiler.current().blockTimeMs),
-                  httpHead: indexer.follower.lastHead,
-                }),
-            }
-          : {}),
-        whileLeader: async (signal: AbortSignal) => {
-          const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
-          const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
-          const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
-          const retentionDays = config.retentionLogsDays
-          const retention =
-            retentionDays !== undefined &&
-            runEvery(
-              RETENTION_CHECK_MS,
-              async () => {
-                const pruned = await pruneRawHistory(indexer.store.pool, indexer.chainId, new Date(Date.now() - retentionDays * 86_400_000))
-                if (pruned.logs > 0 || pruned.transactions > 0) logger.info({ chain_id: indexer.chainId, ...pruned, retention_days: retentionDays }, 'raw history pruned')
-              },
-              { signal, logger, name: 'retention' },
-            )
-          const reprobe = profiler.run(signal)
-          const subscription =
-            wsUrl && config.pendingPollMs > 0
-              ? whilePreconfirming(profiler, signal, (subscribed) =>
-                  followPendingLogs({
-                    url: wsUrl,
-                    filter: toRpcFilter(indexer.filter),
-                    logger,
-                    signal: subscribed,
-                    onLogs: async (logs) => {
-                      const changed = await indexer.poller.store(logs)
-                      metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
-                      return changed
-                    },
-                  }),
-                )
-              : undefined
-          await Promise.all([coverage, registryCheck, retention, reprobe, subscription, dispatcher.run(signal)])
-        },
-        onFollowEvent: (event) => {
-          recordFollowEvent(metrics, chain, event)
-          if (event.type !== 'idle') logger.info({ chain_id: indexer.chainId, ...event }, `head follower: ${event.type}`)
-        },
-      })
-      services.push({ name: 'scheduler', stop: () => scheduler.stop() })
+      for (const result of started) if (result.status === 'fulfilled') services.push(...result.value)
+      const failed = started.find((result) => result.status === 'rejected')
+      if (failed) throw failed.reason
     }
-    if (runs('api')) services.push(await startApi(config, logger, metrics, { chainId: indexer.chainId, rpc: indexer.rpc }))
+    if (runs('api')) services.push(await startApi(config, logger, metrics, { chainId: indexers[0]!.chainId, chainIds: indexers.map((indexer) => indexer.chainId), rpc: indexers[0]!.rpc }))
     if (!runs('api') && config.metricsPort !== undefined) {
       const server = await serveMetrics({ metrics, port: config.metricsPort })
       logger.info({ address: server.address }, 'metrics listening')
@@ -225,22 +159,180 @@ export async function startDaemon(config: Config, role: Role, logger: Logger): P
     await stopServices(services, logger)
     throw error
   }
-  logger.info({ role, chain_id: indexer.chainId, services: services.map((s) => s.name) }, 'codetrail started')
+  logger.info({ role, chain_id: indexers.length === 1 ? indexers[0]!.chainId : indexers.map((indexer) => indexer.chainId), services: services.map((s) => s.name) }, 'codetrail started')
+  return services
+}
+
+/**
+ * One chain's single-instance parts under its own scheduler lease: the head follower, the pending poller
+ * and subscription, repairs, finality, the registry's backfill and wallet coverage. Nothing here waits on
+ * another chain's node.
+ */
+async function startChainScheduler({
+  config,
+  chainConfig,
+  indexer,
+  queueName,
+  redis,
+  logger,
+  metrics,
+  whileLeader: alsoWhileLeader,
+}: {
+  config: Config
+  /** `config` with this chain's fields. */
+  chainConfig: Config
+  indexer: Indexer
+  queueName: string
+  redis: ReturnType<typeof createRedis>
+  logger: Logger
+  metrics: Metrics
+  /** Another single-instance loop this chain's leader runs (the webhook dispatcher for the first chain). */
+  whileLeader: ((signal: AbortSignal) => Promise<void>) | undefined
+}): Promise<Service[]> {
+  const suffix = config.chains.length > 1 ? `-${chainConfig.chainName}` : ''
+  const chain = { chain_id: String(indexer.chainId) }
+  const services: Service[] = []
+  const repairQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix, name: queueName })
+  services.push({ name: `repair-queue${suffix}`, stop: () => repairQueue.close() })
+  const repairRunner = createRepairRunner({
+    pool: indexer.store.pool,
+    logger,
+    chainId: indexer.chainId,
+    followerFilterId: indexer.filterId,
+    chunkBlocks: config.chunkBlocks,
+    processRange: indexer.processRange,
+    enqueue: repairQueue.enqueue,
+    failedJobs: async (jobs) => (await repairQueue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
+  })
+  const repairs = {
+    run: async () => {
+      const result = await repairRunner.run()
+      metrics.repairsOpen.set(chain, result.open)
+      metrics.repairsQuarantined.set(chain, result.quarantined)
+      return result
+    },
+  }
+  // The registry's history up to the head, for the workers (the head follower reads it from there on):
+  // planned again by each leader and every minute, so jobs lost with Redis or failed for good come back.
+  const registry = indexer.registry
+  const registryBackfill = registry
+    ? async () => {
+        const head = await indexer.blockNumberAt('latest')
+        if (head < registry.startBlock) return
+        const range = [registry.startBlock, head] as const
+        const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: registry.filter, range, chunkBlocks: config.chunkBlocks })
+        if (plan.jobs.length === 0) return
+        await repairQueue.enqueue(plan.jobs)
+        logger.info({ chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
+      }
+    : undefined
+  const { profiler } = indexer
+  await profiler.refresh().catch((error: unknown) =>
+    logger.warn({ chain_id: indexer.chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers'),
+  )
+  const wsUrl = chainConfig.rpcWsUrl
+  const scheduler = startScheduler({
+    redis,
+    keyPrefix: config.redisPrefix,
+    chainId: indexer.chainId,
+    logger,
+    follower: indexer.follower,
+    fence: indexer.fence,
+    repairs,
+    poller: {
+      ...indexer.poller,
+      poll: async () => {
+        const started = performance.now()
+        const result = await indexer.poller.poll()
+        if (result.changed > 0) {
+          metrics.pendingLatency.observe(chain, (performance.now() - started) / 1000)
+          metrics.logsIngested.inc({ ...chain, status: 'pending' }, result.changed)
+        }
+        return result
+      },
+    },
+    // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
+    headPollMs: () => (wsUrl ? (chainConfig.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
+    pendingPollMs: chainConfig.pendingPollMs,
+    profiler,
+    ...(wsUrl
+      ? {
+          heads: (signal: AbortSignal, onHead: () => void) =>
+            followNewHeads({
+              url: wsUrl,
+              logger,
+              signal,
+              onHead: (header) => {
+                indexer.follower.announce(header)
+                onHead()
+              },
+              silentAfterMs: () => Math.max(2_000, 10 * profiler.current().blockTimeMs),
+              httpHead: indexer.follower.lastHead,
+            }),
+        }
+      : {}),
+    whileLeader: async (signal: AbortSignal) => {
+      const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
+      const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
+      const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
+      const retentionDays = config.retentionLogsDays
+      const retention =
+        retentionDays !== undefined &&
+        runEvery(
+          RETENTION_CHECK_MS,
+          async () => {
+            const pruned = await pruneRawHistory(indexer.store.pool, indexer.chainId, new Date(Date.now() - retentionDays * 86_400_000))
+            if (pruned.logs > 0 || pruned.transactions > 0) logger.info({ chain_id: indexer.chainId, ...pruned, retention_days: retentionDays }, 'raw history pruned')
+          },
+          { signal, logger, name: 'retention' },
+        )
+      const reprobe = profiler.run(signal)
+      const subscription =
+        wsUrl && chainConfig.pendingPollMs > 0
+          ? whilePreconfirming(profiler, signal, (subscribed) =>
+              followPendingLogs({
+                url: wsUrl,
+                filter: toRpcFilter(indexer.filter),
+                logger,
+                signal: subscribed,
+                onLogs: async (logs) => {
+                  const changed = await indexer.poller.store(logs)
+                  metrics.logsIngested.inc({ ...chain, status: 'pending' }, changed)
+                  return changed
+                },
+              }),
+            )
+          : undefined
+      await Promise.all([coverage, registryCheck, retention, reprobe, subscription, alsoWhileLeader?.(signal)])
+    },
+    onFollowEvent: (event) => {
+      recordFollowEvent(metrics, chain, event)
+      if (event.type !== 'idle') logger.info({ chain_id: indexer.chainId, ...event }, `head follower: ${event.type}`)
+    },
+  })
+  services.push({ name: `scheduler${suffix}`, stop: () => scheduler.stop() })
   return services
 }
 
 /** The HTTP API on `config.port`, serving `chainId`'s rows; `rpc` answers wallet nonces and readiness. */
-async function startApi(config: Config, logger: Logger, metrics: Metrics, { chainId, rpc }: { chainId: number; rpc: RpcClient }): Promise<Service> {
+async function startApi(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  { chainId, chainIds, rpc }: { chainId: number; chainIds: readonly number[]; rpc: RpcClient },
+): Promise<Service> {
   const redis = createApiRedis(config.redisUrl, logger)
-  const queue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+  // Every configured chain's range queue, for the queue dashboard and the queue metrics.
+  const rangeQueues = config.chains.map((chain) => createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix, name: rangeQueueName(config, chain.chainId) }))
   const api = await createApi({
     config,
     chainId,
+    chainIds,
     redis,
     rpc,
     logger,
     metrics,
-    queues: [queue.queue],
+    queues: rangeQueues.map((rangeQueue) => rangeQueue.queue),
     rateLimit: config.apiRateLimit,
     statementTimeoutMs: config.apiStatementTimeoutMs,
     dbPoolSize: config.apiDbPoolSize,
@@ -254,7 +346,7 @@ async function startApi(config: Config, logger: Logger, metrics: Metrics, { chai
     name: 'api',
     stop: async () => {
       await api.close()
-      await queue.close()
+      for (const rangeQueue of rangeQueues) await rangeQueue.close()
       redis.disconnect()
     },
   }
@@ -279,6 +371,13 @@ async function startApiRole(config: Config, logger: Logger, { migrate }: { migra
     await store.close()
   }
   const rpc = createNodeClient(config, logger, metrics)
+  // A config file names its chains; the first is the one a request that names none reads.
+  const configured = config.chains.flatMap((chain) => (chain.chainId === undefined ? [] : [chain.chainId]))
+  if (configured.length > 0) {
+    const api = await startApi(config, logger, metrics, { chainId: configured[0]!, chainIds: configured, rpc })
+    logger.info({ role: 'api', chain_id: configured, services: [api.name] }, 'codetrail started')
+    return [api]
+  }
   const chainId =
     chainIds.length === 1
       ? chainIds[0]!
@@ -287,7 +386,7 @@ async function startApiRole(config: Config, logger: Logger, { migrate }: { migra
             `the database indexes ${chainIds.length === 0 ? 'no chain yet' : `chains ${chainIds.join(', ')}`} and the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start an indexing role first, or set RPC_URL`,
           )
         })
-  const api = await startApi(config, logger, metrics, { chainId, rpc })
+  const api = await startApi(config, logger, metrics, { chainId, chainIds: [chainId], rpc })
   logger.info({ role: 'api', chain_id: chainId, services: [api.name] }, 'codetrail started')
   return [api]
 }
@@ -305,3 +404,32 @@ function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event:
   if (event.type === 'idle' || event.type === 'blocks') metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
 }
 
+/**
+ * Asks the node its chain id again whenever it has failed (a reconnect may reach another node) and every
+ * few seconds; a node that says another chain is fatal to every role of the process, never retried.
+ */
+function watchChainId(identity: ChainIdentity, logger: Logger, onFatal: DaemonHooks['onFatal']): Service {
+  const stopped = new AbortController()
+  const watching = (async () => {
+    while (!stopped.signal.aborted) {
+      try {
+        await identity.verify()
+      } catch (error) {
+        if (error instanceof ChainMismatchError) {
+          logger.fatal({ chain_id: error.expected, node_chain_id: error.actual }, 'node serves another chain: stopping')
+          onFatal?.(error)
+          return
+        }
+        // The node is down: the next look asks it again.
+      }
+      await sleep(CHAIN_ID_WATCH_MS, stopped.signal)
+    }
+  })()
+  return {
+    name: 'chain-id-watch',
+    stop: async () => {
+      stopped.abort()
+      await watching
+    },
+  }
+}

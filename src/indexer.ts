@@ -4,7 +4,7 @@ import { builderCodesRegistryFilter } from './attribution/registry.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './internal/logger.js'
 import type { Metrics } from './internal/metrics.js'
-import { createChainProfiler } from './chains/index.js'
+import { ChainMismatchError, createChainIdentity, createChainProfiler } from './chains/index.js'
 import {
   classifyRpcError,
   createRpcClient,
@@ -22,8 +22,10 @@ import {
   type BlockTag,
   type LogsRequest,
   type RpcClient,
+  type RpcRequestEvent,
+  createRpcPool,
 } from './rpc/index.js'
-import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainName, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createGasFiller } from './sync/gasFill.js'
@@ -51,15 +53,27 @@ function messagesOf(error: unknown): string {
 }
 
 
-/** The node client of the configuration; creating it sends nothing. */
-export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics): RpcClient {
+/**
+ * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
+ * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request.
+ */
+export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
+  const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe)
+  if (config.rpcEndpoints.length <= 1) return clientOf(config.rpcUrl)
+  return createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger })
+}
+
+function endpointClient(url: string, config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
   return createRpcClient({
-    url: config.rpcUrl,
+    url,
     timeoutMs: config.rpcTimeoutMs,
     batchSize: config.rpcBatchSize,
     maxResponseBytes: config.rpcMaxResponseBytes,
     logger,
-    ...(metrics ? { onRequest: metrics.observeRpcRequest } : {}),
+    onRequest: (event) => {
+      metrics?.observeRpcRequest(event)
+      observe?.(event)
+    },
   })
 }
 
@@ -67,7 +81,12 @@ export function createNodeClient(config: Config, logger: Logger, metrics?: Metri
  * The parts the indexing roles share, wired from the configuration: the database (migrated unless
  * `migrate` is false), the node client, the chain id and the configured log filter, and the sync parts built on them.
  */
-export async function createIndexer(config: Config, logger: Logger, metrics?: Metrics, { migrate = true }: { migrate?: boolean } = {}) {
+export async function createIndexer(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+  { migrate = true, nodeMayBeDown = false }: { migrate?: boolean; nodeMayBeDown?: boolean } = {},
+) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
     if (migrate) await runMigrations(store.pool)
@@ -75,16 +94,28 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     await store.close()
     throw error
   }
-  const rpc = createNodeClient(config, logger, metrics)
+  let observe: ((event: RpcRequestEvent) => void) | undefined
+  const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event))
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
   const reliable: Pick<RpcClient, 'request' | 'batch'> = {
     request: (method, params, options) => withRetry(() => rpc.request(method, params, options)),
     batch: (calls, options) => withRetry(() => rpc.batch(calls, options)),
   }
-  const chainId = await withRetry(() => getChainId(rpc), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }).catch(async (error) => {
+  const identity = await createChainIdentity({
+    askChainId: () => withRetry(() => getChainId(rpc), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }),
+    expected: config.chainId,
+    url: config.rpcUrl,
+    logger,
+    nodeMayBeDown,
+  }).catch(async (error: unknown) => {
     await store.close()
+    if (error instanceof ChainMismatchError) throw error
     throw new Error(`the node is not reachable at ${redactUrl(config.rpcUrl)} (${briefly(error)}): start it, or set RPC_URL`)
   })
+  observe = identity.observe
+  const chainId = identity.chainId
+  // A chain configured through the environment has no name of its own.
+  await saveChainName(store.pool, chainId, config.configFile ? config.chainName : null)
   const filter: LogFilter = normalizeFilter({ addresses: config.indexAddresses, topics: config.indexTopics })
   const filterId = filterIdOf(filter)
   await saveFilter(store.pool, { chainId, filterId, ...filter })
@@ -175,6 +206,7 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   const processRange = createRangeProcessor({
     pool: store.pool,
     logger,
+    chain: identity,
     fetchLogs,
     fetchBlocks: fetchHeaders,
     finalizedBlock,
@@ -230,6 +262,8 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
     store,
     rpc,
     chainId,
+    /** The node's chain id held to the configured one: `verify` asks again after the node failed. */
+    identity,
     filter,
     filterId,
     /** The BuilderCodes registry's filter and where its backfill starts, when `BUILDER_CODES_REGISTRY` is set. */
@@ -254,3 +288,4 @@ export async function createIndexer(config: Config, logger: Logger, metrics?: Me
   }
 }
 
+export type Indexer = Awaited<ReturnType<typeof createIndexer>>

@@ -275,7 +275,7 @@ describe('documentation and dashboard', () => {
     )
     const list = document.paths['/v1/attributions'].get
     expect(list.parameters.map((p: { name: string }) => p.name).sort()).toEqual(
-      ['builderCode', 'cursor', 'fromBlock', 'includeRemoved', 'limit', 'role', 'since', 'status', 'toBlock', 'until', 'walletAddress'].sort(),
+      ['builderCode', 'chainId', 'cursor', 'fromBlock', 'includeRemoved', 'limit', 'role', 'since', 'status', 'toBlock', 'until', 'walletAddress'].sort(),
     )
     expect(list.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
     expect(document.components.schemas.Attribution.properties).toHaveProperty('blockTimestamp')

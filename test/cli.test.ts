@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
@@ -96,6 +98,18 @@ describe('codetrail command line', () => {
     expect([rpc.code, rpc.stdout, rpc.stderr]).toEqual([1, '', 'codetrail: invalid RPC_URL="ftp://node.example.com/***": expected a http or https URL\n'])
     expect([token.code, token.stdout, token.stderr]).toEqual([1, '', 'codetrail: invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces\n'])
     expect([timeout.code, timeout.stderr]).toEqual([1, 'codetrail: invalid SHUTDOWN_TIMEOUT_MS="soon": expected an integer from 1 to 3600000\n'])
+  })
+
+  it('a bad config file, named by --config or CODETRAIL_CONFIG, exits 1 with one line naming the key path and what is allowed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-cli-'))
+    const path = join(dir, 'codetrail.config.yaml')
+    writeFileSync(path, 'chains:\n  - id: 8453\n    name: base\n    rpc: https://base.example/v2/${BASE_KEY}\n    preconfirmations: sometimes\n')
+    const [start, backfill] = await Promise.all([
+      codetrail(['start', '--config', path], { BASE_KEY: 'k3yThatMustNotShow9' }),
+      codetrail(['backfill', '--from', '1', '--to', '2'], { CODETRAIL_CONFIG: path }),
+    ])
+    expect([start.code, start.stdout, start.stderr]).toEqual([1, '', `codetrail: invalid ${path}: chains[0].preconfirmations="sometimes": expected auto, on, off\n`])
+    expect([backfill.code, backfill.stderr]).toEqual([1, `codetrail: invalid ${path}: chains[0].rpc: \${BASE_KEY} is not set in the environment; expected it set, or the value written out\n`])
   })
 
   it('migrate status lists applied and pending migrations without applying any', async () => {

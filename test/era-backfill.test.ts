@@ -53,6 +53,7 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
     const processRange = createRangeProcessor({
       pool: db.store.pool,
       logger: silentLogger,
+      chain: { chainId: CHAIN_ID, verify: async () => {} },
       fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
       fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
       finalizedBlock: async () => newEra[1],
@@ -100,6 +101,7 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
       const processRange = createRangeProcessor({
         pool: other.store.pool,
         logger: silentLogger,
+        chain: { chainId: CHAIN_ID, verify: async () => {} },
         fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
         fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
         finalizedBlock: async () => newEra[1],

@@ -38,6 +38,7 @@ describe('a range job', () => {
     const processRange = createRangeProcessor({
       pool: db.store.pool,
       logger: silentLogger,
+      chain: { chainId: CHAIN_ID, verify: async () => {} },
       fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
       fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
       finalizedBlock: async () => lastBlock,
@@ -70,6 +71,7 @@ describe('a range job', () => {
       const processRange = createRangeProcessor({
         pool: other.store.pool,
         logger: silentLogger,
+        chain: { chainId: CHAIN_ID, verify: async () => {} },
         // A node whose logs have no blockTimestamp (some geth builds).
         fetchLogs: async ([fromBlock, toBlock], filter) =>
           (await getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 })).map(({ blockTimestamp: _, ...log }) => log) as LogInput[],

@@ -188,13 +188,21 @@ describe('webhook subscriptions', () => {
     const subscribe = async (receiver: Receiver, filters: Record<string, unknown>) => {
       const response = await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: receiver.url, ...filters }) })
       expect(response.status).toBe(201)
-      const created = (await response.json()) as { id: string; secret: string; events: string[]; builderCodes: string[] | null; walletAddresses: string[] | null; roles: string[] | null }
+      const created = (await response.json()) as {
+        id: string
+        secret: string
+        events: string[]
+        builderCodes: string[] | null
+        walletAddresses: string[] | null
+        roles: string[] | null
+        chainIds: number[] | null
+      }
       receiver.setSecret(created.secret)
       return created
     }
     const all = ['attribution.pending', 'attribution.confirmed', 'attribution.finalized', 'attribution.removed']
     const subscriptions = new Map<Receiver, Awaited<ReturnType<typeof subscribe>>>([
-      [healthy, await subscribe(healthy, { events: all, builderCodes: [codeA] })],
+      [healthy, await subscribe(healthy, { events: all, builderCodes: [codeA], chainIds: [await fixtureClient(devnet.url).getChainId()] })],
       [flaky, await subscribe(flaky, { events: all, walletAddresses: [walletB] })],
       [outage, await subscribe(outage, { events: ['attribution.confirmed', 'attribution.removed'] })],
     ])

@@ -1,6 +1,7 @@
 import type { Logger } from '../internal/logger.js'
 import type { RpcClient } from '../rpc/index.js'
 import type { Database, ReplicaStatus } from '../store/index.js'
+import { ApiError } from './errors.js'
 import type { BuilderCodeRegistrar } from './registration.js'
 
 /** What the route plugins need, passed as their options. */
@@ -11,12 +12,27 @@ export type ApiContext = {
   primaryDb: Database
   /** The read replica's lag and whether it serves; absent without `DATABASE_READ_URL`. */
   replica?: () => ReplicaStatus
-  /** The chain whose rows the API serves. */
+  /** The chain whose rows the API serves when a request names none. */
   chainId: number
+  /** Every chain the API serves (`chainId=` on a request picks one), `chainId` first among them or elsewhere. */
+  chainIds: readonly number[]
   logger: Logger
   /** The node, for wallet nonces and readiness; without it those fields are null. */
   rpc?: RpcClient
   registrar: BuilderCodeRegistrar
   /** The registration route's own limit per client (`REGISTRATION_RATE_LIMIT`), below the global one. */
   registrationRateLimit?: { max: number; timeWindow: number }
+}
+
+/**
+ * The chain a request asks for with `chainId=`, else the default one. Where a value means something only
+ * on one chain (a transaction hash) and several are served, `required` makes naming it mandatory.
+ */
+export function requestedChain({ chainId, chainIds }: Pick<ApiContext, 'chainId' | 'chainIds'>, requested: number | undefined, { required = false } = {}): number {
+  if (requested === undefined) {
+    if (required && chainIds.length > 1) throw new ApiError(400, 'chain_id_required', `this deployment indexes chains ${chainIds.join(', ')}: name one with chainId`)
+    return chainId
+  }
+  if (!chainIds.includes(requested)) throw new ApiError(404, 'unknown_chain', `chain ${requested} is not indexed here; chains: ${chainIds.join(', ')}`)
+  return requested
 }

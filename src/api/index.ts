@@ -45,8 +45,10 @@ export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'dat
 
 export type CreateApiParameters = {
   config: ApiConfig
-  /** The chain whose rows are served (the daemon reads it from the node). */
+  /** The chain whose rows are served when a request names none (the daemon reads it from the node). */
   chainId: number
+  /** Every chain served, `chainId` among them; a request may name any with `chainId=`. @default [chainId] */
+  chainIds?: readonly number[]
   /**
    * The database. Omitted: the API opens a pool of its own on `config.databaseUrl` with
    * `statementTimeoutMs`; a store passed in should have been created with one. With
@@ -131,6 +133,7 @@ function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
 export async function createApi({
   config,
   chainId,
+  chainIds = [chainId],
   store: givenStore,
   redis,
   rpc,
@@ -289,6 +292,7 @@ export async function createApi({
       primaryDb: store.db,
       replica: replica?.status,
       chainId,
+      chainIds: chainIds.includes(chainId) ? chainIds : [chainId, ...chainIds],
       logger,
       rpc,
       registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),

@@ -63,6 +63,12 @@ export const builderCode = z
   .regex(ATTRIBUTION_CODE_PATTERN, 'must match ^[a-z0-9_]{1,32}$')
   .meta({ description: 'A builder code as it appears in ERC-8021 suffixes.', example: 'bc_k3x9a2mf' })
 
+export const chainIdParam = z
+  .string()
+  .regex(/^\d{1,15}$/, 'must be a decimal chain id')
+  .transform(Number)
+  .meta({ description: "The chain's EIP-155 id; default: the deployment's first configured chain.", example: '8453' })
+
 export const blockNumber = z
   .string()
   .regex(BLOCK_NUMBER, 'must be a block number, decimal or 0x hex')

@@ -8,3 +8,4 @@ export {
   whilePreconfirming,
   type ChainProfiler,
 } from './profile.js'
+export { CHAIN_ID_WATCH_MS, ChainMismatchError, createChainIdentity, type ChainIdentity } from './identity.js'

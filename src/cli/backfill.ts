@@ -6,12 +6,12 @@
  * block of the range is stored.
  */
 import cliProgress from 'cli-progress'
-import { ConfigError, loadConfig, secretsOf } from '../config/index.js'
+import { ConfigError, forChain, loadConfig, secretsOf, type Config } from '../config/index.js'
 import { UsageError } from '../internal/errors.js'
 import { createIndexer } from '../indexer.js'
 import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
-import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId } from '../queue/index.js'
+import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, rangeQueueName } from '../queue/index.js'
 import type { FilterRange } from '../store/index.js'
 import { analyzeForGasFill, gasUsedMissing } from '../store/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
@@ -23,10 +23,20 @@ const REPLAN_MS = 5_000
 /** A Redis command of the waiting loop that has no answer by then is given up for this poll. */
 const REDIS_STEP_TIMEOUT_MS = 10_000
 
-export type BackfillOptions = { from: number; to: number | 'latest' | 'safe' | 'finalized'; addresses: string[]; topics: string[]; wait: boolean; json: boolean }
+export type BackfillOptions = {
+  from: number
+  to: number | 'latest' | 'safe' | 'finalized'
+  addresses: string[]
+  topics: string[]
+  wait: boolean
+  json: boolean
+  /** The configured chain's id or name; needed when the configuration has several. */
+  chain?: string | undefined
+  configFile?: string | undefined
+}
 
 /** Checks the flags' values; throws a `UsageError` naming the first bad one. */
-export function parseBackfillOptions(values: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean }): BackfillOptions {
+export function parseBackfillOptions(values: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean; chain?: string; config?: string }): BackfillOptions {
   const block = (flag: string, value: string) => {
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${flag} must be a block number, got "${value}"`)
     return Number(value)
@@ -40,7 +50,7 @@ export function parseBackfillOptions(values: { from: string; to: string; address
   for (const topic of values.topic0) {
     if (!/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new UsageError(`--topic0 must be a 0x-prefixed 32-byte topic, got "${topic}"`)
   }
-  return { from, to, addresses: values.address, topics: values.topic0, wait: values.wait, json: values.json ?? false }
+  return { from, to, addresses: values.address, topics: values.topic0, wait: values.wait, json: values.json ?? false, chain: values.chain, configFile: values.config }
 }
 
 /** The chunk jobs Redis no longer holds in any state. */
@@ -68,6 +78,20 @@ function formatDuration(seconds: number): string {
   return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')}m`
 }
 
+/** The configuration of the chain `--chain` names (by id or name); without it, the only chain configured. */
+function chosenChain(config: Config, chain: string | undefined): Config {
+  const listed = config.chains.map((c) => `${c.chainId ?? '?'} (${c.chainName})`).join(', ')
+  if (chain === undefined) {
+    if (config.chains.length === 1) return config
+    throw new ConfigError(`${config.chains.length} chains are configured: choose one with --chain (${listed})`)
+  }
+  // The environment's one chain has no id until CHAIN_ID names it: --chain <id> then holds its node to that id.
+  if (config.chains.length === 1 && config.chainId === undefined && /^\d+$/.test(chain)) return forChain(config, { ...config.chains[0]!, chainId: Number(chain) })
+  const chosen = config.chains.find((c) => String(c.chainId) === chain || c.chainName === chain)
+  if (!chosen) throw new ConfigError(`--chain ${chain} is not configured; expected one of ${listed}`)
+  return forChain(config, chosen)
+}
+
 /** Masks the configuration's secrets in what this command prints; set once the configuration is read. */
 let redact = (text: string) => text
 
@@ -83,7 +107,7 @@ export async function backfill(options: BackfillOptions): Promise<number> {
 }
 
 async function run(options: BackfillOptions): Promise<number> {
-  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env })
+  const config = chosenChain(loadConfig({ LOG_LEVEL: 'warn', ...process.env }, { file: options.configFile }), options.chain)
   const secrets = secretsOf(config)
   redact = createRedactor(secrets)
   const logger = createLogger(config.logLevel, { role: 'backfill' }, { fd: 2, secrets })
@@ -113,7 +137,8 @@ async function run(options: BackfillOptions): Promise<number> {
       say(`blocks ${range[0]}–${range[1]} are already indexed (filter ${plan.filterId}); nothing to do`, { done: true })
       return 0
     }
-    const rangeQueue = createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    const queue = { redisUrl: config.redisUrl, prefix: config.redisPrefix, name: rangeQueueName(config, indexer.chainId) }
+    const rangeQueue = createRangeQueue(queue)
     cleanups.push(() => rangeQueue.close())
     const { added, retried } = await rangeQueue.enqueue(plan.jobs)
     say(`enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`, {
@@ -124,7 +149,7 @@ async function run(options: BackfillOptions): Promise<number> {
     if (!options.wait) return 0
 
     const ids = new Set(plan.jobs.map(rangeJobId))
-    const events = createRangeEvents({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
+    const events = createRangeEvents(queue)
     cleanups.push(() => events.close())
     let logs = 0
     events.events.on('completed', ({ jobId, returnvalue }) => {
@@ -133,8 +158,7 @@ async function run(options: BackfillOptions): Promise<number> {
       logs += Number(result?.logs ?? 0)
     })
     const worker = createRangeWorker({
-      redisUrl: config.redisUrl,
-      prefix: config.redisPrefix,
+      ...queue,
       concurrency: config.workerConcurrency,
       lockDurationMs: config.jobLockMs,
       logger,

@@ -7,6 +7,8 @@ import { Command, Option, type CommanderError } from 'commander'
 import { ConfigError, ROLES, type Role } from '../config/index.js'
 import { UsageError } from '../internal/errors.js'
 
+const CONFIG_FLAG = ['--config <file>', 'the config file (YAML or JSON); default: CODETRAIL_CONFIG, else codetrail.config.{yaml,yml,json} in this directory, else the environment alone'] as const
+
 /** The package's version, from its package.json (two levels up from src/cli, three from dist/src/cli). */
 function readVersion(): string {
   for (const path of ['../../package.json', '../../../package.json']) {
@@ -55,32 +57,35 @@ export function createProgram(): Command {
     .command('start')
     .description('run the daemon: the parts of the given role until SIGINT/SIGTERM')
     .addOption(new Option('--role <role>', 'which parts run in this process').choices(ROLES).default('all'))
+    .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(async ({ role }: { role: Role }) => {
+      configured(async ({ role, config }: { role: Role; config?: string }) => {
         const { start } = await import('./start.js')
-        await start(role)
+        await start(role, config)
       }),
     )
 
   const migrate = program
     .command('migrate')
     .description('apply the database migrations to DATABASE_URL')
+    .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(async () => {
+      configured(async ({ config }: { config?: string }) => {
         const { migrate } = await import('./migrate.js')
-        return migrate()
+        return migrate(config)
       }),
     )
   migrate
     .command('status')
     .description('list the applied and pending migrations of DATABASE_URL without applying any')
+    .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(async () => {
+      configured(async ({ config }: { config?: string }) => {
         const { migrateStatus } = await import('./migrate.js')
-        return migrateStatus()
+        return migrateStatus(config)
       }),
     )
 
@@ -93,9 +98,11 @@ export function createProgram(): Command {
     .option('--topic0 <topic>', 'only logs with this first topic (repeatable)', collect, [])
     .option('--no-wait', 'enqueue the chunk jobs and exit; running workers index them')
     .option('--json', 'progress and results as JSON lines on stdout')
+    .option('--chain <chain>', "the configured chain's id or name (needed when the config file lists several)")
+    .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(async (flags: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean }, command: Command) => {
+      configured(async (flags: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean; chain?: string; config?: string }, command: Command) => {
         const { backfill, parseBackfillOptions } = await import('./backfill.js')
         let options
         try {

@@ -4,8 +4,8 @@ import { createStore, definitionsApplied, migrationStatus, runMigrations, type S
 import { createRedactor } from '../utils/redact.js'
 
 /** Runs `work` on a one-connection store of DATABASE_URL; any failure is one masked line and exit 1. */
-async function withDatabase(work: (store: Store, database: string) => Promise<void>): Promise<number> {
-  const config = loadConfig()
+async function withDatabase(configFile: string | undefined, work: (store: Store, database: string) => Promise<void>): Promise<number> {
+  const config = loadConfig(process.env, { file: configFile })
   const redact = createRedactor(secretsOf(config))
   const store = createStore({ databaseUrl: config.databaseUrl, max: 1 })
   try {
@@ -19,15 +19,15 @@ async function withDatabase(work: (store: Store, database: string) => Promise<vo
   }
 }
 
-export function migrate(): Promise<number> {
-  return withDatabase(async (store, database) => {
+export function migrate(configFile?: string): Promise<number> {
+  return withDatabase(configFile, async (store, database) => {
     await runMigrations(store.pool)
     process.stdout.write(`migrations applied to ${database}\n`)
   })
 }
 
-export function migrateStatus(): Promise<number> {
-  return withDatabase(async (store, database) => {
+export function migrateStatus(configFile?: string): Promise<number> {
+  return withDatabase(configFile, async (store, database) => {
     const migrations = await migrationStatus(store.pool)
     for (const { tag, applied } of migrations) process.stdout.write(`${applied ? 'applied' : 'pending'}  ${tag}\n`)
     process.stdout.write(`${(await definitionsApplied(store.pool)) ? 'applied' : 'pending'}  views, functions and triggers of src/store/sql\n`)

@@ -5,7 +5,7 @@
 import type { Role } from '../config/index.js'
 import type { Service } from '../internal/shutdown.js'
 
-export async function start(role: Role): Promise<void> {
+export async function start(role: Role, configFile?: string): Promise<void> {
   // Listening before the daemon's modules load (most of a start): a signal that comes while the daemon
   // starts stops it once it has started, instead of killing it halfway (its migrations, its first jobs).
   let signalled: NodeJS.Signals | undefined
@@ -31,7 +31,7 @@ export async function start(role: Role): Promise<void> {
     import('../utils/redact.js'),
   ])
 
-  const config = loadConfig()
+  const config = loadConfig(process.env, { file: configFile })
   const secrets = secretsOf(config)
   const redact = createRedactor(secrets)
   const logger = createLogger(config.logLevel, { role }, { secrets })
@@ -44,7 +44,7 @@ export async function start(role: Role): Promise<void> {
       process.exit(1)
     }, config.shutdownTimeoutMs).unref()
   }
-  const stop = async (services: Service[]) => {
+  const stop = async (services: Service[], exitCode = 0) => {
     // Each part names itself while it stops, so a deadline that passes names the one that hung.
     await stopServices(
       services.map((service) => ({
@@ -58,7 +58,7 @@ export async function start(role: Role): Promise<void> {
     )
     logger.info('stopped')
     logger.flush()
-    process.exit(0)
+    process.exit(exitCode)
   }
   onFirstSignal = (signal) => {
     armDeadline(signal)
@@ -67,7 +67,16 @@ export async function start(role: Role): Promise<void> {
   if (signalled) armDeadline(signalled)
   logger.info('starting')
   try {
-    started = await startDaemon(config, role, logger)
+    started = await startDaemon(config, role, logger, {
+      // One line naming what is wrong, then the same stop as a signal's, ending in exit 1.
+      onFatal: (error) => {
+        if (signalled) return
+        signalled = 'SIGTERM'
+        process.stderr.write(`codetrail: ${redact(error.message)}: stopping\n`)
+        armDeadline(signalled)
+        if (started) void stop(started, 1)
+      },
+    })
   } catch (error) {
     logger.fatal({ reason: (error as Error).message }, 'codetrail could not start')
     process.stderr.write(`codetrail could not start: ${redact((error as Error).message)}\n`)

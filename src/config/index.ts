@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { ConfigError } from '../internal/errors.js'
 import { DEFAULT_MAX_RESPONSE_BYTES, MAX_BLOCKS_PER_REQUEST } from './limits.js'
 import { MASK, redactUrl, secretsOfUrl } from '../utils/redact.js'
+import { ConfigFileError, findConfigFile, readConfigFile, type ConfigFile } from './file.js'
 
 export const ROLES = ['api', 'worker', 'scheduler', 'all'] as const
 export type Role = (typeof ROLES)[number]
@@ -75,6 +76,7 @@ const origins = z
 
 /** Each environment variable codetrail reads, with its default; `describe` is what the error line says is allowed. */
 const schema = z.object({
+  CHAIN_ID: integer(1, Number.MAX_SAFE_INTEGER).optional(),
   RPC_URL: url(['http:', 'https:']).default('http://127.0.0.1:8545'),
   RPC_WS_URL: url(['ws:', 'wss:']).optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).default('postgres://postgres@127.0.0.1:5432/postgres'),
@@ -140,8 +142,64 @@ const schema = z.object({
 })
 
 type Parsed = z.output<typeof schema>
+type Name = keyof typeof schema.shape
+
+/** The variables that describe one chain: in a config file they sit under each of its `chains`. */
+const CHAIN_NAMES = [
+  'CHAIN_ID',
+  'RPC_URL',
+  'RPC_WS_URL',
+  'INDEX_ADDRESSES',
+  'INDEX_TOPICS',
+  'START_BLOCK',
+  'PENDING_POLL_MS',
+  'HEAD_POLL_MS',
+  'FINALITY_DEPTH',
+  'FINALITY_SECONDS',
+  'PRECONFIRMATIONS',
+  'ATTRIBUTION_SCOPE',
+  'BUILDER_CODES_REGISTRY',
+  'BUILDER_CODES_REGISTRY_START_BLOCK',
+] as const satisfies readonly Name[]
+
+/** One node endpoint of a chain: requests spread over a chain's endpoints by weight, each under its own rate cap. */
+export type RpcEndpoint = Readonly<{ url: string; weight: number; maxRequestsPerSecond: number | undefined }>
+
+/** What one chain is and how it is followed: the fields of {@link Config} a config file sets per chain. */
+export type ChainConfig = Pick<
+  Config,
+  | 'chainId'
+  | 'chainName'
+  | 'rpcUrl'
+  | 'rpcEndpoints'
+  | 'rpcWsUrl'
+  | 'indexAddresses'
+  | 'indexTopics'
+  | 'startBlock'
+  | 'pendingPollMs'
+  | 'headPollMs'
+  | 'finalityDepth'
+  | 'finalitySeconds'
+  | 'preconfirmations'
+  | 'attributionScope'
+  | 'builderCodesRegistry'
+  | 'builderCodesRegistryStartBlock'
+>
 
 export type Config = Readonly<{
+  /** Where the configuration came from: the config file's path, or undefined for the environment alone. */
+  configFile: string | undefined
+  /**
+   * Every configured chain; the chain fields below are the first one's. A config file lists several,
+   * the environment describes one.
+   */
+  chains: readonly ChainConfig[]
+  /** The chain's name in the config file (for people: logs, status, the dashboard); from the environment, `chain`. */
+  chainName: string
+  /** The chain's node endpoints (a config file may list several); `rpcUrl` is the first. */
+  rpcEndpoints: readonly RpcEndpoint[]
+  /** `CHAIN_ID`: the chain the node must serve (its `eth_chainId` is checked at start and after it failed); unset: whatever it serves at start. */
+  chainId: number | undefined
   rpcUrl: string
   rpcWsUrl: string | undefined
   databaseUrl: string
@@ -231,7 +289,7 @@ export function migratesOnStart(config: Pick<Config, 'migrateOnStart'>, role: Ro
 }
 
 /** Variables whose value may hold a secret, and how an error line shows it. */
-const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => string>> = {
+const SHOWN_AS: Partial<Record<Name, (value: string) => string>> = {
   RPC_URL: redactUrl,
   RPC_WS_URL: redactUrl,
   DATABASE_URL: redactUrl,
@@ -243,47 +301,98 @@ const SHOWN_AS: Partial<Record<keyof typeof schema.shape, (value: string) => str
 }
 
 /**
- * Reads and validates the environment once. Empty strings count as unset.
- * Throws a `ConfigError` whose message is one line naming the variable, the value and what is allowed;
- * a URL shows only its scheme, host and port, and the admin token not at all.
+ * Reads and validates the configuration once: the config file when there is one (`file`, else
+ * `CODETRAIL_CONFIG`, else `codetrail.config.{yaml,yml,json}` in the working directory), the
+ * environment for everything the file leaves out, defaults for the rest. Empty strings count as unset.
+ * Throws a `ConfigError` whose message is one line naming the variable (or the file's key path), the
+ * value and what is allowed; a URL shows only its scheme, host and port, and the admin token not at all.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, { file }: { file?: string | undefined } = {}): Config {
+  const path = findConfigFile(file ?? env.CODETRAIL_CONFIG?.trim())
   const input: Record<string, string> = {}
   for (const key of Object.keys(schema.shape)) {
     const value = env[key]?.trim()
     if (value) input[key] = value
   }
-  const result = schema.safeParse(input)
-  if (!result.success) {
-    const issue = result.error.issues[0]!
-    const name = String(issue.path[0]) as keyof typeof schema.shape
-    const allowed = issue.code === 'invalid_value' ? issue.values.map(String).join(', ') : issue.message
-    const value = input[name]!
-    throw new ConfigError(`invalid ${name}=${JSON.stringify(SHOWN_AS[name]?.(value) ?? value)}: expected ${allowed}`)
+  if (!path) return Object.freeze(toConfig(parse(input, (name) => name), undefined))
+  const shown = (where: string) => `${path}: ${where}`
+  let read: ConfigFile
+  try {
+    read = readConfigFile(path, env, { globals: Object.keys(schema.shape).filter((name) => !(CHAIN_NAMES as readonly string[]).includes(name)), chainNames: CHAIN_NAMES })
+  } catch (error) {
+    if (error instanceof ConfigFileError) throw new ConfigError(`invalid ${shown(error.message)}`)
+    throw error
   }
-  return Object.freeze(toConfig(result.data))
+  // The file's settings win over the environment's; the environment's chain variables do not apply.
+  for (const name of CHAIN_NAMES) delete input[name]
+  const globals = parse({ ...input, ...read.globals }, (name) => (name in read.globals ? shown(read.keyOf[name]!) : name))
+  const chains = read.chains.map((chain, i) => {
+    for (const endpoint of chain.endpoints) parse({ RPC_URL: endpoint.url }, () => shown(endpoint.key))
+    if (chain.values.CHAIN_ID === undefined) throw new ConfigError(`invalid ${shown(`chains[${i}].id`)}: missing; expected the chain id the node serves`)
+    const parsed = parse({ ...input, ...chain.values }, (name) => (name in chain.values ? shown(`chains[${i}].${read.keyOf[name]}`) : name))
+    return chainConfigOf(parsed, chain.name, chain.endpoints.map(({ url, weight, maxRequestsPerSecond }) => ({ url, weight, maxRequestsPerSecond })))
+  })
+  const ids = chains.map((chain) => chain.chainId)
+  const repeated = ids.find((id, i) => ids.indexOf(id) !== i)
+  if (repeated !== undefined) throw new ConfigError(`invalid ${shown('chains')}: chain ${repeated} is listed twice; expected each chain id once`)
+  const names = chains.map((chain) => chain.chainName)
+  const repeatedName = names.find((name, i) => names.indexOf(name) !== i)
+  if (repeatedName !== undefined) throw new ConfigError(`invalid ${shown('chains')}: the name ${JSON.stringify(repeatedName)} is used twice; expected each name once`)
+  return Object.freeze({ ...toConfig(globals, path), ...chains[0]!, chains: Object.freeze(chains) })
 }
 
-function toConfig(p: Parsed): Config {
+/** Validates variables by the schema; `where` names a variable in an error line (the file's key path where it came from there). */
+function parse(input: Record<string, string>, where: (name: Name) => string): Parsed {
+  const result = schema.safeParse(input)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]!
+  const name = String(issue.path[0]) as Name
+  const allowed = issue.code === 'invalid_value' ? issue.values.map(String).join(', ') : issue.message
+  const value = input[name]!
+  throw new ConfigError(`invalid ${where(name)}=${JSON.stringify(SHOWN_AS[name]?.(value) ?? value)}: expected ${allowed}`)
+}
+
+/** The chain fields of parsed variables. */
+function chainConfigOf(p: Parsed, name: string, endpoints: readonly RpcEndpoint[]): ChainConfig {
   return {
-    rpcUrl: p.RPC_URL,
+    chainId: p.CHAIN_ID,
+    chainName: name,
+    rpcUrl: endpoints[0]!.url,
+    rpcEndpoints: Object.freeze(endpoints),
     rpcWsUrl: p.RPC_WS_URL,
-    databaseUrl: p.DATABASE_URL,
-    databaseReadUrl: p.DATABASE_READ_URL,
-    readMaxLagMs: p.READ_MAX_LAG_MS,
-    redisUrl: p.REDIS_URL,
-    redisPrefix: p.REDIS_PREFIX,
-    builderApiUrl: p.BUILDER_API_URL?.replace(/\/+$/, ''),
     indexAddresses: Object.freeze(p.INDEX_ADDRESSES),
     indexTopics: Object.freeze(p.INDEX_TOPICS),
     startBlock: p.START_BLOCK,
-    chunkBlocks: p.CHUNK_BLOCKS,
     pendingPollMs: p.PENDING_POLL_MS,
     headPollMs: p.HEAD_POLL_MS,
     finalityDepth: p.FINALITY_DEPTH,
     finalitySeconds: p.FINALITY_SECONDS,
     preconfirmations: p.PRECONFIRMATIONS,
     attributionScope: p.ATTRIBUTION_SCOPE,
+    builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
+    builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
+  }
+}
+
+/** The configuration for one of its chains: the same settings, that chain's fields. */
+export function forChain(config: Config, chain: ChainConfig): Config {
+  return Object.freeze({ ...config, ...chain })
+}
+
+/** The configuration from variables alone: one chain, the environment's. */
+function toConfig(p: Parsed, configFile: string | undefined): Config {
+  const chain = chainConfigOf(p, 'chain', [{ url: p.RPC_URL, weight: 1, maxRequestsPerSecond: undefined }])
+  return {
+    configFile,
+    chains: Object.freeze([chain]),
+    ...chain,
+    databaseUrl: p.DATABASE_URL,
+    databaseReadUrl: p.DATABASE_READ_URL,
+    readMaxLagMs: p.READ_MAX_LAG_MS,
+    redisUrl: p.REDIS_URL,
+    redisPrefix: p.REDIS_PREFIX,
+    builderApiUrl: p.BUILDER_API_URL?.replace(/\/+$/, ''),
+    chunkBlocks: p.CHUNK_BLOCKS,
     port: p.PORT,
     adminUi: p.ADMIN_UI,
     adminToken: p.ADMIN_TOKEN,
@@ -300,8 +409,6 @@ function toConfig(p: Parsed): Config {
     trustProxy: Array.isArray(p.TRUST_PROXY) ? Object.freeze(p.TRUST_PROXY) : p.TRUST_PROXY,
     corsOrigins: Object.freeze(p.CORS_ORIGINS),
     registrationRateLimit: p.REGISTRATION_RATE_LIMIT,
-    builderCodesRegistry: p.BUILDER_CODES_REGISTRY,
-    builderCodesRegistryStartBlock: p.BUILDER_CODES_REGISTRY_START_BLOCK,
     webhookTimeoutMs: p.WEBHOOK_TIMEOUT_MS,
     webhookMaxFailures: p.WEBHOOK_MAX_FAILURES,
     webhookBackoffMs: p.WEBHOOK_BACKOFF_MS,
@@ -318,11 +425,11 @@ function toConfig(p: Parsed): Config {
 
 /** Every secret the configuration holds (URL keys and passwords, the admin token), for masking output. */
 export function secretsOf(
-  config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'> & Partial<Pick<Config, 'databaseReadUrl'>>,
+  config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'> & Partial<Pick<Config, 'databaseReadUrl' | 'chains'>>,
 ): string[] {
+  const chains = config.chains ?? [{ rpcEndpoints: [{ url: config.rpcUrl }], rpcWsUrl: config.rpcWsUrl }]
   return [
-    ...secretsOfUrl(config.rpcUrl),
-    ...secretsOfUrl(config.rpcWsUrl),
+    ...chains.flatMap((chain) => [...chain.rpcEndpoints.flatMap((endpoint) => secretsOfUrl(endpoint.url)), ...secretsOfUrl(chain.rpcWsUrl)]),
     ...secretsOfUrl(config.builderApiUrl),
     ...secretsOfUrl(config.databaseUrl, { credentialsOnly: true }),
     ...secretsOfUrl(config.databaseReadUrl, { credentialsOnly: true }),

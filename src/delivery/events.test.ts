@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { matchesSubscription, toPayload } from './events.js'
 
-const event = { type: 'attribution.confirmed' as const, builderCode: 'bc_a', walletAddress: '0xaa', role: null }
+const event = { type: 'attribution.confirmed' as const, builderCode: 'bc_a', walletAddress: '0xaa', role: null, chainId: 8453 }
 const everything = { events: ['attribution.confirmed'], builderCodes: null, walletAddresses: null, roles: null }
 
 describe('matchesSubscription', () => {
@@ -12,6 +12,9 @@ describe('matchesSubscription', () => {
     expect(matchesSubscription({ ...everything, builderCodes: ['bc_b', 'bc_a'] }, event)).toBe(true)
     expect(matchesSubscription({ ...everything, walletAddresses: ['0xaa'] }, event)).toBe(true)
     expect(matchesSubscription({ ...everything, walletAddresses: ['0xaa'] }, { ...event, walletAddress: null })).toBe(false)
+    expect(matchesSubscription({ ...everything, chainIds: [10] }, event)).toBe(false)
+    expect(matchesSubscription({ ...everything, chainIds: [10, 8453] }, event)).toBe(true)
+    expect(matchesSubscription({ ...everything, chainIds: null }, event)).toBe(true)
   })
 
   it('matches a roles filter only with a role (schema 0 and 1 codes have none)', () => {

@@ -43,13 +43,14 @@ export function toPayload(event: WebhookEvent): EventPayload {
   }
 }
 
-type Filters = Pick<WebhookSubscription, 'events' | 'builderCodes' | 'walletAddresses' | 'roles'>
+type Filters = Pick<WebhookSubscription, 'events' | 'builderCodes' | 'walletAddresses' | 'roles'> & Partial<Pick<WebhookSubscription, 'chainIds'>>
 
 /** Whether a subscription wants the event: its type, and each filter it sets (null matches all). */
-export function matchesSubscription(subscription: Filters, event: Pick<WebhookEvent, 'type' | 'builderCode' | 'walletAddress' | 'role'>): boolean {
-  const { events, builderCodes, walletAddresses, roles } = subscription
+export function matchesSubscription(subscription: Filters, event: Pick<WebhookEvent, 'type' | 'builderCode' | 'walletAddress' | 'role' | 'chainId'>): boolean {
+  const { events, builderCodes, walletAddresses, roles, chainIds = null } = subscription
   return (
     events.includes(event.type) &&
+    (chainIds === null || chainIds.includes(event.chainId)) &&
     (builderCodes === null || builderCodes.includes(event.builderCode)) &&
     (walletAddresses === null || (event.walletAddress !== null && walletAddresses.includes(event.walletAddress))) &&
     (roles === null || (event.role !== null && roles.includes(event.role)))

@@ -38,7 +38,8 @@ function wants(filter: EventFilter, event: WebhookEvent): boolean {
   return (
     (!filter.builderCodes || filter.builderCodes.includes(event.builderCode)) &&
     (!filter.walletAddresses || (event.walletAddress !== null && filter.walletAddresses.includes(event.walletAddress))) &&
-    (!filter.types || filter.types.includes(event.type))
+    (!filter.types || filter.types.includes(event.type)) &&
+    (!filter.chainIds || filter.chainIds.includes(event.chainId))
   )
 }
 

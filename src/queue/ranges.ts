@@ -6,6 +6,22 @@ import type { RangeJobResult } from '../sync/historical.js'
 import { createRedis, type QueueContext } from './redis.js'
 
 export const RANGE_QUEUE = 'ranges'
+
+/** Where a chain's range jobs wait: the connection, and the queue's name (see {@link rangeQueueName}). */
+export type RangeQueueContext = QueueContext & {
+  /** @default RANGE_QUEUE */
+  name?: string
+}
+
+/**
+ * The range queue of a chain: `ranges` where one chain is configured (as it always was), `ranges-<chain id>`
+ * where several are, so each chain's jobs wait in a queue of their own and a chain whose node hangs holds
+ * only its own workers.
+ */
+export function rangeQueueName({ chains }: { chains: readonly unknown[] }, chainId: number | undefined): string {
+  // Several chains come from a config file, where every chain has its id.
+  return chains.length > 1 && chainId !== undefined ? `${RANGE_QUEUE}-${chainId}` : RANGE_QUEUE
+}
 const RANGE_ATTEMPTS = 10
 const RANGE_BACKOFF_MS = 1_000
 // Job states asked of Redis at once when enqueueing many chunks.
@@ -25,9 +41,9 @@ export const RANGE_JOB_OPTIONS: JobsOptions = {
   removeOnFail: false,
 }
 
-export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
+export function createRangeQueue({ redisUrl, prefix, name = RANGE_QUEUE }: RangeQueueContext) {
   const connection = createRedis(redisUrl)
-  const queue = new Queue<FilterRange, RangeJobResult>(RANGE_QUEUE, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
+  const queue = new Queue<FilterRange, RangeJobResult>(name, { connection, prefix, defaultJobOptions: RANGE_JOB_OPTIONS })
 
   /** The jobs among `ids` that failed for good, asked per id: the failed set grows with history, these ids do not. */
   async function failedJobs(ids: readonly string[]): Promise<Job<FilterRange, RangeJobResult>[]> {
@@ -64,7 +80,7 @@ export function createRangeQueue({ redisUrl, prefix }: QueueContext) {
 
 export type RangeQueue = ReturnType<typeof createRangeQueue>
 
-export type CreateRangeWorkerParameters = QueueContext & {
+export type CreateRangeWorkerParameters = RangeQueueContext & {
   concurrency: number
   lockDurationMs: number
   logger: Logger
@@ -85,9 +101,9 @@ async function runRangeJob(process: (data: FilterRange) => Promise<RangeJobResul
 }
 
 /** A BullMQ worker for range jobs; fatal errors fail a job at once, others retry with backoff. */
-export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
+export function createRangeWorker({ redisUrl, prefix, name = RANGE_QUEUE, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
   const connection = createRedis(redisUrl)
-  const worker = new Worker<FilterRange, RangeJobResult>(RANGE_QUEUE, (job) => runRangeJob(process, job.data), {
+  const worker = new Worker<FilterRange, RangeJobResult>(name, (job) => runRangeJob(process, job.data), {
     connection,
     prefix,
     concurrency,
@@ -116,9 +132,9 @@ export function createRangeWorker({ redisUrl, prefix, concurrency, lockDurationM
 type RangeWorker = ReturnType<typeof createRangeWorker>
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
-export function createRangeEvents({ redisUrl, prefix }: QueueContext) {
+export function createRangeEvents({ redisUrl, prefix, name = RANGE_QUEUE }: RangeQueueContext) {
   const connection = createRedis(redisUrl)
-  const events = new QueueEvents(RANGE_QUEUE, { connection, prefix })
+  const events = new QueueEvents(name, { connection, prefix })
   return {
     events,
     async close() {

@@ -48,3 +48,4 @@ export { getTransactionCount, getTransactionCountRequest, parseTransactionCount 
 export { getTransactions } from './actions/getTransactionByHash.js'
 export { getTransactionReceiptRequest, getTransactionReceipts, parseReceipt } from './actions/getTransactionReceipt.js'
 export { subscribeNewHeads, subscribePendingLogs, type PendingLogsFilter } from './actions/subscribe.js'
+export { createRpcPool, type CreateRpcPoolParameters, type EndpointState, type PoolEndpoint } from './pool.js'

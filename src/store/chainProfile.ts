@@ -13,3 +13,12 @@ export async function saveChainProfile(
     [chainId, profile.blockTimeMs, profile.preconfirmations.enabled, profile.preconfirmations.source],
   )
 }
+
+/** Names the chain in `chain_state` (for `analytics.chains`, the status and the dashboard). */
+export async function saveChainName(db: Queryable, chainId: number, name: string | null): Promise<void> {
+  await db.query(
+    `INSERT INTO chain_state (chain_id, name) VALUES ($1, $2)
+     ON CONFLICT (chain_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now() WHERE chain_state.name IS DISTINCT FROM EXCLUDED.name`,
+    [chainId, name],
+  )
+}

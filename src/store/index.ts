@@ -29,7 +29,7 @@ export {
 export { saveBuilderCodeRegistry } from './registry.js'
 export * from './webhooks.js'
 export { listen } from './listen.js'
-export { saveChainProfile } from './chainProfile.js'
+export { saveChainName, saveChainProfile } from './chainProfile.js'
 export { createReadRouting, type ReadRouting, type ReplicaStatus } from './replica.js'
 export { analyzeForGasFill, gasOwed, gasUsedMissing, storeGasUsed } from './gas.js'
 export { pruneRawHistory } from './retention.js'

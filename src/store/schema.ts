@@ -424,6 +424,8 @@ export const syncRepairs = pgTable(
 /** Per chain: the node's head, safe and finalized blocks as last seen, and the live follower's position. */
 export const chainState = pgTable('chain_state', {
   chainId: integer('chain_id').primaryKey(),
+  /** The chain's name in the config file; null for a chain configured through the environment. */
+  name: text('name'),
   headBlock: bigint('head_block', { mode: 'number' }),
   safeBlock: bigint('safe_block', { mode: 'number' }),
   finalizedBlock: bigint('finalized_block', { mode: 'number' }),
@@ -523,6 +525,8 @@ export const webhookSubscriptions = pgTable('webhook_subscriptions', {
   builderCodes: text('builder_codes').array(),
   walletAddresses: text('wallet_addresses').array(),
   roles: text('roles').array(),
+  /** The chains whose events the subscription wants; null: every chain. */
+  chainIds: integer('chain_ids').array(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   /** Failed attempts since the last success; while above zero one delivery at a time probes the receiver. */
   consecutiveFailures: integer('consecutive_failures').notNull().default(0),

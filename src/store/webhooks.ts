@@ -87,7 +87,7 @@ export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ pu
 }
 
 /** Filters of the event stream; each one given narrows it. */
-export type EventFilter = { builderCodes?: readonly string[]; walletAddresses?: readonly string[]; types?: readonly string[] }
+export type EventFilter = { builderCodes?: readonly string[]; walletAddresses?: readonly string[]; types?: readonly string[]; chainIds?: readonly number[] }
 
 /** Published events after `after` (and at most `upTo`), in id order, at most `limit`. */
 export async function readEvents(
@@ -97,9 +97,9 @@ export async function readEvents(
   const { rows } = await db.query<WebhookEvent>(
     `SELECT ${EVENT_COLUMNS} FROM webhook_events
      WHERE id > $1 AND ($6::bigint IS NULL OR id <= $6) AND ($3::text[] IS NULL OR builder_code = ANY($3)) AND ($4::text[] IS NULL OR wallet_address = ANY($4))
-       AND ($5::text[] IS NULL OR type = ANY($5))
+       AND ($5::text[] IS NULL OR type = ANY($5)) AND ($7::int[] IS NULL OR chain_id = ANY($7))
      ORDER BY id LIMIT $2`,
-    [after, limit, filter.builderCodes ?? null, filter.walletAddresses ?? null, filter.types ?? null, upTo ?? null],
+    [after, limit, filter.builderCodes ?? null, filter.walletAddresses ?? null, filter.types ?? null, upTo ?? null, filter.chainIds ?? null],
   )
   return rows
 }
@@ -133,6 +133,7 @@ export type WebhookSubscription = {
   builderCodes: string[] | null
   walletAddresses: string[] | null
   roles: string[] | null
+  chainIds: number[] | null
   createdAt: Date
   consecutiveFailures: number
   retryAt: Date | null
@@ -142,11 +143,12 @@ export type WebhookSubscription = {
   previousSecret: string | null
 }
 
-const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builderCodes", wallet_addresses AS "walletAddresses", roles,
+const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builderCodes", wallet_addresses AS "walletAddresses", roles, chain_ids AS "chainIds",
   created_at AS "createdAt", consecutive_failures AS "consecutiveFailures", retry_at AS "retryAt", disabled_at AS "disabledAt",
   disabled_reason AS "disabledReason", CASE WHEN previous_secret_until > now() THEN previous_secret END AS "previousSecret"`
 
-export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'>
+export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'> &
+  Partial<Pick<WebhookSubscription, 'chainIds'>>
 
 /** Replaces the secret (as stored); the old one signs beside it for `overlapMs`. Returns until when; null when there is no such subscription. */
 export async function rotateSecret(db: Queryable, id: string, secret: string, overlapMs: number): Promise<Date | null> {
@@ -160,9 +162,9 @@ export async function rotateSecret(db: Queryable, id: string, secret: string, ov
 
 export async function insertSubscription(db: Queryable, s: NewWebhookSubscription): Promise<WebhookSubscription> {
   const { rows } = await db.query<WebhookSubscription>(
-    `INSERT INTO webhook_subscriptions (id, url, secret, events, builder_codes, wallet_addresses, roles) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO webhook_subscriptions (id, url, secret, events, builder_codes, wallet_addresses, roles, chain_ids) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      RETURNING ${SUBSCRIPTION_COLUMNS}`,
-    [s.id, s.url, s.secret, s.events, s.builderCodes, s.walletAddresses, s.roles],
+    [s.id, s.url, s.secret, s.events, s.builderCodes, s.walletAddresses, s.roles, s.chainIds ?? null],
   )
   return rows[0]!
 }

@@ -20,6 +20,7 @@ import { filterIdOf, isEveryLog, normalizeFilter, type LogFilter } from './filte
 import type { Header } from '../reorg/index.js'
 import { blocksForTarget, FatalError, logsJsonBytes, toKindedError, verifyLogs, type LogsDensity } from '../rpc/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
+import { ChainMismatchError, type ChainIdentity } from '../chains/index.js'
 
 /**
  * Logs per `eth_getLogs` request a range job aims at: the parsed answer then fits the young generation
@@ -74,6 +75,8 @@ export async function storedBlocks(pool: pg.Pool, chainId: number, filterId: str
 export type RangeContext = {
   pool: pg.Pool
   logger: Logger
+  /** The chain this worker's node serves: a job for another chain is refused before anything is read or written. */
+  chain: Pick<ChainIdentity, 'chainId' | 'verify'>
   /** Every log of the range matching the filter, as the node returns them (adaptive, never partial). */
   fetchLogs: (range: Interval, filter: LogFilter) => Promise<LogInput[]>
   /** Headers of the given blocks: to check unfinalized blocks' logs against, and for nodes whose logs carry no `blockTimestamp`. */
@@ -172,6 +175,13 @@ export function createRangeProcessor(context: RangeContext) {
   async function readAndStore(data: FilterRange): Promise<RangeJobResult> {
     const started = performance.now()
     const range: Interval = [data.fromBlock, data.toBlock]
+    // Two deployments sharing a Redis prefix, or a node swapped under a worker, must not store one chain's logs as another's.
+    if (data.chainId !== context.chain.chainId) {
+      const error = new ChainMismatchError(data.chainId, context.chain.chainId, `range job ${data.fromBlock}–${data.toBlock} refused: this worker's node`)
+      context.logger.error({ chain_id: data.chainId, node_chain_id: context.chain.chainId, from_block: data.fromBlock, to_block: data.toBlock }, 'range job for another chain refused')
+      throw error
+    }
+    await context.chain.verify()
     if (await isCovered(context.pool, data.chainId, data.filterId, range)) {
       await context.afterStored?.(data, new Map())
       return { logs: 0, inserted: 0, stored: false }

@@ -63,12 +63,12 @@ export async function nodeLogs(rpcUrl: string, [from, to]: readonly [number, num
 }
 
 /** Rows of `analytics.logs` over the range (not removed unless asked), in comparable form. */
-export async function indexedLogs(pool: pg.Pool, [from, to]: readonly [number, number], { includeRemoved = false } = {}) {
+export async function indexedLogs(pool: pg.Pool, [from, to]: readonly [number, number], { includeRemoved = false, chainId }: { includeRemoved?: boolean; chainId?: number } = {}) {
   const { rows } = await pool.query(
     `SELECT block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, address, topics, data, removed
-     FROM analytics.logs WHERE block_number BETWEEN $1 AND $2 AND ($3 OR NOT removed)
+     FROM analytics.logs WHERE block_number BETWEEN $1 AND $2 AND ($3 OR NOT removed) AND ($4::int IS NULL OR chain_id = $4)
      ORDER BY block_number, log_index, block_hash`,
-    [from, to, includeRemoved],
+    [from, to, includeRemoved, chainId ?? null],
   )
   return rows.map(toComparableLog)
 }
@@ -90,8 +90,15 @@ export function toComparableLog(row: Record<string, any>): ComparableLog {
 }
 
 /** Asserts the index holds exactly the node's logs over the range — every field, no duplicate, nothing missing. */
-export async function expectIndexMatchesNode(pool: pg.Pool, rpcUrl: string, range: readonly [number, number], filter?: { address?: string[]; topics?: string[][] }) {
-  const [expected, actual] = await Promise.all([nodeLogs(rpcUrl, range, filter), indexedLogs(pool, range)])
+export async function expectIndexMatchesNode(
+  pool: pg.Pool,
+  rpcUrl: string,
+  range: readonly [number, number],
+  filter?: { address?: string[]; topics?: string[][] },
+  /** Only this chain's rows, where the index holds several. */
+  chainId?: number,
+) {
+  const [expected, actual] = await Promise.all([nodeLogs(rpcUrl, range, filter), indexedLogs(pool, range, chainId === undefined ? {} : { chainId })])
   expect(expected.length).toBeGreaterThan(0)
   expect(actual.length).toBe(expected.length)
   expect(actual).toEqual(expected)

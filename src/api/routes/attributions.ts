@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { LRUCache } from 'lru-cache'
 import { z } from 'zod'
 import { ATTRIBUTION_ROLES } from '../../attribution/index.js'
-import type { ApiContext } from '../context.js'
+import { requestedChain, type ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { ApiError } from '../errors.js'
 import {
@@ -19,6 +19,7 @@ import {
   type StatsInterval,
 } from '../../store/reads/index.js'
 import {
+  chainIdParam,
   blockNumber,
   builderCode,
   checkRange,
@@ -197,7 +198,7 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
 }
 
 /** `GET /v1/attributions`, `GET /v1/builder-codes/{code}/stats` and `GET /v1/leaderboard`. */
-export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
+export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ...served }) => {
   // forceFetch() also makes concurrent requests for the same leaderboard wait for one ranking.
   const leaderboards = new LRUCache<string, LeaderboardRow[], LeaderboardParameters>({
     max: LEADERBOARD_CACHE_ENTRIES,
@@ -215,6 +216,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         description:
           'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.',
         querystring: z.strictObject({
+          chainId: chainIdParam.optional(),
           builderCode: builderCode.optional(),
           walletAddress: walletAddress.optional(),
           fromBlock: blockNumber.optional(),
@@ -232,6 +234,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     },
     async (request) => {
       const q = request.query
+      const chainId = requestedChain(served, q.chainId)
       checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
       checkRange(q.since?.getTime(), q.until?.getTime(), 'since', 'until')
       const pageSize = q.limit ?? DEFAULT_LIMIT
@@ -269,6 +272,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           `that ends before the code's latest attribution is counted from the rows, which is slower.`,
         params: z.strictObject({ code: builderCode }),
         querystring: z.strictObject({
+          chainId: chainIdParam.optional(),
           since: timestamp.optional(),
           until: timestamp.optional(),
           interval: z.enum(['hour', 'day'], 'must be hour or day').optional().meta({ description: 'Bucket size. Default day.' }),
@@ -278,6 +282,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     },
     async (request) => {
       const code = request.params.code
+      const chainId = requestedChain(served, request.query.chainId)
       const interval = request.query.interval ?? 'day'
       const { since, until } = bucketRange(interval, request.query, DEFAULT_STATS_SPAN_MS[interval])
       const { stats, roles, walletAddress, registry } = await builderCodeStatsReport(db, { chainId, builderCode: code, interval, since, until })
@@ -309,14 +314,15 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           `Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's ` +
           `counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit ${DEFAULT_LEADERBOARD_LIMIT}. ` +
           `One ranking answers every request for the same range and limit for ${LEADERBOARD_CACHE_MS / 1000} s.`,
-        querystring: z.strictObject({ since: timestamp.optional(), until: timestamp.optional(), limit: limit.optional() }),
+        querystring: z.strictObject({ chainId: chainIdParam.optional(), since: timestamp.optional(), until: timestamp.optional(), limit: limit.optional() }),
         response: { 200: leaderboardAnswer, ...errorResponses(400, 429, 503) },
       },
     },
     async (request) => {
       const { since, until } = bucketRange('hour', request.query, DEFAULT_LEADERBOARD_SPAN_MS)
       const limit = request.query.limit ?? DEFAULT_LEADERBOARD_LIMIT
-      const items = await leaderboards.forceFetch(`${since.getTime()}-${until.getTime()}-${limit}`, { context: { chainId, since, until, limit } })
+      const chainId = requestedChain(served, request.query.chainId)
+      const items = await leaderboards.forceFetch(`${chainId}-${since.getTime()}-${until.getTime()}-${limit}`, { context: { chainId, since, until, limit } })
       return { since: since.toISOString(), until: until.toISOString(), items }
     },
   )

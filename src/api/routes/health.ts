@@ -3,10 +3,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import type { Redis } from 'ioredis'
 import { z } from 'zod'
 import type { ReplicaStatus } from '../../store/index.js'
-import type { ApiContext } from '../context.js'
+import { requestedChain, type ApiContext } from '../context.js'
 import type { Metrics } from '../../internal/metrics.js'
-import { PENDING_RATE_WINDOW_SECONDS } from '../../store/reads/index.js'
-import { errorResponses, isoTime } from '../schemas.js'
+import { getSyncStatus, listChainSummaries, PENDING_RATE_WINDOW_SECONDS } from '../../store/reads/index.js'
+import { chainIdParam, errorResponses, isoTime } from '../schemas.js'
 import { createHealthSnapshot, probe, type Head } from '../snapshot.js'
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const
@@ -84,6 +84,18 @@ const status = z
       })
       .nullable()
       .meta({ description: 'The read replica (DATABASE_READ_URL), measured every second; null when none is configured.' }),
+    chains: z
+      .array(
+        z.object({
+          chainId: z.number().int(),
+          name: z.string().nullable().meta({ description: "The chain's name in the config file; null for a chain configured through the environment." }),
+          headBlock: z.number().int().nullable(),
+          indexedBlock: z.number().int().nullable(),
+          finalizedBlock: z.number().int().nullable(),
+          lagBlocks: z.number().int().nullable(),
+        }),
+      )
+      .meta({ description: 'Every chain this deployment indexes, as its head follower last saw it (analytics.chains).' }),
   })
   .meta({ id: 'SyncStatus' })
 
@@ -101,7 +113,7 @@ function readReplica({ state, lagMs, maxLagMs, checkedAt }: ReplicaStatus) {
 }
 
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
-export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays }) => {
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, chainIds, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays }) => {
   const exempt = { rateLimit: false } as const
   const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
 
@@ -163,16 +175,23 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         operationId: 'getStatus',
         tags: ['operations'],
         summary: "The chain head, the index's position and finality, sync lag, pending log rate and recent reorgs",
-        description: 'Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old.',
-        querystring: z.strictObject({}),
+        description:
+          "Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old. chainId picks another chain than the first configured one (its head as its follower last saw it); chains lists every chain.",
+        querystring: z.strictObject({ chainId: chainIdParam.optional() }),
         response: { 200: status, ...errorResponses(429, 503) },
       },
     },
-    async () => {
-      const [sync, node] = await Promise.all([snapshot.sync(), snapshot.node()])
+    async (request) => {
+      const asked = requestedChain({ chainId, chainIds }, request.query.chainId)
+      // The snapshot and the node are the default chain's; another chain is read from its follower's state.
+      const [sync, node, chains] = await Promise.all([
+        asked === chainId ? snapshot.sync() : getSyncStatus(db, asked),
+        asked === chainId ? snapshot.node() : { value: null },
+        listChainSummaries(db, chainIds),
+      ])
       const indexed = { block: sync.indexedBlock, timestamp: sync.indexedTimestamp }
       return {
-        chainId,
+        chainId: asked,
         headBlock: node.value?.block ?? sync.headBlock,
         indexedBlock: sync.indexedBlock,
         indexedAt: sync.indexedTimestamp?.toISOString() ?? null,
@@ -184,6 +203,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         retention: { logsDays: retentionLogsDays ?? null, logsSince: sync.oldestLogTimestamp?.toISOString() ?? null },
         ...sync.chain,
         readReplica: replica ? readReplica(replica()) : null,
+        chains,
       }
     },
   )

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import type { ApiContext } from '../context.js'
+import { requestedChain, type ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { hasLeadingLogFilter, listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
 import { ApiError } from '../errors.js'
 import {
+  chainIdParam,
   address,
   blockNumber,
   checkRange,
@@ -91,7 +92,7 @@ function toItem(row: LogRow): z.output<typeof logItem> {
 }
 
 /** `GET /v1/logs`: the index read like `eth_getLogs`, in chain order, keyset-paginated. */
-export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
+export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ...served }) => {
   app.get(
     '/v1/logs',
     {
@@ -102,6 +103,7 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
         description:
           'Keyset-paginated: follow nextCursor. topic1–3 filter only with address or topic0 (400 unindexed_filter otherwise): no index leads with them. A pending log that its sealed block places at another height meanwhile can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can.',
         querystring: z.strictObject({
+          chainId: chainIdParam.optional(),
           address: list(address, 'address').optional().meta({ description: 'Comma-separated contract addresses.' }),
           topic0: topicFilter(0),
           topic1: topicFilter(1),
@@ -119,6 +121,7 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ch
     },
     async (request) => {
       const q = request.query
+      const chainId = requestedChain(served, q.chainId)
       checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
       const topics = [q.topic0, q.topic1, q.topic2, q.topic3]
       // No index leads with topic1–3: alone they would filter history row by row.

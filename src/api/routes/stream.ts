@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { KEEPALIVE_MS, type EventStream } from '../../delivery/index.js'
 import { WEBHOOK_EVENTS } from '../../store/index.js'
 import { ApiError } from '../errors.js'
-import { builderCode, errorResponses, list, walletAddress } from '../schemas.js'
+import { builderCode, chainIdParam, errorResponses, list, walletAddress } from '../schemas.js'
 
 const eventId = z
   .string()
@@ -34,6 +34,7 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
         querystring: z.strictObject({
           builderCode: list(builderCode, 'builder code').optional(),
           walletAddress: list(walletAddress, 'wallet address').optional(),
+          chainId: list(chainIdParam, 'chain id').optional().meta({ description: 'Comma-separated chain ids. Default: every chain.' }),
           events: eventTypes.optional().meta({ description: 'Comma-separated event types. Default: all.' }),
           lastEventId: eventId.optional(),
         }),
@@ -64,7 +65,7 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
       out.write(`retry: ${RETRY_MS}\n\n`)
       let ended: 'gone' | 'dropped' = 'gone'
       try {
-        const filter = { builderCodes: q.builderCode, walletAddresses: q.walletAddress, types: q.events }
+        const filter = { builderCodes: q.builderCode, walletAddresses: q.walletAddress, types: q.events, chainIds: q.chainId }
         const sink = {
           write: (chunk: string) => out.write(chunk),
           buffered: () => out.writableLength,

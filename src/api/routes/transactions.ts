@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import type { ApiContext } from '../context.js'
+import { requestedChain, type ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { getTransactionAttribution } from '../../store/reads/index.js'
-import { errorResponses, hash, isoTime, statusSchema, timestampMs } from '../schemas.js'
+import { chainIdParam, errorResponses, hash, isoTime, statusSchema, timestampMs } from '../schemas.js'
 
 const suffix = z
   .object({
@@ -55,7 +55,7 @@ const transactionAttribution = z
   .meta({ id: 'TransactionAttribution' })
 
 /** `GET /v1/transactions/{hash}/attribution`. */
-export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, chainId }) => {
+export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ...served }) => {
   app.get(
     '/v1/transactions/:hash/attribution',
     {
@@ -63,12 +63,14 @@ export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         tags: ['attributions'],
         operationId: 'getTransactionAttribution',
         summary: "A transaction's decoded ERC-8021 suffix and matched builder codes",
+        description: 'A transaction hash means something on one chain: where the deployment indexes several, name it with chainId.',
         params: z.strictObject({ hash }),
-        querystring: z.strictObject({}),
+        querystring: z.strictObject({ chainId: chainIdParam.optional() }),
         response: { 200: transactionAttribution, ...errorResponses(400, 404, 429, 503) },
       },
     },
     async (request) => {
+      const chainId = requestedChain(served, request.query.chainId, { required: true })
       const found = await getTransactionAttribution(db, chainId, request.params.hash)
       if (!found) throw new ApiError(404, 'not_found', `Transaction ${request.params.hash} is not indexed.`)
       const { transaction: tx, matches } = found

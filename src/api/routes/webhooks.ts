@@ -52,6 +52,7 @@ const subscriptionBody = z.strictObject({
   builderCodes: array(builderCode, 'builder code').optional(),
   walletAddresses: array(walletAddress, 'wallet address').optional(),
   roles: array(z.enum(ROLES, `must be one of ${ROLES.join(', ')}`), 'role').optional(),
+  chainIds: array(z.number().int().positive('must be a chain id'), 'chain id').optional().meta({ description: 'Only events of these chains. Default: every chain.' }),
 })
 
 const subscriptionAnswer = z
@@ -62,6 +63,7 @@ const subscriptionAnswer = z
     builderCodes: z.array(z.string()).nullable(),
     walletAddresses: z.array(z.string()).nullable(),
     roles: z.array(z.string()).nullable(),
+    chainIds: z.array(z.number().int()).nullable(),
     createdAt: isoTime,
     status: z.enum(['active', 'failing', 'disabled']),
     consecutiveFailures: z.number().int(),
@@ -84,6 +86,7 @@ function toAnswer(s: WebhookSubscription): z.output<typeof subscriptionAnswer> {
     builderCodes: s.builderCodes,
     walletAddresses: s.walletAddresses,
     roles: s.roles,
+    chainIds: s.chainIds,
     createdAt: s.createdAt.toISOString(),
     status: s.disabledAt ? 'disabled' : s.consecutiveFailures > 0 ? 'failing' : 'active',
     consecutiveFailures: s.consecutiveFailures,
@@ -146,6 +149,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         builderCodes: body.builderCodes ? [...new Set(body.builderCodes)] : null,
         walletAddresses: body.walletAddresses ? [...new Set(body.walletAddresses)] : null,
         roles: body.roles ? [...new Set(body.roles)] : null,
+        chainIds: body.chainIds ? [...new Set(body.chainIds)] : null,
       })
       return reply.code(201).send({ ...toAnswer(subscription), secret })
     },

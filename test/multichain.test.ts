@@ -1,0 +1,213 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { createRangeQueue, rangeJobId } from '../src/queue/index.js'
+import { planBackfill } from '../src/sync/historical.js'
+import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
+import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
+import { spawnTs, type Spawned } from '../harness/processes.js'
+import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
+
+const CHAIN_A = 10_001
+const CHAIN_B = 20_002
+
+const cleanups: (() => Promise<unknown>)[] = []
+let anvilA: Anvil
+let anvilB: Anvil
+
+beforeAll(async () => {
+  ;[anvilA, anvilB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
+  cleanups.push(() => anvilA.stop(), () => anvilB.stop())
+  await Promise.all([buildChain(anvilA.url, { blocks: 3, txsPerBlock: 2 }), buildChain(anvilB.url, { blocks: 3, txsPerBlock: 2 })])
+})
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
+})
+
+async function daemonEnv(db: TestDatabase, redisPrefix: string, rpcUrl: string, extra: Record<string, string> = {}) {
+  return {
+    RPC_URL: rpcUrl,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redisPrefix,
+    START_BLOCK: '0',
+    HEAD_POLL_MS: '100',
+    PENDING_POLL_MS: '0',
+    PORT: String(await freePort()),
+    LOG_LEVEL: 'info',
+    ...extra,
+  }
+}
+
+describe('the chain id guard', () => {
+  it("refuses a range job for another chain than its node's, before any write, with a fatal reason, an error log and a metric", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    const queue = createRangeQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
+    cleanups.push(() => db.drop(), () => redis.cleanup(), () => queue.close())
+    const metricsPort = await freePort()
+    // A worker whose node serves chain B, sharing Redis with a deployment of chain A.
+    const worker: Spawned = spawnTs('src/main.ts', ['--role', 'worker'], await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: String(metricsPort) }))
+    cleanups.push(() => worker.kill('SIGKILL'))
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => null))?.ok === true, 'the worker')
+
+    const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
+    const plan = await planBackfill(db.store.pool, { chainId: CHAIN_A, filter: { addresses: [], topics: [] }, range: [0, head], chunkBlocks: 1000 })
+    await queue.enqueue(plan.jobs)
+    const id = rangeJobId(plan.jobs[0]!)
+    await waitFor(async () => (await queue.queue.getJobState(id)) === 'failed', 'the refused job')
+
+    const job = await queue.queue.getJob(id)
+    expect(job!.failedReason).toMatch(/^fatal: /)
+    expect(job!.failedReason).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    // Failed at once: a refusal is not retried.
+    expect(job!.attemptsMade).toBe(1)
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+    const intervals = await db.store.pool.query(`SELECT 1 FROM sync_intervals WHERE chain_id = $1`, [CHAIN_A])
+    expect(intervals.rows).toHaveLength(0)
+    expect(worker.output()).toMatch(/"level":(50|"error")[^\n]*range job for another chain refused/)
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    expect(metrics).toContain(`codetrail_range_jobs_total{chain_id="${CHAIN_A}",outcome="refused"} 1`)
+  })
+
+  it('stops at start with one line naming both ids when the node serves another chain than CHAIN_ID', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, anvilB.url, { CHAIN_ID: String(CHAIN_A) }))
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    expect(await daemon.exited).toBe(1)
+    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail could not start'))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+  })
+
+  it('stops every role when the node comes back from an outage serving another chain', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const node = await startAnvil({ chainId: CHAIN_A })
+    cleanups.push(() => node.stop())
+    const env = await daemonEnv(db, redis.prefix, node.url)
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok === true, 'the daemon')
+    await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM chain_state WHERE chain_id = $1 AND live_block IS NOT NULL`, [CHAIN_A])).rows.length === 1, 'the head follower')
+
+    await node.stop()
+    const swapped = await startAnvil({ chainId: CHAIN_B, port: node.port })
+    cleanups.push(() => swapped.stop())
+    await buildChain(swapped.url, { blocks: 2, txsPerBlock: 1 })
+
+    expect(await daemon.exited).toBe(1)
+    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail: '))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    // The first node held no logs: any row is the second node's, stored as the first chain's.
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+  })
+})
+
+describe('two chains in one deployment', () => {
+  it("indexes each chain from its own node, and one chain's node hanging for 30 s leaves the other's tip moving", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const [nodeA, nodeB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
+    cleanups.push(() => nodeA.stop(), () => nodeB.stop())
+    const [builtA, builtB] = await Promise.all([buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2 }), buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1 })])
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    const chain = (id: number, name: string, url: string) => `  - { id: ${id}, name: ${name}, rpc: "${url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`
+    writeFileSync(configFile, `rpcTimeoutMs: 3000\nchains:\n${chain(CHAIN_A, 'alpha', nodeA.url)}${chain(CHAIN_B, 'beta', nodeB.url)}`)
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1')
+    const daemon = spawnTs('src/main.ts', ['--config', configFile], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+
+    const storedHead = async (chainId: number) =>
+      Number((await db.store.pool.query<{ n: string | null }>(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [chainId])).rows[0]!.n ?? -1)
+    await waitFor(async () => (await storedHead(CHAIN_A)) >= Number(builtA.toBlock) && (await storedHead(CHAIN_B)) >= Number(builtB.toBlock), 'both chains')
+    await expectIndexMatchesNode(db.store.pool, nodeA.url, [0, Number(builtA.toBlock)], undefined, CHAIN_A)
+    await expectIndexMatchesNode(db.store.pool, nodeB.url, [0, Number(builtB.toBlock)], undefined, CHAIN_B)
+
+    // Every surface knows the chain.
+    const api = `http://127.0.0.1:${env.PORT}`
+    await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
+    const { rows: chains } = await db.store.pool.query(`SELECT chain_id, name, indexed_block FROM analytics.chains ORDER BY chain_id`)
+    expect(chains.map((row) => [row.chain_id, row.name])).toEqual([
+      [CHAIN_A, 'alpha'],
+      [CHAIN_B, 'beta'],
+    ])
+    const status = (await (await fetch(`${api}/v1/status?chainId=${CHAIN_B}`)).json()) as { chainId: number; chains: { chainId: number; name: string }[] }
+    expect(status.chainId).toBe(CHAIN_B)
+    expect(status.chains.map((c) => [c.chainId, c.name])).toEqual([
+      [CHAIN_A, 'alpha'],
+      [CHAIN_B, 'beta'],
+    ])
+    const logsOf = async (query: string) => ((await (await fetch(`${api}/v1/logs?limit=1000&${query}`)).json()) as { items: { chainId: number }[] }).items
+    const [logsA, logsB] = await Promise.all([logsOf(''), logsOf(`chainId=${CHAIN_B}`)])
+    expect(new Set(logsA.map((log) => log.chainId))).toEqual(new Set([CHAIN_A]))
+    expect(new Set(logsB.map((log) => log.chainId))).toEqual(new Set([CHAIN_B]))
+    expect(logsB.length).toBe((await db.store.pool.query(`SELECT 1 FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows.length)
+    const txB = builtB.txHashes[0]!
+    const required = await fetch(`${api}/v1/transactions/${txB}/attribution`)
+    expect([required.status, ((await required.json()) as { error: { code: string } }).error.code]).toEqual([400, 'chain_id_required'])
+    expect((await fetch(`${api}/v1/transactions/${txB}/attribution?chainId=${CHAIN_A}`)).status).toBe(404)
+    const unknown = await fetch(`${api}/v1/logs?chainId=999`)
+    expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, 'unknown_chain'])
+
+    // Chain A's node hangs: requests neither answer nor fail until they time out.
+    process.kill(nodeA.process.pid!, 'SIGSTOP')
+    const hungAt = Date.now()
+    const delays: number[] = []
+    let lastDuringOutage = 0
+    while (Date.now() - hungAt < 20_000) {
+      const { toBlock } = await buildChain(nodeB.url, { blocks: 1, txsPerBlock: 1, emitter: builtB.emitter })
+      const minedAt = Date.now()
+      lastDuringOutage = Number(toBlock)
+      while ((await storedHead(CHAIN_B)) < lastDuringOutage && Date.now() - minedAt < 30_000) await new Promise((resolve) => setTimeout(resolve, 20))
+      delays.push(Date.now() - minedAt)
+    }
+    const storedDuringOutage = await storedHead(CHAIN_B)
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - hungAt))))
+    process.kill(nodeA.process.pid!, 'SIGCONT')
+    delays.sort((a, b) => a - b)
+    console.log(`chain ${CHAIN_B} tip delay while chain ${CHAIN_A}'s node hung: ${delays.length} blocks, median ${delays[Math.floor(delays.length / 2)]} ms, max ${delays.at(-1)} ms`)
+    // Every block chain B mined while A hung was stored before A came back.
+    expect(storedDuringOutage).toBe(lastDuringOutage)
+
+    // Chain A resumes where it stopped.
+    const moreA = await buildChain(nodeA.url, { blocks: 2, txsPerBlock: 1, emitter: builtA.emitter })
+    await waitFor(async () => (await storedHead(CHAIN_A)) >= Number(moreA.toBlock), 'chain A after its outage', 90_000)
+    await expectIndexMatchesNode(db.store.pool, nodeA.url, [0, Number(moreA.toBlock)], undefined, CHAIN_A)
+    await expectIndexMatchesNode(db.store.pool, nodeB.url, [0, lastDuringOutage], undefined, CHAIN_B)
+    expect(daemon.child.exitCode).toBeNull()
+  })
+
+  it("starts and indexes the other chains while one chain's node is down at start", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(() => db.drop(), () => redis.cleanup())
+    const dead = `http://127.0.0.1:${await freePort()}`
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    writeFileSync(
+      configFile,
+      `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
+    )
+    const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile }))
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const head = Number(await fixtureClient(anvilB.url).getBlockNumber())
+    await waitFor(
+      async () => Number((await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows[0]!.n ?? -1) >= head,
+      'chain B while chain A is down',
+    )
+    expect(daemon.child.exitCode).toBeNull()
+    expect(daemon.output()).toContain('node not reachable at start: its chain waits for it')
+  })
+})

@@ -1,0 +1,84 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { buildChain } from '../harness/fixtures/chain.js'
+import { createTestDatabase, type TestDatabase } from '../harness/services.js'
+import { loadConfig } from '../src/config/index.js'
+import { createIndexer } from '../src/indexer.js'
+import { silentLogger } from '../src/internal/logger.js'
+import { createRpcClient, createRpcPool } from '../src/rpc/index.js'
+import { planBackfill } from '../src/sync/historical.js'
+import { expectIndexMatchesNode } from './helpers/compare.js'
+
+let good: Anvil
+let lagging: Anvil
+let dead: string
+let db: TestDatabase
+let head: number
+
+beforeAll(async () => {
+  ;[good, lagging] = await Promise.all([startAnvil(), startAnvil()])
+  // The same chain id; the lagging node has only the first blocks, and other hashes for them.
+  head = Number((await buildChain(good.url, { blocks: 30, txsPerBlock: 2 })).toBlock)
+  await buildChain(lagging.url, { blocks: 2, txsPerBlock: 1 })
+  dead = `http://127.0.0.1:${await freePort()}`
+  db = await createTestDatabase()
+})
+
+afterAll(async () => {
+  await db?.drop()
+  await Promise.all([good?.stop(), lagging?.stop()])
+})
+
+describe('several RPC endpoints for a chain', () => {
+  it('takes a dead and a lagging endpoint out of rotation and indexes what the good one serves', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-pool-'))
+    const file = join(dir, 'codetrail.config.yaml')
+    // The dead and the lagging endpoints carry most of the weight.
+    writeFileSync(
+      file,
+      `chains:\n  - id: 31337\n    name: devnet\n    rpc:\n      - { url: "${dead}", weight: 10 }\n      - { url: "${lagging.url}", weight: 10 }\n      - { url: "${good.url}", weight: 1 }\n`,
+    )
+    const config = loadConfig({ DATABASE_URL: db.url, RPC_TIMEOUT_MS: '2000' }, { file })
+    const indexer = await createIndexer(config, silentLogger, undefined, { migrate: false })
+    try {
+      const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: indexer.filter, range: [0, head], chunkBlocks: 10 })
+      for (const job of plan.jobs) await indexer.processRange(job)
+      await expectIndexMatchesNode(db.store.pool, good.url, [0, head])
+    } finally {
+      await indexer.close()
+    }
+  })
+
+  it('spreads requests by weight and keeps each endpoint under its rate cap', async () => {
+    const asked = new Map<string, number>()
+    const pool = createRpcPool({
+      endpoints: [
+        { url: good.url, weight: 3 },
+        { url: lagging.url, weight: 1, maxRequestsPerSecond: 5 },
+      ],
+      clientOf: (url) => {
+        const client = createRpcClient({ url })
+        return { ...client, request: (method, params, options) => (asked.set(url, (asked.get(url) ?? 0) + 1), client.request(method, params, options)) }
+      },
+      logger: silentLogger,
+      maxLagBlocks: 1_000,
+      probeEveryMs: 60_000,
+    })
+    try {
+      const started = Date.now()
+      await Promise.all(Array.from({ length: 80 }, () => pool.request('eth_chainId')))
+      const seconds = (Date.now() - started) / 1000
+      const [toGood, toCapped] = [asked.get(good.url)! - 1, asked.get(lagging.url)! - 1]
+      expect(toGood + toCapped).toBe(80)
+      expect(toGood).toBeGreaterThan(toCapped)
+      // Its bucket starts full (5) and refills at 5 a second.
+      expect(toCapped).toBeLessThanOrEqual(5 + Math.ceil(seconds * 5))
+      expect(pool.endpoints().map((e) => e.state)).toEqual(['serving', 'serving'])
+    } finally {
+      pool.close()
+    }
+  })
+})
