@@ -3,6 +3,7 @@ import { forChain, migratesOnStart, type Config, type Role } from './config/inde
 import { createIndexer, createNodeClient, type Indexer } from './indexer.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
 import type { Logger } from './internal/logger.js'
+import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './internal/metrics.js'
 import { UnrecoverableError } from 'bullmq'
@@ -38,8 +39,6 @@ const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
 
-/** A running part of the daemon; `stop` finishes or releases its in-flight work. */
-export type Service = { name: string; stop: () => Promise<void> }
 
 /** What the daemon does when a part finds it must not go on (the node serves another chain): stop every role. */
 export type DaemonHooks = { onFatal?: (error: Error) => void }
@@ -447,15 +446,3 @@ function watchChainId(identity: ChainIdentity, logger: Logger, onFatal: DaemonHo
     },
   }
 }
-
-/** Stops services in reverse start order, so the store closes last. */
-export async function stopServices(services: Service[], logger: Logger): Promise<void> {
-  for (const service of [...services].reverse()) {
-    try {
-      await service.stop()
-    } catch (error) {
-      logger.warn({ service: service.name, err: error }, 'service did not stop cleanly')
-    }
-  }
-}
-

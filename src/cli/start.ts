@@ -3,7 +3,7 @@
  * signal exits at once; a stop that outlasts `SHUTDOWN_TIMEOUT_MS` exits 1 naming the part that hung.
  */
 import type { Role } from '../config/index.js'
-import type { Service } from '../daemon.js'
+import type { Service } from '../internal/shutdown.js'
 
 export async function start(role: Role, configFile?: string): Promise<void> {
   // Listening before the daemon's modules load (most of a start): a signal that comes while the daemon
@@ -23,10 +23,11 @@ export async function start(role: Role, configFile?: string): Promise<void> {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  const [{ loadConfig, secretsOf }, { startDaemon, stopServices }, { createLogger }, { createRedactor }] = await Promise.all([
+  const [{ loadConfig, secretsOf }, { startDaemon }, { createLogger }, { stopServices }, { createRedactor }] = await Promise.all([
     import('../config/index.js'),
     import('../daemon.js'),
     import('../internal/logger.js'),
+    import('../internal/shutdown.js'),
     import('../utils/redact.js'),
   ])
 
