@@ -47,7 +47,7 @@ export interface paths {
         };
         /**
          * The chain head, the index's position and finality, sync lag, pending log rate and recent reorgs
-         * @description Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old.
+         * @description Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old. chainId picks another chain than the first configured one (its head as its follower last saw it); chains lists every chain.
          */
         get: operations["getStatus"];
         put?: never;
@@ -199,7 +199,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A transaction's decoded ERC-8021 suffix and matched builder codes */
+        /**
+         * A transaction's decoded ERC-8021 suffix and matched builder codes
+         * @description A transaction hash means something on one chain: where the deployment indexes several, name it with chainId.
+         */
         get: operations["getTransactionAttribution"];
         put?: never;
         post?: never;
@@ -717,6 +720,16 @@ export interface components {
                 maxLagMs: number;
                 checkedAt: string | null;
             } | null;
+            /** @description Every chain this deployment indexes, as its head follower last saw it (analytics.chains). */
+            chains: {
+                chainId: number;
+                /** @description The chain's name in the config file; null for a chain configured through the environment. */
+                name: string | null;
+                headBlock: number | null;
+                indexedBlock: number | null;
+                finalizedBlock: number | null;
+                lagBlocks: number | null;
+            }[];
         };
         Log: {
             chainId: number;
@@ -818,6 +831,7 @@ export interface components {
             builderCodes: string[] | null;
             walletAddresses: string[] | null;
             roles: string[] | null;
+            chainIds: number[] | null;
             /**
              * @description ISO 8601 date-time, UTC.
              * @example 2025-01-31T12:00:00.000Z
@@ -837,6 +851,7 @@ export interface components {
             builderCodes: string[] | null;
             walletAddresses: string[] | null;
             roles: string[] | null;
+            chainIds: number[] | null;
             /**
              * @description ISO 8601 date-time, UTC.
              * @example 2025-01-31T12:00:00.000Z
@@ -932,7 +947,10 @@ export interface operations {
     };
     getStatus: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1202,6 +1220,8 @@ export interface operations {
     listAttributions: {
         parameters: {
             query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
                 /** @description A builder code as it appears in ERC-8021 suffixes. */
                 builderCode?: string;
                 /** @description Wallet address; any letter case (mixed case must be a valid EIP-55 checksum). */
@@ -1272,6 +1292,8 @@ export interface operations {
     getBuilderCodeStats: {
         parameters: {
             query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
                 since?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
@@ -1329,6 +1351,8 @@ export interface operations {
     getLeaderboard: {
         parameters: {
             query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
                 since?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
@@ -1382,7 +1406,10 @@ export interface operations {
     };
     getTransactionAttribution: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
+            };
             header?: never;
             path: {
                 hash: string;
@@ -1441,6 +1468,8 @@ export interface operations {
     listLogs: {
         parameters: {
             query?: {
+                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                chainId?: string;
                 /** @description Comma-separated contract addresses. */
                 address?: string | string[];
                 /** @description Comma-separated values, any of which topic 0 may equal (eth_getLogs semantics). */
@@ -1513,6 +1542,8 @@ export interface operations {
             query?: {
                 builderCode?: string | string[];
                 walletAddress?: string | string[];
+                /** @description Comma-separated chain ids. Default: every chain. */
+                chainId?: string | string[];
                 /** @description Comma-separated event types. Default: all. */
                 events?: string | string[];
                 /** @description Resume after this event id (the `id:` of the last message received). */
@@ -1615,6 +1646,8 @@ export interface operations {
                     builderCodes?: string[];
                     walletAddresses?: string[];
                     roles?: ("app" | "wallet" | "service")[];
+                    /** @description Only events of these chains. Default: every chain. */
+                    chainIds?: number[];
                 };
             };
         };
