@@ -58,7 +58,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
     for (const [i, chain] of config.chains.entries()) {
       // With several chains, one whose node is down at start waits for it; the others start.
       const chainConfig = forChain(config, chain)
-      const indexer = await createIndexer(chainConfig, logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: config.chains.length > 1 })
+      const several = config.chains.length > 1
+      const indexer = await createIndexer(chainConfig, logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: several, labelChainInMetrics: several })
       indexers.push(indexer)
       configOf.set(indexer, chainConfig)
       services.push({ name: config.chains.length > 1 ? `store-${chain.chainName}` : 'store', stop: () => indexer.close() })

@@ -55,15 +55,29 @@ function messagesOf(error: unknown): string {
 
 /**
  * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
- * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request.
+ * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request;
+ * `metricsChain` labels its node-call metrics when several chains share the process.
  */
-export function createNodeClient(config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
-  const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe)
+export function createNodeClient(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+  observe?: (event: RpcRequestEvent) => void,
+  metricsChain?: { chain_id: string },
+): RpcClient {
+  const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe, metricsChain)
   if (config.rpcEndpoints.length <= 1) return clientOf(config.rpcUrl)
   return createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger })
 }
 
-function endpointClient(url: string, config: Config, logger: Logger, metrics?: Metrics, observe?: (event: RpcRequestEvent) => void): RpcClient {
+function endpointClient(
+  url: string,
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+  observe?: (event: RpcRequestEvent) => void,
+  metricsChain?: { chain_id: string },
+): RpcClient {
   return createRpcClient({
     url,
     timeoutMs: config.rpcTimeoutMs,
@@ -71,7 +85,7 @@ function endpointClient(url: string, config: Config, logger: Logger, metrics?: M
     maxResponseBytes: config.rpcMaxResponseBytes,
     logger,
     onRequest: (event) => {
-      metrics?.observeRpcRequest(event)
+      metrics?.observeRpcRequest(event, metricsChain)
       observe?.(event)
     },
   })
@@ -85,7 +99,11 @@ export async function createIndexer(
   config: Config,
   logger: Logger,
   metrics?: Metrics,
-  { migrate = true, nodeMayBeDown = false }: { migrate?: boolean; nodeMayBeDown?: boolean } = {},
+  {
+    migrate = true,
+    nodeMayBeDown = false,
+    labelChainInMetrics = false,
+  }: { migrate?: boolean; nodeMayBeDown?: boolean; /** Several chains share the metrics: node calls carry `chain_id`. */ labelChainInMetrics?: boolean } = {},
 ) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
@@ -95,7 +113,8 @@ export async function createIndexer(
     throw error
   }
   let observe: ((event: RpcRequestEvent) => void) | undefined
-  const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event))
+  const metricsChain = labelChainInMetrics && config.chainId !== undefined ? { chain_id: String(config.chainId) } : undefined
+  const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event), metricsChain)
   // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
   const reliable: Pick<RpcClient, 'request' | 'batch'> = {
     request: (method, params, options) => withRetry(() => rpc.request(method, params, options)),

@@ -35,14 +35,18 @@ function chromiumPath(): string {
 }
 
 /** Opens a page and waits until the network is quiet; a page holding the event stream open waits for `load` only. */
-async function openPage(path: string, { waitUntil = 'networkidle0' }: { waitUntil?: 'networkidle0' | 'load' } = {}): Promise<Page> {
+async function openPage(
+  path: string,
+  { waitUntil = 'networkidle0', answer }: { waitUntil?: 'networkidle0' | 'load'; /** A body to answer a URL with instead of the API. */ answer?: (url: URL) => unknown } = {},
+): Promise<Page> {
   const page = await browser.newPage()
   page.setDefaultTimeout(PAGE_TIMEOUT_MS)
   await page.setViewport({ width: 1280, height: 900 })
   await page.setRequestInterception(true)
   page.on('request', (request) => {
     requested.push(request.url())
-    void request.continue()
+    const body = answer?.(new URL(request.url()))
+    void (body === undefined ? request.continue() : request.respond({ status: 200, contentType: 'application/json', body: JSON.stringify(body) }))
   })
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push({ page: path, text: message.text(), url: message.location().url })
@@ -228,6 +232,32 @@ describe('the dashboard', () => {
     expect(await feedRow(page, confirmedThenReorged, '[data-removed=true]')).toEqual({ status: 'confirmed', removed: 'true', badge: 'removed: reorg', struck: true })
     expect(await feedRow(page, dropped, '[data-removed=true]')).toEqual({ status: 'pending', removed: 'true', badge: 'removed: dropped', struck: true })
     await screenshot(page, 'live')
+    await page.close()
+  })
+
+  it('chain switch: lists the chains of a deployment of two, and a pick sends its chainId on every read', async () => {
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as { chainId: number; chains: { chainId: number; name: string | null }[] }
+    expect(status.chains.map((chain) => chain.chainId)).toEqual([status.chainId])
+    const other = { ...status.chains[0]!, chainId: 999_999, name: 'other' }
+    // The deployment's status as if it indexed a second chain configured first (the default of an unnamed read).
+    const page = await openPage('/', {
+      answer: (url) =>
+        url.pathname === '/v1/status' && !url.searchParams.has('chainId') ? { ...status, chainId: other.chainId, chains: [other, ...status.chains] } : undefined,
+    })
+    await page.waitForSelector('select[name=chain]')
+    const options = await page.$$eval('select[name=chain] option', (list) => list.map((option) => [option.value, option.textContent]))
+    expect(options).toEqual([
+      [String(other.chainId), `other (${other.chainId})`],
+      [String(status.chainId), `${status.chains[0]!.name ?? `chain ${status.chainId}`} (${status.chainId})`],
+    ])
+    expect(await page.$eval('select[name=chain]', (select) => (select as HTMLSelectElement).value)).toBe(String(other.chainId))
+    const asked = requested.length
+    await page.select('select[name=chain]', String(status.chainId))
+    await page.waitForSelector('tr[data-code]')
+    await page.waitForNetworkIdle()
+    const reads = requested.slice(asked).map((url) => new URL(url)).filter((url) => url.pathname.startsWith('/v1/'))
+    expect(reads.map((url) => url.pathname)).toEqual(expect.arrayContaining(['/v1/status', '/v1/leaderboard']))
+    expect(reads.filter((url) => url.searchParams.get('chainId') !== String(status.chainId))).toEqual([])
     await page.close()
   })
 

@@ -76,7 +76,10 @@ describe('demo options and view', () => {
     expect(() => parseOptions([], { DEMO_REDIS_PREFIX: 'a b' })).toThrow(/DEMO_REDIS_PREFIX/)
     expect(() => parseOptions([], { PORT: '70000' })).toThrow(/PORT/)
     expect(parseOptions([], {})).toMatchObject({ chain: 'base', canonicalLag: 0, divergence: 0 })
-    expect(parseOptions(['--chain', 'op'], {}).chain).toBe('op')
+    expect(parseOptions(['--chain', 'op'], {})).toMatchObject({ chain: 'op', chains: ['op'] })
+    expect(parseOptions(['--chains', 'base,op', '--lag', '2'], {})).toMatchObject({ chain: 'base', chains: ['base', 'op'], canonicalLag: 2 })
+    expect(() => parseOptions(['--chains', 'base,base'], {})).toThrow('--chains must name two different profiles (base,op), got "base,base"')
+    expect(() => parseOptions(['--chains', 'base,op', '--chain', 'op'], {})).toThrow('--chain and --chains exclude each other')
     expect(() => parseOptions(['--chain', 'unichain'], {})).toThrow('--chain must be one of base, op, got "unichain"')
     expect(() => parseOptions(['--lag', '3'], {})).toThrow('--lag and --divergence shape pre-confirmations: they need --chain op')
     expect(parseOptions(['--chain', 'op', '--lag', '3', '--divergence', '20%'], {})).toMatchObject({ canonicalLag: 3, divergence: 0.2 })
@@ -169,7 +172,7 @@ describe('npm run demo', () => {
     const { code, output } = await runTs('harness/demo/main.ts', ['--chain', 'unichain'], {})
     expect(code).toBe(2)
     expect(output).toContain('demo: --chain must be one of base, op, got "unichain"')
-    expect(output).toContain('usage: npm run demo [-- --chain <base|op>]')
+    expect(output).toContain('usage: npm run demo [-- --chain <base|op> | --chains base,op]')
   })
 
   it('says in one line per service how to fix an unreachable PostgreSQL or Redis, and exits 1', async () => {

@@ -200,7 +200,8 @@ describe('two chains in one deployment', () => {
       configFile,
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
     )
-    const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile }))
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
+    const daemon = spawnTs('src/main.ts', [], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
     const head = Number(await fixtureClient(anvilB.url).getBlockNumber())
     await waitFor(
@@ -209,5 +210,11 @@ describe('two chains in one deployment', () => {
     )
     expect(daemon.child.exitCode).toBeNull()
     expect(daemon.output()).toContain('node not reachable at start: its chain waits for it')
+    // Node calls are counted per chain: the serving node's reads and the dead node's failures apart.
+    let metrics = ''
+    await waitFor(async () => ((metrics = (await (await fetch(`http://127.0.0.1:${env.PORT}/metrics`).catch(() => null))?.text()) ?? ''), metrics !== ''), 'the API')
+    expect(metrics).toMatch(new RegExp(`^codetrail_rpc_calls_total\\{chain_id="${CHAIN_B}",method="eth_getLogs"\\} [1-9]`, 'm'))
+    expect(metrics).toMatch(new RegExp(`^codetrail_rpc_errors_total\\{chain_id="${CHAIN_A}",method="eth_chainId",kind="[a-z_]+"\\} [1-9]`, 'm'))
+    expect(metrics).not.toMatch(/^codetrail_rpc_calls_total\{method=/m)
   })
 })

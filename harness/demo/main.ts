@@ -1,5 +1,5 @@
 /**
- * npm run demo [-- --chain base|op] [--duration 90s]
+ * npm run demo [-- --chain base|op | --chains base,op] [--duration 90s]
  *
  * codetrail end to end on this machine: a devnet shaped like Base since Denim (`--chain base`, the default:
  * a block every 200 ms, no pre-confirmations) or like a pre-confirming OP chain (`--chain op`: 2 s blocks,
@@ -7,7 +7,8 @@
  * through codetrail's API and sending attributed transactions (on `op` pending first, then confirmed),
  * small reorgs and (on `op`) dropped pool transactions, and the
  * daemon (all roles) indexing it all into a database of its own, its dashboard at the URL printed first.
- * Ctrl-C stops everything it started.
+ * Ctrl-C stops everything it started. `--chains base,op` runs one devnet of each profile (chain ids 31337 and
+ * 31338), the agents sending on both, and one daemon indexing both through a config file it writes.
  *
  * Environment: DATABASE_URL and REDIS_URL (the servers to use), DEMO_DATABASE (default codetrail_demo,
  * dropped and created fresh on each run), DEMO_REDIS_PREFIX (default codetrail-demo), PORT (API, default
@@ -17,7 +18,7 @@
  * at the end the demo prints how many pending logs changed content when their block was sealed.
  */
 import type { ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -40,6 +41,8 @@ import { buildWeb } from '../../scripts/build-web.js'
 
 /** anvil's own chain id, so wallets and tools that know anvil recognise the devnet. */
 const CHAIN_ID = 31337
+/** The second devnet's chain id when the demo runs two chains. */
+const SECOND_CHAIN_ID = 31338
 /** anvil's `finalized` trails its head by two epochs: 8 blocks (16 s on `op`, 1.6 s on `base`), so finalized rows appear within the minute. */
 const SLOTS_IN_AN_EPOCH = 4
 const SCHEDULE: ChaosSchedule = { firstReorgMs: 10_000, reorgEveryMs: 20_000, firstDropMs: 5_000, dropEveryMs: 15_000 }
@@ -80,6 +83,14 @@ async function registerAgents(apiUrl: string, chain: DemoChainState): Promise<{ 
     plainAgent('agent-6 (drops)', DROPPED_AGENT_ACCOUNT),
   ])
   return { agents: [...plain, ...smart], dropped }
+}
+
+/** An agent as it acts on another devnet: the same wallet, or the smart account of its version deployed there. */
+function agentOn(agent: Agent, state: DemoChainState): Agent {
+  if (agent.kind === 'eoa') return agent
+  const smartAccount = state.smartAccounts.find((account) => account.version === agent.smartAccount.version)
+  if (!smartAccount) throw new Error(`no ${agent.smartAccount.version} smart account on the second devnet`)
+  return { ...agent, smartAccount }
 }
 
 function hostOf(url: string, defaultPort: number): string {
@@ -128,7 +139,11 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   // Built from the sources on each run, beside the chain state: never stale, and dist/ is left alone.
   const dashboard = await buildWeb({ outdir: join(stateDir, 'web') })
   const setupStarted = Date.now()
-  const chain = await prepareChainState(join(stateDir, 'state.json'), CHAIN_ID, (anvil) => children.add(anvil.process))
+  const chainIds = options.chains.map((_, i) => (i === 0 ? CHAIN_ID : SECOND_CHAIN_ID))
+  const states = await Promise.all(
+    chainIds.map((chainId) => prepareChainState(join(stateDir, `state-${chainId}.json`), chainId, (anvil) => children.add(anvil.process))),
+  )
+  const chain = states[0]!
   const { contracts } = chain
   say(
     `  chain     deployed DUSD ${contracts.tokens[0]}, DETH ${contracts.tokens[1]}, Swap ${contracts.swap}, ` +
@@ -136,22 +151,29 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   )
   stopIfAsked()
 
-  const preconfirmations = options.chain === 'op'
-  const blockTimeMs = preconfirmations ? DEFAULT_BLOCK_TIME_MS : DENIM_BLOCK_TIME_MS
-  const devnet: Devnet = await createDevnet({
-    profile: options.chain,
-    blockTimeMs,
-    port: await choosePort(options.rpcPort, DEFAULTS.rpcPort),
-    loadState: join(stateDir, 'state.json'),
-    chainId: CHAIN_ID,
-    extraArgs: ['--slots-in-an-epoch', String(SLOTS_IN_AN_EPOCH)],
-    ...(preconfirmations ? { canonicalLag: options.canonicalLag, divergence: options.divergence } : {}),
-    logger,
-  })
-  children.add(devnet.anvil.process)
-  cleanups.push({ name: 'devnet', run: () => devnet.stop() })
-  const chainShape = { profile: options.chain, blockTimeMs, preconfirmations }
-  say(`  devnet    ${devnet.url} (${devnet.wsUrl}), ${describeChain(chainShape)}; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
+  const devnets: { devnet: Devnet; chainId: number; state: DemoChainState; shape: { profile: typeof options.chain; blockTimeMs: number; preconfirmations: boolean } }[] = []
+  for (const [i, profile] of options.chains.entries()) {
+    const preconfirming = profile === 'op'
+    const blockTimeMs = preconfirming ? DEFAULT_BLOCK_TIME_MS : DENIM_BLOCK_TIME_MS
+    const chainId = chainIds[i]!
+    const devnet: Devnet = await createDevnet({
+      profile,
+      blockTimeMs,
+      port: i === 0 ? await choosePort(options.rpcPort, DEFAULTS.rpcPort) : await freePort(),
+      loadState: join(stateDir, `state-${chainId}.json`),
+      chainId,
+      extraArgs: ['--slots-in-an-epoch', String(SLOTS_IN_AN_EPOCH)],
+      ...(preconfirming ? { canonicalLag: options.canonicalLag, divergence: options.divergence } : {}),
+      logger,
+    })
+    children.add(devnet.anvil.process)
+    cleanups.push({ name: `devnet ${chainId}`, run: () => devnet.stop() })
+    const shape = { profile, blockTimeMs, preconfirmations: preconfirming }
+    devnets.push({ devnet, chainId, state: states[i]!, shape })
+    say(`  devnet    ${devnet.url} (${devnet.wsUrl}), chain ${chainId}, ${describeChain(shape)}; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
+  }
+  const { devnet, shape: chainShape } = devnets[0]!
+  const preconfirmations = devnets.some((d) => d.shape.preconfirmations)
   if (options.canonicalLag > 0 || options.divergence > 0) {
     say(
       `  pending   canonical chain ${options.canonicalLag} block(s) behind the flashblocks; ` +
@@ -160,7 +182,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   }
   stopIfAsked()
 
-  const config = loadConfig({
+  const env = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: options.redisPrefix,
@@ -170,7 +192,17 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     DASHBOARD_DIR: dashboard.outdir,
     START_BLOCK: 'latest',
     LOG_LEVEL: process.env.LOG_LEVEL,
-  })
+  }
+  let config
+  if (devnets.length === 1) config = loadConfig(env)
+  else {
+    // Several chains are a config file's: one entry per devnet, named by its profile.
+    const file = join(stateDir, 'codetrail.config.yaml')
+    const entries = devnets.map(({ devnet: d, chainId, shape }) => `  - { id: ${chainId}, name: ${shape.profile}, rpc: "${d.url}", ws: "${d.wsUrl}", startBlock: latest }\n`)
+    writeFileSync(file, `chains:\n${entries.join('')}`)
+    config = loadConfig(env, { file })
+    say(`  config    ${file} (${devnets.map((d) => `${d.shape.profile} ${d.chainId}`).join(', ')})`)
+  }
   const services = await startDaemon(config, 'all', logger)
   cleanups.push({ name: 'daemon', run: () => stopServices(services, logger) })
   const apiUrl = `http://127.0.0.1:${config.port}`
@@ -185,16 +217,19 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'codetrail-demo-view' })
   pool.on('error', () => {})
   cleanups.push({ name: 'view database pool', run: () => pool.end() })
-  const running = startAgents({
-    devnet,
-    contracts,
-    agents,
-    droppedAgent: dropped,
-    schedule: preconfirmations ? SCHEDULE : { ...SCHEDULE, ...NO_DROPS },
-    indexedHead: () => readIndexedHead(pool, CHAIN_ID),
-    logger,
-  })
-  cleanups.push({ name: 'agents', run: () => running.stop() })
+  const runs = devnets.map((d) =>
+    startAgents({
+      devnet: d.devnet,
+      contracts: d.state.contracts,
+      agents: d === devnets[0] ? agents : agents.map((agent) => agentOn(agent, d.state)),
+      droppedAgent: dropped,
+      schedule: d.shape.preconfirmations ? SCHEDULE : { ...SCHEDULE, ...NO_DROPS },
+      indexedHead: () => readIndexedHead(pool, d.chainId),
+      logger,
+    }),
+  )
+  const running = runs[0]!
+  cleanups.push({ name: 'agents', run: () => Promise.all(runs.map((r) => r.stop())) })
   const head = fixtureClient(devnet.url)
   const view = startView({
     read: async () => {

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { DEVNET_PROFILES, MAX_CANONICAL_LAG, type DevnetProfile } from '../devnet/index.js'
 import { isDatabaseName } from './servers.js'
 
-export const USAGE = `usage: npm run demo [-- --chain <base|op>] [--duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>] (--lag and --divergence with --chain op)`
+export const USAGE = `usage: npm run demo [-- --chain <base|op> | --chains base,op] [--duration <90s|2m|1500ms>] [--lag <0-${MAX_CANONICAL_LAG} blocks>] [--divergence <20%|0.2>] (--lag and --divergence with --chain op)`
 
 export const DEFAULTS = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -27,6 +27,8 @@ export class UsageError extends Error {
 export type Options = {
   /** The devnet's profile: `base` (200 ms blocks, no pre-confirmations) or `op` (2 s blocks pre-confirmed through `pending`). */
   chain: DevnetProfile
+  /** Every devnet the deployment indexes, `chain` first: two with `--chains base,op`, else `chain` alone. */
+  chains: DevnetProfile[]
   /** Stop by itself after this long; undefined: run until Ctrl-C. */
   durationMs: number | undefined
   /** The server to use (its own database stays untouched). */
@@ -59,6 +61,13 @@ function chain(value: string | undefined): DevnetProfile {
   return profile
 }
 
+/** `base,op`: two different profiles, one devnet each in one deployment. */
+function chainList(value: string): DevnetProfile[] {
+  const profiles = value.split(',').map((name) => chain(name.trim()))
+  if (profiles.length !== 2 || profiles[0] === profiles[1]) throw new UsageError(`--chains must name two different profiles (base,op), got "${value}"`)
+  return profiles
+}
+
 function canonicalLag(value: string | undefined): number {
   if (value === undefined) return 0
   const n = Number(value)
@@ -83,7 +92,7 @@ function port(name: string, value: string | undefined): number | undefined {
 }
 
 /**
- * Reads `--chain`, `--duration`, `--lag`, `--divergence` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
+ * Reads `--chain`, `--chains`, `--duration`, `--lag`, `--divergence` and the environment: DATABASE_URL, REDIS_URL, DEMO_DATABASE, DEMO_REDIS_PREFIX,
  * PORT, DEMO_RPC_PORT, DEMO_DURATION_MS, DEMO_LOG_FILE. Throws a `UsageError` (empty message for --help).
  */
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
@@ -93,6 +102,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
       args: argv,
       options: {
         chain: { type: 'string' },
+        chains: { type: 'string' },
         duration: { type: 'string' },
         lag: { type: 'string' },
         divergence: { type: 'string' },
@@ -109,12 +119,15 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
   const redisPrefix = env.DEMO_REDIS_PREFIX || DEFAULTS.redisPrefix
   if (!REDIS_PREFIX.test(redisPrefix)) throw new UsageError(`DEMO_REDIS_PREFIX must be 1–64 letters, digits, _ . -, got "${redisPrefix}"`)
   const duration = values.duration ?? (env.DEMO_DURATION_MS ? `${env.DEMO_DURATION_MS}ms` : undefined)
-  const profile = chain(values.chain)
-  if (profile !== 'op' && (values.lag !== undefined || values.divergence !== undefined)) {
+  if (values.chain !== undefined && values.chains !== undefined) throw new UsageError('--chain and --chains exclude each other')
+  const profiles = values.chains === undefined ? [chain(values.chain)] : chainList(values.chains)
+  const profile = profiles[0]!
+  if (!profiles.includes('op') && (values.lag !== undefined || values.divergence !== undefined)) {
     throw new UsageError('--lag and --divergence shape pre-confirmations: they need --chain op')
   }
   return {
     chain: profile,
+    chains: profiles,
     durationMs: duration === undefined ? undefined : parseDuration(duration),
     databaseUrl: env.DATABASE_URL || DEFAULTS.databaseUrl,
     redisUrl: env.REDIS_URL || DEFAULTS.redisUrl,

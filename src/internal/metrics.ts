@@ -60,20 +60,20 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
   })
   const rpcCalls = new Counter({
     name: `${PREFIX}rpc_calls_total`,
-    help: 'JSON-RPC calls sent to the node, by method (batched calls count one each).',
-    labelNames: ['method'] as const,
+    help: 'JSON-RPC calls sent to the node, by method (batched calls count one each) and, when several chains run, chain.',
+    labelNames: ['chain_id', 'method'] as const,
     registers,
   })
   const rpcErrors = new Counter({
     name: `${PREFIX}rpc_errors_total`,
-    help: 'Failed JSON-RPC requests, by method and error kind (how the provider error was classified).',
-    labelNames: ['method', 'kind'] as const,
+    help: 'Failed JSON-RPC requests, by method and error kind (how the provider error was classified) and, when several chains run, chain.',
+    labelNames: ['chain_id', 'method', 'kind'] as const,
     registers,
   })
   const rpcDuration = new Histogram({
     name: `${PREFIX}rpc_request_duration_seconds`,
-    help: 'Duration of JSON-RPC HTTP requests to the node, by method.',
-    labelNames: ['method'] as const,
+    help: 'Duration of JSON-RPC HTTP requests to the node, by method and, when several chains run, chain.',
+    labelNames: ['chain_id', 'method'] as const,
     buckets: HTTP_DURATION_BUCKETS,
     registers,
   })
@@ -128,11 +128,15 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
     registers,
   })
 
-  /** Pass as `onRequest` to `createRpcClient`: the fields of its request events that the metrics read. */
-  function observeRpcRequest(event: { method: string; calls: number; ok: boolean; errorKind?: string; durationMs: number }): void {
-    rpcCalls.inc({ method: event.method }, event.calls)
-    rpcDuration.observe({ method: event.method }, event.durationMs / 1000)
-    if (!event.ok) rpcErrors.inc({ method: event.method, kind: event.errorKind ?? 'unknown' })
+  /**
+   * Pass as `onRequest` to `createRpcClient`: the fields of its request events that the metrics read.
+   * `chain` labels the samples when several chains run; a single chain's series keep only `method`.
+   */
+  function observeRpcRequest(event: { method: string; calls: number; ok: boolean; errorKind?: string; durationMs: number }, chain?: { chain_id: string }): void {
+    const labels = { ...chain, method: event.method }
+    rpcCalls.inc(labels, event.calls)
+    rpcDuration.observe(labels, event.durationMs / 1000)
+    if (!event.ok) rpcErrors.inc({ ...labels, kind: event.errorKind ?? 'unknown' })
   }
 
   return {

@@ -48,6 +48,8 @@ export type CreateRpcPoolParameters = {
   logger: Logger
   maxLagBlocks?: number
   probeEveryMs?: number
+  /** The clock rate caps and rests are measured by (milliseconds); a test freezes or steps it. */
+  now?: () => number
 }
 
 /**
@@ -58,7 +60,14 @@ export type CreateRpcPoolParameters = {
  * it catches up. Answers that say the request is too big or invalid are the caller's (they would be the
  * same elsewhere). Heads are read every `probeEveryMs`, which also brings rested endpoints back.
  */
-export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFAULT_MAX_LAG_BLOCKS, probeEveryMs = DEFAULT_PROBE_EVERY_MS }: CreateRpcPoolParameters) {
+export function createRpcPool({
+  endpoints,
+  clientOf,
+  logger,
+  maxLagBlocks = DEFAULT_MAX_LAG_BLOCKS,
+  probeEveryMs = DEFAULT_PROBE_EVERY_MS,
+  now = Date.now,
+}: CreateRpcPoolParameters) {
   if (endpoints.length === 0) throw new RangeError('an RPC pool needs at least one endpoint')
   const members: Member[] = endpoints.map((endpoint) => ({
     client: clientOf(endpoint.url),
@@ -66,7 +75,7 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
     weight: endpoint.weight,
     cap: endpoint.maxRequestsPerSecond,
     tokens: endpoint.maxRequestsPerSecond ?? 0,
-    refilledAt: Date.now(),
+    refilledAt: now(),
     restUntil: 0,
     failures: 0,
     head: null,
@@ -74,15 +83,15 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
     lastError: null,
   }))
 
-  const bestHead = () => Math.max(-1, ...members.filter((m) => !m.refused && m.restUntil <= Date.now()).map((m) => m.head ?? -1))
+  const bestHead = () => Math.max(-1, ...members.filter((m) => !m.refused && m.restUntil <= now()).map((m) => m.head ?? -1))
   const lagging = (m: Member) => m.head !== null && m.head < bestHead() - maxLagBlocks
-  const stateOf = (m: Member): EndpointState['state'] => (m.refused ? 'refused' : m.restUntil > Date.now() ? 'resting' : lagging(m) ? 'lagging' : 'serving')
+  const stateOf = (m: Member): EndpointState['state'] => (m.refused ? 'refused' : m.restUntil > now() ? 'resting' : lagging(m) ? 'lagging' : 'serving')
 
   function hasToken(m: Member): boolean {
     if (m.cap === undefined) return true
-    const now = Date.now()
-    m.tokens = Math.min(m.cap, m.tokens + ((now - m.refilledAt) / 1000) * m.cap)
-    m.refilledAt = now
+    const at = now()
+    m.tokens = Math.min(m.cap, m.tokens + ((at - m.refilledAt) / 1000) * m.cap)
+    m.refilledAt = at
     return m.tokens >= 1
   }
 
@@ -108,7 +117,7 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
   function rest(m: Member, error: unknown) {
     m.failures++
     m.lastError = classifyRpcError(error).pattern
-    m.restUntil = Date.now() + Math.min(MAX_REST_MS, REST_MS * 2 ** (m.failures - 1))
+    m.restUntil = now() + Math.min(MAX_REST_MS, REST_MS * 2 ** (m.failures - 1))
     if (m.failures === 1) logger.warn({ endpoint: m.shown, reason: m.lastError }, 'rpc endpoint failing: out of rotation for a while')
   }
 
@@ -153,7 +162,7 @@ export function createRpcPool({ endpoints, clientOf, logger, maxLagBlocks = DEFA
         .map(async (m) => {
           try {
             m.head = Number(await m.client.request<string>('eth_blockNumber', [], { timeoutMs: Math.max(1_000, probeEveryMs) }))
-            if (m.restUntil > Date.now() && m.failures > 0) logger.info({ endpoint: m.shown }, 'rpc endpoint answers again: back in rotation')
+            if (m.restUntil > now() && m.failures > 0) logger.info({ endpoint: m.shown }, 'rpc endpoint answers again: back in rotation')
             m.restUntil = 0
             m.failures = 0
           } catch (error) {

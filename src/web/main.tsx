@@ -1,11 +1,13 @@
 import { render } from 'preact'
+import { useState } from 'preact/hooks'
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso'
 import './styles.css'
 import { CodePage } from './pages/code.js'
 import { LiveFeed } from './pages/live.js'
 import { Overview } from './pages/overview.js'
 import { Register } from './pages/register.js'
-import { PageHeading } from './components/common.js'
+import { PageHeading, useLoad } from './components/common.js'
+import { answer, api, chainChoice, chooseChain } from './api.js'
 
 const NAV = [
   { href: '/', label: 'Overview' },
@@ -13,7 +15,33 @@ const NAV = [
   { href: '/register', label: 'Register' },
 ] as const
 
-function Header() {
+/** Lists the deployment's chains when it indexes more than one; picking one reloads every page's reads for it. */
+function ChainSwitch({ onSwitch }: { onSwitch: () => void }) {
+  const { data: status } = useLoad((signal) => answer(api.GET('/v1/status', { signal })), 'chains')
+  const chains = status?.chains ?? []
+  if (chains.length < 2) return null
+  return (
+    <label class="chain-switch">
+      Chain{' '}
+      <select
+        name="chain"
+        value={String(chainChoice() ?? status!.chainId)}
+        onChange={(event) => {
+          chooseChain(Number((event.target as HTMLSelectElement).value))
+          onSwitch()
+        }}
+      >
+        {chains.map((chain) => (
+          <option key={chain.chainId} value={String(chain.chainId)}>
+            {chain.name ?? `chain ${chain.chainId}`} ({chain.chainId})
+          </option>
+        ))}
+      </select>
+    </label>
+  )
+}
+
+function Header({ onSwitch }: { onSwitch: () => void }) {
   const { path } = useLocation()
   return (
     <header class="site-header">
@@ -34,6 +62,7 @@ function Header() {
           ))}
         </ul>
       </nav>
+      <ChainSwitch onSwitch={onSwitch} />
     </header>
   )
 }
@@ -50,10 +79,12 @@ function NotFound() {
 }
 
 function App() {
+  // Bumped on a chain switch: the pages mount afresh and read the picked chain.
+  const [generation, setGeneration] = useState(0)
   return (
     <LocationProvider>
-      <Header />
-      <main id="main">
+      <Header onSwitch={() => setGeneration((n) => n + 1)} />
+      <main id="main" key={generation}>
         <Router>
           <Route path="/" component={Overview} />
           <Route path="/live" component={LiveFeed} />

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { codePath, transactionPath, type Status } from '../api.js'
+import { codePath, transactionPath, withChain, type Status } from '../api.js'
 import { Hex, PageHeading, TableRegion, Time } from '../components/common.js'
 import { formatInteger } from '../format.js'
 
@@ -48,7 +48,7 @@ export function LiveFeed() {
   const [rows, setRows] = useState<Row[]>([])
   const [connection, setConnection] = useState<Connection>('connecting')
   useEffect(() => {
-    const source = new EventSource('/v1/stream')
+    const source = new EventSource(withChain('/v1/stream'))
     source.onmessage = (event: MessageEvent<string>) => setRows((current) => applyMessage(current, JSON.parse(event.data) as StreamMessage))
     source.onopen = () => setConnection('open')
     // EventSource reconnects by itself, resuming after the last event id it saw.
