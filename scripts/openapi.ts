@@ -61,7 +61,10 @@ async function generateTypes(document: object): Promise<string> {
   if (!typescript5Resolution) {
     registerHooks({
       resolve: (specifier, context, next) =>
-        next(specifier === 'typescript' && context.parentURL?.includes('/node_modules/openapi-typescript/') ? 'typescript-5' : specifier, context),
+        next(
+          specifier === 'typescript' && context.parentURL?.includes('/node_modules/openapi-typescript/') ? 'typescript-5' : specifier,
+          context,
+        ),
     })
     typescript5Resolution = true
   }

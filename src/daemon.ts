@@ -7,7 +7,18 @@ import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
 import { createMetrics, serveMetrics, type Metrics } from './internal/metrics.js'
 import { UnrecoverableError } from 'bullmq'
-import { checkRedis, createGasWorker, createRangeQueue, createRangeWorker, createRedis, createWebhookQueue, createWebhookWorker, FATAL_REASON_PREFIX, rangeJobId, rangeQueueName } from './queue/index.js'
+import {
+  checkRedis,
+  createGasWorker,
+  createRangeQueue,
+  createRangeWorker,
+  createRedis,
+  createWebhookQueue,
+  createWebhookWorker,
+  FATAL_REASON_PREFIX,
+  rangeJobId,
+  rangeQueueName,
+} from './queue/index.js'
 import { createDeliveryProcessor, createDispatcher } from './delivery/index.js'
 import { toRpcFilter } from './sync/filter.js'
 import type { FollowEvent } from './sync/realtime.js'
@@ -39,7 +50,6 @@ const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
 
-
 /** What the daemon does when a part finds it must not go on (the node serves another chain): stop every role. */
 export type DaemonHooks = { onFatal?: (error: Error) => void }
 
@@ -59,7 +69,11 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
       // With several chains, one whose node is down at start waits for it; the others start.
       const chainConfig = forChain(config, chain)
       const several = config.chains.length > 1
-      const indexer = await createIndexer(chainConfig, logger, metrics, { migrate: migrate && i === 0, nodeMayBeDown: several, labelChainInMetrics: several })
+      const indexer = await createIndexer(chainConfig, logger, metrics, {
+        migrate: migrate && i === 0,
+        nodeMayBeDown: several,
+        labelChainInMetrics: several,
+      })
       indexers.push(indexer)
       configOf.set(indexer, chainConfig)
       services.push({ name: config.chains.length > 1 ? `store-${chain.chainName}` : 'store', stop: () => indexer.close() })
@@ -100,7 +114,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
         logger,
         process: (data) => {
           const indexer = indexerOf.get(data.chainId)
-          if (!indexer) throw new UnrecoverableError(`${FATAL_REASON_PREFIX}gas fill for chain ${data.chainId}, which this process does not index`)
+          if (!indexer)
+            throw new UnrecoverableError(`${FATAL_REASON_PREFIX}gas fill for chain ${data.chainId}, which this process does not index`)
           return indexer.fillGas(data)
         },
       })
@@ -136,7 +151,13 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
       // The outbox is one for every chain: the first chain's leader dispatches it, fenced by that lease.
       const first = indexers[0]!
-      const dispatcher = createDispatcher({ pool: first.store.pool, logger, enqueue: deliveryQueue.enqueue, retentionDays: config.webhookRetentionDays, fence: first.fence.check })
+      const dispatcher = createDispatcher({
+        pool: first.store.pool,
+        logger,
+        enqueue: deliveryQueue.enqueue,
+        retentionDays: config.webhookRetentionDays,
+        fence: first.fence.check,
+      })
       // Side by side: a chain whose node is slow to answer its first probe holds up no other chain.
       const started = await Promise.allSettled(
         indexers.map((indexer) =>
@@ -156,7 +177,14 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
       const failed = started.find((result) => result.status === 'rejected')
       if (failed) throw failed.reason
     }
-    if (runs('api')) services.push(await startApi(config, logger, metrics, { chainId: indexers[0]!.chainId, chainIds: indexers.map((indexer) => indexer.chainId), rpc: indexers[0]!.rpc }))
+    if (runs('api'))
+      services.push(
+        await startApi(config, logger, metrics, {
+          chainId: indexers[0]!.chainId,
+          chainIds: indexers.map((indexer) => indexer.chainId),
+          rpc: indexers[0]!.rpc,
+        }),
+      )
     if (!runs('api') && config.metricsPort !== undefined) {
       const server = await serveMetrics({ metrics, port: config.metricsPort })
       logger.info({ address: server.address }, 'metrics listening')
@@ -166,7 +194,14 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
     await stopServices(services, logger)
     throw error
   }
-  logger.info({ role, chain_id: indexers.length === 1 ? indexers[0]!.chainId : indexers.map((indexer) => indexer.chainId), services: services.map((s) => s.name) }, 'codetrail started')
+  logger.info(
+    {
+      role,
+      chain_id: indexers.length === 1 ? indexers[0]!.chainId : indexers.map((indexer) => indexer.chainId),
+      services: services.map((s) => s.name),
+    },
+    'codetrail started',
+  )
   return services
 }
 
@@ -209,7 +244,8 @@ async function startChainScheduler({
     chunkBlocks: config.chunkBlocks,
     processRange: indexer.processRange,
     enqueue: repairQueue.enqueue,
-    failedJobs: async (jobs) => (await repairQueue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
+    failedJobs: async (jobs) =>
+      (await repairQueue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
   })
   const repairs = {
     run: async () => {
@@ -227,16 +263,29 @@ async function startChainScheduler({
         const head = await indexer.blockNumberAt('latest')
         if (head < registry.startBlock) return
         const range = [registry.startBlock, head] as const
-        const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: registry.filter, range, chunkBlocks: config.chunkBlocks })
+        const plan = await planBackfill(indexer.store.pool, {
+          chainId: indexer.chainId,
+          filter: registry.filter,
+          range,
+          chunkBlocks: config.chunkBlocks,
+        })
         if (plan.jobs.length === 0) return
         await repairQueue.enqueue(plan.jobs)
-        logger.info({ chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length }, 'builder codes registry backfill enqueued')
+        logger.info(
+          { chain_id: indexer.chainId, from_block: range[0], to_block: range[1], jobs: plan.jobs.length },
+          'builder codes registry backfill enqueued',
+        )
       }
     : undefined
   const { profiler } = indexer
-  await profiler.refresh().catch((error: unknown) =>
-    logger.warn({ chain_id: indexer.chainId, err: error }, 'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers'),
-  )
+  await profiler
+    .refresh()
+    .catch((error: unknown) =>
+      logger.warn(
+        { chain_id: indexer.chainId, err: error },
+        'chain probe failed: following as a pre-confirming chain of 2 s blocks until one answers',
+      ),
+    )
   const wsUrl = chainConfig.rpcWsUrl
   const scheduler = startScheduler({
     redis,
@@ -259,9 +308,12 @@ async function startChainScheduler({
       },
     },
     // With newHeads announcing blocks, polling only backs the subscription up (and feeds its watchdog).
-    headPollMs: () => (wsUrl ? (chainConfig.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs),
+    headPollMs: () =>
+      wsUrl ? (chainConfig.headPollMs ?? Math.max(1_000, 5 * profiler.current().blockTimeMs)) : profiler.current().headPollMs,
     // Polled: each look aims just after the next block is due, where the chain stamps milliseconds.
-    ...(wsUrl || chainConfig.headPollMs !== undefined ? {} : { nextHeadInMs: () => indexer.follower.nextPollInMs(profiler.current().blockTimeMs) }),
+    ...(wsUrl || chainConfig.headPollMs !== undefined
+      ? {}
+      : { nextHeadInMs: () => indexer.follower.nextPollInMs(profiler.current().blockTimeMs) }),
     pendingPollMs: chainConfig.pendingPollMs,
     profiler,
     ...(wsUrl
@@ -282,8 +334,13 @@ async function startChainScheduler({
       : {}),
     whileLeader: async (signal: AbortSignal) => {
       const perRefresh = Math.ceil((NONCE_WALLETS_PER_MINUTE * COVERAGE_REFRESH_MS) / 60_000)
-      const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), { signal, logger, name: 'wallet-coverage' })
-      const registryCheck = registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
+      const coverage = runEvery(COVERAGE_REFRESH_MS, () => indexer.refreshWalletNonces(perRefresh), {
+        signal,
+        logger,
+        name: 'wallet-coverage',
+      })
+      const registryCheck =
+        registryBackfill && runEvery(REGISTRY_BACKFILL_CHECK_MS, registryBackfill, { signal, logger, name: 'registry-backfill' })
       const gasSweep = runEvery(
         GAS_SWEEP_MS,
         () => sweepOwedGas({ pool: indexer.store.pool, chainId: indexer.chainId, gasQueue: indexer.gasQueue, logger }),
@@ -296,7 +353,8 @@ async function startChainScheduler({
           RETENTION_CHECK_MS,
           async () => {
             const pruned = await pruneRawHistory(indexer.store.pool, indexer.chainId, new Date(Date.now() - retentionDays * 86_400_000))
-            if (pruned.logs > 0 || pruned.transactions > 0) logger.info({ chain_id: indexer.chainId, ...pruned, retention_days: retentionDays }, 'raw history pruned')
+            if (pruned.logs > 0 || pruned.transactions > 0)
+              logger.info({ chain_id: indexer.chainId, ...pruned, retention_days: retentionDays }, 'raw history pruned')
           },
           { signal, logger, name: 'retention' },
         )
@@ -337,7 +395,9 @@ async function startApi(
 ): Promise<Service> {
   const redis = createApiRedis(config.redisUrl, logger)
   // Every configured chain's range queue, for the queue dashboard and the queue metrics.
-  const rangeQueues = config.chains.map((chain) => createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix, name: rangeQueueName(config, chain.chainId) }))
+  const rangeQueues = config.chains.map((chain) =>
+    createRangeQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix, name: rangeQueueName(config, chain.chainId) }),
+  )
   const api = await createApi({
     config,
     chainId,
@@ -378,8 +438,13 @@ async function startApiRole(config: Config, logger: Logger, { migrate }: { migra
     if (migrate) await runMigrations(store.pool)
     chainIds = await indexedChainIds(store.pool).catch((error: Error & { code?: string }) => {
       // 42P01 undefined_table: reachable, never migrated.
-      if (error.code !== '42P01') throw new Error(`PostgreSQL is not reachable at ${redactUrl(config.databaseUrl)} (${briefly(error)}): start it, or set DATABASE_URL`)
-      throw new Error(`the database at ${redactUrl(config.databaseUrl)} has no codetrail tables: run codetrail migrate, or set MIGRATE_ON_START=1`)
+      if (error.code !== '42P01')
+        throw new Error(
+          `PostgreSQL is not reachable at ${redactUrl(config.databaseUrl)} (${briefly(error)}): start it, or set DATABASE_URL`,
+        )
+      throw new Error(
+        `the database at ${redactUrl(config.databaseUrl)} has no codetrail tables: run codetrail migrate, or set MIGRATE_ON_START=1`,
+      )
     })
   } finally {
     await store.close()
@@ -415,7 +480,8 @@ function recordFollowEvent(metrics: Metrics, chain: { chain_id: string }, event:
     metrics.reorgs.inc(chain)
     metrics.reorgDepth.observe(chain, event.depth)
   }
-  if (event.type === 'idle' || event.type === 'blocks') metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
+  if (event.type === 'idle' || event.type === 'blocks')
+    metrics.blocksBehindHead.set(chain, event.type === 'idle' ? 0 : event.head - event.to)
 }
 
 /**

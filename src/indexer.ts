@@ -25,7 +25,18 @@ import {
   type RpcRequestEvent,
   createRpcPool,
 } from './rpc/index.js'
-import { createLeaseFence, createStore, runMigrations, saveBuilderCodeRegistry, saveChainName, saveChainProfile, saveFilter, withTransaction, type LogInput, type Store } from './store/index.js'
+import {
+  createLeaseFence,
+  createStore,
+  runMigrations,
+  saveBuilderCodeRegistry,
+  saveChainName,
+  saveChainProfile,
+  saveFilter,
+  withTransaction,
+  type LogInput,
+  type Store,
+} from './store/index.js'
 import { filterIdOf, normalizeFilter, toRpcFilter, type LogFilter } from './sync/filter.js'
 import { createRangeProcessor } from './sync/historical.js'
 import { createGasFiller } from './sync/gasFill.js'
@@ -48,10 +59,10 @@ const answersNoSuchTag = (error: unknown) =>
 /** Every message in an error's cause chain, for matching what a node said. */
 function messagesOf(error: unknown): string {
   const messages: string[] = []
-  for (let e = error as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) messages.push(String(e.message ?? ''))
+  for (let e = error as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++)
+    messages.push(String(e.message ?? ''))
   return messages.join(' | ')
 }
-
 
 /**
  * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
@@ -103,7 +114,11 @@ export async function createIndexer(
     migrate = true,
     nodeMayBeDown = false,
     labelChainInMetrics = false,
-  }: { migrate?: boolean; nodeMayBeDown?: boolean; /** Several chains share the metrics: node calls carry `chain_id`. */ labelChainInMetrics?: boolean } = {},
+  }: {
+    migrate?: boolean
+    nodeMayBeDown?: boolean /** Several chains share the metrics: node calls carry `chain_id`. */
+    labelChainInMetrics?: boolean
+  } = {},
 ) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
   try {
@@ -157,7 +172,12 @@ export async function createIndexer(
     rpc: reliable,
     logger,
     chainId,
-    settings: { preconfirmations: config.preconfirmations, finalityDepth: config.finalityDepth, finalitySeconds: config.finalitySeconds, headPollMs: config.headPollMs },
+    settings: {
+      preconfirmations: config.preconfirmations,
+      finalityDepth: config.finalityDepth,
+      finalitySeconds: config.finalitySeconds,
+      headPollMs: config.headPollMs,
+    },
     filter: toRpcFilter(filter),
     save: (profile) => saveChainProfile(store.pool, chainId, profile),
   })
@@ -177,7 +197,10 @@ export async function createIndexer(
       })
       if (header) return { number: header.number, hash: header.hash }
       tagMissing.add(tag)
-      logger.warn({ chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth }, 'node has no such block tag: using head minus the finality depth')
+      logger.warn(
+        { chain_id: chainId, tag, finality_depth: profiler.current().finalityDepth },
+        'node has no such block tag: using head minus the finality depth',
+      )
     }
     const head = await getBlockNumber(reliable)
     return { number: tag === 'latest' ? head : Math.max(0, head - profiler.current().finalityDepth) }
@@ -197,8 +220,11 @@ export async function createIndexer(
       finalizedAskedAt = Date.now()
       finalizedAsking = blockAt('finalized')
         .then(
-          (read) => void (finalizedRead = read),
-          (error: unknown) => logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read'),
+          (read) => {
+            finalizedRead = read
+          },
+          (error: unknown) =>
+            logger.warn({ chain_id: chainId, err: error }, 'finalized block unavailable: finality waits for the next read'),
         )
         .finally(() => (finalizedAsking = undefined))
     }
@@ -208,9 +234,13 @@ export async function createIndexer(
   const finalizedBlock = async (): Promise<number | null> => (await finalized())?.number ?? null
 
   const fetchLogs = ([fromBlock, toBlock]: Interval, logFilter: LogFilter) =>
-    getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks }, {
-      onSplit: () => metrics?.rangeSplits.inc({ chain_id: String(chainId) }),
-    }) as Promise<LogInput[]>
+    getLogs(
+      rpc,
+      { fromBlock, toBlock, ...toRpcFilter(logFilter), maxBlocks: config.chunkBlocks },
+      {
+        onSplit: () => metrics?.rangeSplits.inc({ chain_id: String(chainId) }),
+      },
+    ) as Promise<LogInput[]>
 
   const attributor = createAttributor({
     rpc: reliable,
@@ -243,7 +273,10 @@ export async function createIndexer(
   const decodedTip = (blocks: readonly TipBlock[]): AttributedBlock[] =>
     blocks.map((block) => {
       let decoded = decodedAt.get(block)
-      if (!decoded) decodedAt.set(block, (decoded = attributor.decodeBlocks([block])[0]!))
+      if (!decoded) {
+        decoded = attributor.decodeBlocks([block])[0]!
+        decodedAt.set(block, decoded)
+      }
       return decoded
     })
 

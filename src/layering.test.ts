@@ -62,7 +62,11 @@ function importGraph(): Map<string, string[]> {
     for (const match of stripComments(readFileSync(file, 'utf8')).matchAll(IMPORT)) {
       const specifier = match[1] ?? match[2]!
       if (!specifier.startsWith('.')) continue
-      targets.push(relative(ROOT, resolve(dirname(file), specifier)).replace(/\.js$/, '.ts').replace(/\.jsx$/, '.tsx'))
+      targets.push(
+        relative(ROOT, resolve(dirname(file), specifier))
+          .replace(/\.js$/, '.ts')
+          .replace(/\.jsx$/, '.tsx'),
+      )
     }
     graph.set(relative(ROOT, file), targets)
   }
@@ -104,7 +108,9 @@ describe('layering of src/', () => {
   })
 
   it('never reaches the harness, the tests or anything else outside src', () => {
-    const outside = [...graph].flatMap(([file, targets]) => targets.filter((target) => layerOf(target) === null).map((target) => `${file} → ${target}`))
+    const outside = [...graph].flatMap(([file, targets]) =>
+      targets.filter((target) => layerOf(target) === null).map((target) => `${file} → ${target}`),
+    )
     expect(outside).toEqual([])
   })
 

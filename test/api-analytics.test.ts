@@ -62,7 +62,8 @@ describe('analytics_reader', () => {
   })
 
   it('cannot read any base table', async () => {
-    for (const table of BASE_TABLES) expect(await asReader(`SELECT * FROM public.${table} LIMIT 1`), table).toEqual({ code: PERMISSION_DENIED })
+    for (const table of BASE_TABLES)
+      expect(await asReader(`SELECT * FROM public.${table} LIMIT 1`), table).toEqual({ code: PERMISSION_DENIED })
     expect(await asReader('SELECT * FROM drizzle.__drizzle_migrations')).toEqual({ code: PERMISSION_DENIED })
   })
 

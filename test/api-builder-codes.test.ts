@@ -83,7 +83,7 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
     expect(again.body).toEqual(first.body)
   })
 
-  it("moves to the next attempt, deterministically, when another wallet holds the derived code", async () => {
+  it('moves to the next attempt, deterministically, when another wallet holds the derived code', async () => {
     const target = wallet(0xc011)
     await db.store.pool.query(
       `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, $2, $3, 'upstream'), ($1, $4, $5, 'upstream')`,
@@ -97,7 +97,9 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
 
   it('stores one code when the same wallet registers concurrently', async () => {
     const address = wallet(0xc0c0)
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => register(api, i % 2 ? address : address.toUpperCase().replace('0X', '0x'))))
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => register(api, i % 2 ? address : address.toUpperCase().replace('0X', '0x'))),
+    )
     expect(new Set(answers.map((a) => `${a.status}:${a.body.builderCode}`))).toEqual(new Set([`200:${deriveBuilderCode(address, 0)}`]))
     expect((await storedCodes(CHAIN_ID)).filter((row) => row.wallet_address === address)).toHaveLength(1)
   })
@@ -105,8 +107,22 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
   it('refuses invalid addresses and bodies with 400', async () => {
     const lower = '0xd8da6bf26964af9d7eed9e03e53415d37aa96045'
     // The checksum with the case of its first letter flipped.
-    const badChecksum = checksumAddress(lower).replace(/[a-fA-F]/, (letter) => (letter === letter.toLowerCase() ? letter.toUpperCase() : letter.toLowerCase()))
-    for (const walletAddress of ['0x123', `${lower}00`, `0x${'g'.repeat(40)}`, badChecksum, '', 42, null, ['0x'], { a: 1 }, ` ${lower}`, `${lower}\n`])
+    const badChecksum = checksumAddress(lower).replace(/[a-fA-F]/, (letter) =>
+      letter === letter.toLowerCase() ? letter.toUpperCase() : letter.toLowerCase(),
+    )
+    for (const walletAddress of [
+      '0x123',
+      `${lower}00`,
+      `0x${'g'.repeat(40)}`,
+      badChecksum,
+      '',
+      42,
+      null,
+      ['0x'],
+      { a: 1 },
+      ` ${lower}`,
+      `${lower}\n`,
+    ])
       expect((await register(api, walletAddress)).body.error.code, JSON.stringify(walletAddress)).toBe('invalid_wallet_address')
     const bodies: [string, string, number, string][] = [
       ['{}', 'application/json', 400, 'invalid_body'],
@@ -121,7 +137,12 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
       [JSON.stringify({ walletAddress: lower, pad: 'x'.repeat(20_000) }), 'application/json', 413, 'body_too_large'],
     ]
     for (const [payload, contentType, status, code] of bodies) {
-      const response = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload, headers: { 'content-type': contentType } })
+      const response = await api.app.inject({
+        method: 'POST',
+        url: '/v1/agents/builder-codes',
+        payload,
+        headers: { 'content-type': contentType },
+      })
       expect([response.statusCode, response.json().error.code], payload.slice(0, 40)).toEqual([status, code])
     }
   })
@@ -129,7 +150,11 @@ describe('POST /v1/agents/builder-codes (codes issued here)', () => {
   it('accepts wallet_address, the spelling of Base’s docs, and answers in the same shape', async () => {
     const address = '0x00000000000000000000000000000000000000e7'
     const camel = await register(api, address)
-    const snake = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload: { wallet_address: address.toUpperCase().replace('0X', '0x') } })
+    const snake = await api.app.inject({
+      method: 'POST',
+      url: '/v1/agents/builder-codes',
+      payload: { wallet_address: address.toUpperCase().replace('0X', '0x') },
+    })
     expect(snake.statusCode).toBe(200)
     expect(snake.json()).toStrictEqual(camel.body)
     expect(Object.keys(snake.json())).toEqual(['builderCode', 'walletAddress'])
@@ -144,7 +169,11 @@ describe('GET /v1/agents/builder-codes/{walletAddress}', () => {
     const rpc = createRpcClient({ url: anvil.url })
     await rpc.request('eth_sendTransaction', [{ from: ACCOUNT, to: wallet(0xbeef), value: '0x1' }])
     const attribution = (n: number, builderCode: string, status: string, removed = false) => [
-      CHAIN_ID, `0x${n.toString(16).padStart(64, '0')}`, builderCode, status, removed,
+      CHAIN_ID,
+      `0x${n.toString(16).padStart(64, '0')}`,
+      builderCode,
+      status,
+      removed,
     ]
     for (const values of [
       attribution(1, code, 'finalized'),
@@ -297,7 +326,13 @@ describe('registration through BUILDER_API_URL', () => {
 
 describe('createBuilderCodeClient', () => {
   it('registers and reads a wallet over HTTP, and turns errors into BuilderCodeClientError', async () => {
-    const served = await createApi({ config: baseConfig(db.url), chainId: CHAIN_ID, store: db.store, logger: silentLogger, host: '127.0.0.1' })
+    const served = await createApi({
+      config: baseConfig(db.url),
+      chainId: CHAIN_ID,
+      store: db.store,
+      logger: silentLogger,
+      host: '127.0.0.1',
+    })
     try {
       const url = await served.listen()
       const client = createBuilderCodeClient(`${url}/`)

@@ -28,7 +28,14 @@ beforeAll(async () => {
   )
   tablesBefore = await tableNames()
   api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: 'redis://127.0.0.1:6379', redisPrefix: 'unused' },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: 'redis://127.0.0.1:6379',
+      redisPrefix: 'unused',
+    },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -46,7 +53,9 @@ afterAll(async () => {
 })
 
 async function tableNames(): Promise<string[]> {
-  const { rows } = await db.store.pool.query(`SELECT schemaname || '.' || tablename AS name FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
+  const { rows } = await db.store.pool.query(
+    `SELECT schemaname || '.' || tablename AS name FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
+  )
   return rows.map((row) => row.name)
 }
 
@@ -55,12 +64,22 @@ type Answer = { status: number; body: string; headers: Record<string, unknown> }
 
 function send({ method, path, body, headers = {} }: Sent): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers: body === undefined ? headers : { 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk) => (text += chunk))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }))
-    })
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers: body === undefined ? headers : { 'content-length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk) => (text += chunk))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }))
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -110,7 +129,7 @@ const hostile = [
   'Infinity',
   '0x',
   '0x-1',
-  '0x' + 'f'.repeat(15),
+  `0x${'f'.repeat(15)}`,
   '9'.repeat(400),
   'ä🙂\u202e',
   '../../etc/passwd',
@@ -125,8 +144,27 @@ const hostile = [
 ]
 
 const paramNames = [
-  'builderCode', 'walletAddress', 'fromBlock', 'toBlock', 'since', 'until', 'status', 'includeRemoved', 'limit', 'cursor',
-  'address', 'topic0', 'topic1', 'topic2', 'topic3', 'interval', 'page', '__proto__', 'constructor', 'toString', '',
+  'builderCode',
+  'walletAddress',
+  'fromBlock',
+  'toBlock',
+  'since',
+  'until',
+  'status',
+  'includeRemoved',
+  'limit',
+  'cursor',
+  'address',
+  'topic0',
+  'topic1',
+  'topic2',
+  'topic3',
+  'interval',
+  'page',
+  '__proto__',
+  'constructor',
+  'toString',
+  '',
 ]
 
 const value = fc.oneof(
@@ -143,15 +181,23 @@ const query = fc
   .array(fc.tuple(fc.constantFrom(...paramNames), value), { minLength: 1, maxLength: 4 })
   .map((pairs) => pairs.map(([name, v]) => `${encodeURIComponent(name)}=${encodeURIComponent(v)}`).join('&'))
 
-const pathValue = fc.oneof(fc.constantFrom(...hostile), fc.string({ maxLength: 120 }), fc.stringMatching(/^0x[0-9a-zA-Z]{0,80}$/)).map(encodeURIComponent)
+const pathValue = fc
+  .oneof(fc.constantFrom(...hostile), fc.string({ maxLength: 120 }), fc.stringMatching(/^0x[0-9a-zA-Z]{0,80}$/))
+  .map(encodeURIComponent)
 
 const getRequest: fc.Arbitrary<Sent> = fc.oneof(
   query.map((q) => ({ method: 'GET', path: `/v1/attributions?${q}` })),
   query.map((q) => ({ method: 'GET', path: `/v1/logs?${q}` })),
   fc.tuple(pathValue, query).map(([code, q]) => ({ method: 'GET', path: `/v1/builder-codes/${code}/stats?${q}` })),
-  fc.tuple(pathValue, fc.option(query)).map(([hash, q]) => ({ method: 'GET', path: `/v1/transactions/${hash}/attribution${q ? `?${q}` : ''}` })),
-  fc.tuple(pathValue, fc.option(query)).map(([wallet, q]) => ({ method: 'GET', path: `/v1/agents/builder-codes/${wallet}${q ? `?${q}` : ''}` })),
-  fc.tuple(fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'GET'), pathValue).map(([method, p]) => ({ method, path: `/v1/${p}` })),
+  fc
+    .tuple(pathValue, fc.option(query))
+    .map(([hash, q]) => ({ method: 'GET', path: `/v1/transactions/${hash}/attribution${q ? `?${q}` : ''}` })),
+  fc
+    .tuple(pathValue, fc.option(query))
+    .map(([wallet, q]) => ({ method: 'GET', path: `/v1/agents/builder-codes/${wallet}${q ? `?${q}` : ''}` })),
+  fc
+    .tuple(fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'GET'), pathValue)
+    .map(([method, p]) => ({ method, path: `/v1/${p}` })),
 )
 
 const bodyValue = fc.oneof(
@@ -159,12 +205,32 @@ const bodyValue = fc.oneof(
   value.map((v) => JSON.stringify({ walletAddress: v })),
   fc.json({ maxDepth: 3 }),
   fc.string({ maxLength: 200 }),
-  fc.constantFrom('{"walletAddress":', '{"__proto__":{"admin":true},"walletAddress":"0x00"}', '{"constructor":{"prototype":{}}}', '', 'null', '[]', `{"walletAddress":"${WALLET}","walletAddress":1}`),
+  fc.constantFrom(
+    '{"walletAddress":',
+    '{"__proto__":{"admin":true},"walletAddress":"0x00"}',
+    '{"constructor":{"prototype":{}}}',
+    '',
+    'null',
+    '[]',
+    `{"walletAddress":"${WALLET}","walletAddress":1}`,
+  ),
   fc.integer({ min: 16_000, max: 200_000 }).map((size) => JSON.stringify({ walletAddress: WALLET, pad: 'x'.repeat(size) })),
 )
 
 const postRequest: fc.Arbitrary<Sent> = fc
-  .tuple(bodyValue, fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', ';;;', 'application/json; charset=latin1'))
+  .tuple(
+    bodyValue,
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+      ';;;',
+      'application/json; charset=latin1',
+    ),
+  )
   .map(([body, contentType]) => ({ method: 'POST', path: '/v1/agents/builder-codes', body, headers: { 'content-type': contentType } }))
 
 describe('malformed requests', () => {
@@ -181,7 +247,12 @@ describe('malformed requests', () => {
       { method: 'GET', path: `/v1/attributions?${Array.from({ length: 500 }, (_, i) => `p${i}=1`).join('&')}` },
       { method: 'GET', path: `/v1/logs?address=${Array.from({ length: 1000 }, () => WALLET).join('&address=')}` },
       { method: 'POST', path: '/v1/agents/builder-codes', body: JSON.stringify({ walletAddress: WALLET }) },
-      { method: 'POST', path: '/v1/agents/builder-codes', body: JSON.stringify({ walletAddress: WALLET }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } },
+      {
+        method: 'POST',
+        path: '/v1/agents/builder-codes',
+        body: JSON.stringify({ walletAddress: WALLET }),
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      },
       { method: 'POST', path: '/v1/attributions', body: '{}', headers: { 'content-type': 'application/json' } },
       { method: 'GET', path: '/v1/agents/builder-codes', headers: { 'content-type': 'application/json' }, body: '{"walletAddress":1}' },
     ]
@@ -189,7 +260,12 @@ describe('malformed requests', () => {
     expect(all.length).toBeGreaterThan(450)
     for (const sent of all) expectEnvelope(sent, await send(sent))
 
-    for (const raw of ['GARBAGE\r\n\r\n', 'GET / HTTP/9.9\r\n\r\n', `GET /healthz HTTP/1.1\r\nHost: x\r\n${'X-Big: ' + 'a'.repeat(20_000)}\r\n\r\n`, 'GET /v1/logs HTTP/1.1\r\nContent-Length: -5\r\n\r\n']) {
+    for (const raw of [
+      'GARBAGE\r\n\r\n',
+      'GET / HTTP/9.9\r\n\r\n',
+      `GET /healthz HTTP/1.1\r\nHost: x\r\n${`X-Big: ${'a'.repeat(20_000)}`}\r\n\r\n`,
+      'GET /v1/logs HTTP/1.1\r\nContent-Length: -5\r\n\r\n',
+    ]) {
       const answer = await sendRaw(raw)
       const [head, body] = answer.split('\r\n\r\n')
       expect(head, raw.slice(0, 30)).toMatch(/^HTTP\/1\.1 4\d\d /)

@@ -32,7 +32,16 @@ async function startApi(
 ): Promise<Api> {
   const { prefix = 'unused', adminUi = false, adminToken, dashboardDir, ...rest } = overrides
   const api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi, adminToken, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix, dashboardDir },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi,
+      adminToken,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: prefix,
+      dashboardDir,
+    },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -61,13 +70,16 @@ describe('health and readiness', () => {
     const head = await rpc.request<{ number: string; timestamp: string }>('eth_getBlockByNumber', ['latest', false])
     const headBlock = Number(head.number)
     const liveHash = `0x${'ab'.repeat(32)}`
-    await db.store.pool.query(`INSERT INTO chain_state (chain_id, head_block, live_block, live_hash) VALUES ($1, $2, $3, $4)`, [CHAIN_ID, headBlock, headBlock - 4, liveHash])
-    await db.store.pool.query(`INSERT INTO blocks (chain_id, number, hash, timestamp, status) VALUES ($1, $2, $3, to_timestamp($4), 'confirmed')`, [
+    await db.store.pool.query(`INSERT INTO chain_state (chain_id, head_block, live_block, live_hash) VALUES ($1, $2, $3, $4)`, [
       CHAIN_ID,
+      headBlock,
       headBlock - 4,
       liveHash,
-      Number(head.timestamp) - 48,
     ])
+    await db.store.pool.query(
+      `INSERT INTO blocks (chain_id, number, hash, timestamp, status) VALUES ($1, $2, $3, to_timestamp($4), 'confirmed')`,
+      [CHAIN_ID, headBlock - 4, liveHash, Number(head.timestamp) - 48],
+    )
     const redis = redisClient()
     const api = await startApi({ rpc, redis })
     const response = await api.app.inject({ url: '/readyz' })
@@ -117,11 +129,18 @@ describe('chain profile in status and readiness', () => {
     const ready = (await api.app.inject({ url: '/readyz' })).json()
     expect(ready.sync).toMatchObject({ blockTimeMs: 200, preconfirmations: { enabled: false, source: 'probe' } })
 
-    await db.store.pool.query(`UPDATE chain_state SET block_time_ms = 2000, preconfirmations = true, preconfirmations_source = 'config' WHERE chain_id = $1`, [chainId])
+    await db.store.pool.query(
+      `UPDATE chain_state SET block_time_ms = 2000, preconfirmations = true, preconfirmations_source = 'config' WHERE chain_id = $1`,
+      [chainId],
+    )
     // A new process: the first one serves its status snapshot for a few seconds more.
     const restarted = await startApi({ chainId, rpc: createRpcClient({ url: anvil.url }), redis: redisClient() })
     const preconfirming = (await restarted.app.inject({ url: '/v1/status' })).json()
-    expect(preconfirming).toMatchObject({ pendingLogsPerSecond: 0, blockTimeMs: 2000, preconfirmations: { enabled: true, source: 'config' } })
+    expect(preconfirming).toMatchObject({
+      pendingLogsPerSecond: 0,
+      blockTimeMs: 2000,
+      preconfirmations: { enabled: true, source: 'config' },
+    })
   })
 })
 
@@ -163,7 +182,9 @@ describe('GET /metrics', () => {
     expect(text).toContain('codetrail_rpc_calls_total{method="eth_getTransactionCount"} 2')
     expect(text).toContain('codetrail_queue_jobs{queue="ranges",state="waiting"} 1')
     expect(text).toContain('codetrail_queue_failed_jobs{queue="ranges"} 0')
-    expect(text).toMatch(/codetrail_http_request_duration_seconds_count\{method="POST",route="\/v1\/agents\/builder-codes",status_code="200"\} 1/)
+    expect(text).toMatch(
+      /codetrail_http_request_duration_seconds_count\{method="POST",route="\/v1\/agents\/builder-codes",status_code="200"\} 1/,
+    )
   })
 })
 
@@ -243,7 +264,9 @@ describe('statement timeout and server errors', () => {
     try {
       const response = await api.app.inject({ url: `/v1/agents/builder-codes/0x${'3'.repeat(40)}` })
       expect(response.statusCode).toBe(500)
-      expect(response.json()).toEqual({ error: { code: 'internal_error', message: 'The server hit an unexpected error; it has been logged.' } })
+      expect(response.json()).toEqual({
+        error: { code: 'internal_error', message: 'The server hit an unexpected error; it has been logged.' },
+      })
       expect(response.body).not.toMatch(/builder_codes|at |\.ts/)
     } finally {
       await db.store.pool.query('ALTER TABLE builder_codes_moved RENAME TO builder_codes')
@@ -275,7 +298,20 @@ describe('documentation and dashboard', () => {
     )
     const list = document.paths['/v1/attributions'].get
     expect(list.parameters.map((p: { name: string }) => p.name).sort()).toEqual(
-      ['builderCode', 'chainId', 'cursor', 'fromBlock', 'includeRemoved', 'limit', 'role', 'since', 'status', 'toBlock', 'until', 'walletAddress'].sort(),
+      [
+        'builderCode',
+        'chainId',
+        'cursor',
+        'fromBlock',
+        'includeRemoved',
+        'limit',
+        'role',
+        'since',
+        'status',
+        'toBlock',
+        'until',
+        'walletAddress',
+      ].sort(),
     )
     expect(list.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
     expect(document.components.schemas.Attribution.properties).toHaveProperty('blockTimestamp')
@@ -311,7 +347,11 @@ describe('documentation and dashboard', () => {
     const { prefix, cleanup } = createTestRedisPrefix()
     cleanups.push(cleanup)
     const token = 'admin-token-0123456789abcdef'
-    for (const hidden of [await startApi({ prefix }), await startApi({ prefix, adminUi: true }), await startApi({ prefix, adminToken: token })]) {
+    for (const hidden of [
+      await startApi({ prefix }),
+      await startApi({ prefix, adminUi: true }),
+      await startApi({ prefix, adminToken: token }),
+    ]) {
       for (const headers of [{}, { authorization: `Bearer ${token}` }]) {
         const answer = await hidden.app.inject({ url: '/admin/queues', headers })
         expect([answer.statusCode, answer.json().error.code]).toEqual([404, 'not_found'])
@@ -322,7 +362,11 @@ describe('documentation and dashboard', () => {
     for (const authorization of [undefined, 'Bearer wrong', `Bearer ${token}x`, `Basic ${token}`, token, `Bearer ${token.slice(0, -1)}`]) {
       for (const url of ['/admin/queues', '/admin/queues/api/queues']) {
         const refused = await on.app.inject({ url, headers: authorization === undefined ? {} : { authorization } })
-        expect([refused.statusCode, refused.json().error.code, refused.headers['www-authenticate']]).toEqual([401, 'unauthorized', expect.stringMatching(/^Bearer/)])
+        expect([refused.statusCode, refused.json().error.code, refused.headers['www-authenticate']]).toEqual([
+          401,
+          'unauthorized',
+          expect.stringMatching(/^Bearer/),
+        ])
       }
     }
     const headers = { authorization: `Bearer ${token}` }

@@ -12,7 +12,15 @@ import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 /** Tables that grow with history: a plan may reach them only through an index. */
-const LARGE = new Set(['logs', 'transactions', 'attributions', 'builder_code_buckets', 'builder_code_role_buckets', 'builder_code_bucket_senders', 'builder_code_senders'])
+const LARGE = new Set([
+  'logs',
+  'transactions',
+  'attributions',
+  'builder_code_buckets',
+  'builder_code_role_buckets',
+  'builder_code_bucket_senders',
+  'builder_code_senders',
+])
 const LOGS = 200_000
 const ATTRIBUTIONS = 120_000
 const T0 = Date.UTC(2026, 9, 1) / 1000
@@ -104,12 +112,18 @@ describe('API query plans on a seeded database with statistics', () => {
     ['topic0', async () => ({ ...page, topics: [[someTopic0]] })],
     ['no filter', async () => page],
     ['no filter, removed rows included', async () => ({ ...page, includeRemoved: true })],
-    ['no filter, a cursor deep in history', async () => ({ ...page, after: [9_000, 3, `0x${'0'.repeat(64)}`, `0x${'0'.repeat(64)}`, 0] as const })],
+    [
+      'no filter, a cursor deep in history',
+      async () => ({ ...page, after: [9_000, 3, `0x${'0'.repeat(64)}`, `0x${'0'.repeat(64)}`, 0] as const }),
+    ],
     ['block range', async () => ({ ...page, fromBlock: 5_000, toBlock: 6_000 })],
     ['status pending', async () => ({ ...page, statuses: ['pending' as const] })],
     ['status confirmed and a block range', async () => ({ ...page, statuses: ['confirmed' as const], fromBlock: 9_000, toBlock: 9_100 })],
     ['address and topic1', async () => ({ ...page, addresses: [someAddress], topics: [undefined, [`0x${'1'.padStart(64, '0')}`]] })],
-    ['topic0 and topic3, removed rows included', async () => ({ ...page, includeRemoved: true, topics: [[someTopic0], undefined, undefined, [`0x${'3'.padStart(64, '0')}`]] })],
+    [
+      'topic0 and topic3, removed rows included',
+      async () => ({ ...page, includeRemoved: true, topics: [[someTopic0], undefined, undefined, [`0x${'3'.padStart(64, '0')}`]] }),
+    ],
   ]
   for (const [name, parameters] of logFilters)
     it(`GET /v1/logs by ${name} reads logs through an index`, async () => {
@@ -129,19 +143,27 @@ describe('API query plans on a seeded database with statistics', () => {
   ]
   for (const [name, given] of attributionFilters)
     it(`GET /v1/attributions by ${name} reads attributions through an index`, async () => {
-      expect(await sequentialScans(() => listAttributions(explained, { chainId: CHAIN_ID, includeRemoved: false, limit: 100, ...given }))).toEqual([])
+      expect(
+        await sequentialScans(() => listAttributions(explained, { chainId: CHAIN_ID, includeRemoved: false, limit: 100, ...given })),
+      ).toEqual([])
     })
 
   it('the stats, the leaderboard, a code, a transaction, the head and the repairs read through indexes and rollups', async () => {
     for (const interval of ['hour', 'day'] as const) {
       const { since, until } = roundToBuckets(interval, new Date(T0 * 1000), new Date((T0 + 30 * 86_400) * 1000))
-      expect(await sequentialScans(() => builderCodeStatsReport(explained, { chainId: CHAIN_ID, builderCode: 'code_3', interval, since, until }))).toEqual([])
+      expect(
+        await sequentialScans(() =>
+          builderCodeStatsReport(explained, { chainId: CHAIN_ID, builderCode: 'code_3', interval, since, until }),
+        ),
+      ).toEqual([])
     }
     const { since, until } = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 86_400) * 1000))
     expect(await sequentialScans(() => leaderboard(explained, { chainId: CHAIN_ID, since, until, limit: 20 }))).toEqual([])
     expect(await sequentialScans(() => findRegistryCode(explained, CHAIN_ID, 'code_3'))).toEqual([])
     expect(await sequentialScans(() => findBuilderCode(explained, CHAIN_ID, 'code_3'))).toEqual([])
-    expect(await sequentialScans(() => findBuilderCodeByWallet(explained, CHAIN_ID, `0x${(3 + 65536).toString(16).padStart(40, '0')}`))).toEqual([])
+    expect(
+      await sequentialScans(() => findBuilderCodeByWallet(explained, CHAIN_ID, `0x${(3 + 65536).toString(16).padStart(40, '0')}`)),
+    ).toEqual([])
     const { rows } = await db.store.pool.query(`SELECT hash FROM transactions LIMIT 1`)
     expect(await sequentialScans(() => getTransactionAttribution(explained, CHAIN_ID, rows[0].hash))).toEqual([])
     expect(await sequentialScans(() => getIndexedHead(explained, CHAIN_ID))).toEqual([])

@@ -82,7 +82,8 @@ function fixtureRows(): Row[] {
   return rows
 }
 
-const key = (row: { tx_hash: string; user_op_hash: string; builder_code: string }) => `${row.tx_hash}|${row.user_op_hash}|${row.builder_code}`
+const key = (row: { tx_hash: string; user_op_hash: string; builder_code: string }) =>
+  `${row.tx_hash}|${row.user_op_hash}|${row.builder_code}`
 const itemKey = (item: { txHash: string; userOpHash: string | null; builderCode: string }) =>
   `${item.txHash}|${item.userOpHash ?? ''}|${item.builderCode}`
 
@@ -106,13 +107,23 @@ beforeAll(async () => {
   rows = fixtureRows()
   await insertAttributions(db.store.pool, rows)
   // The same transactions on another chain must never show up.
-  await insertAttributions(db.store.pool, rows.slice(0, 20).map((row) => ({ ...row, chain_id: OTHER_CHAIN_ID })))
+  await insertAttributions(
+    db.store.pool,
+    rows.slice(0, 20).map((row) => ({ ...row, chain_id: OTHER_CHAIN_ID })),
+  )
   await db.store.pool.query(
     `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, $2, $3, 'local'), ($1, $4, $5, 'upstream'), ($6, $4, $3, 'local')`,
     [CHAIN_ID, C1, W1, C2, W2, OTHER_CHAIN_ID],
   )
   api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: 'redis://127.0.0.1:6379', redisPrefix: 'unused' },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: 'redis://127.0.0.1:6379',
+      redisPrefix: 'unused',
+    },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -139,7 +150,9 @@ async function allPages<T>(url: string, limit: number): Promise<{ items: T[]; pa
   let pages = 0
   do {
     const separator = url.includes('?') ? '&' : '?'
-    const { status, body }: { status: number; body: Page<T> } = await get<Page<T>>(`${url}${separator}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`)
+    const { status, body }: { status: number; body: Page<T> } = await get<Page<T>>(
+      `${url}${separator}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`,
+    )
     expect(status).toBe(200)
     expect(body.items.length).toBeLessThanOrEqual(limit)
     items.push(...body.items)
@@ -201,7 +214,10 @@ describe('GET /v1/attributions', () => {
   })
 
   it('pages through everything without loss or repeat, in a stable order, at several page sizes', async () => {
-    const visible = rows.filter((row) => !row.removed).map(key).sort()
+    const visible = rows
+      .filter((row) => !row.removed)
+      .map(key)
+      .sort()
     const { items: reference } = await allPages<Item>('/v1/attributions', 1000)
     expect(reference.map(itemKey).sort()).toEqual(visible)
     for (const limit of [1, 7, 50]) {
@@ -222,27 +238,44 @@ describe('GET /v1/attributions', () => {
       ['fromBlock=1010&toBlock=0x3f9', (r) => r.block_number >= 1010 && r.block_number <= 1017],
       ['fromBlock=1058', (r) => r.block_number >= 1058],
       ['toBlock=1001', (r) => r.block_number <= 1001],
-      [`since=${iso(T0 + 10 * BLOCK_SECONDS)}&until=${iso(T0 + 12 * BLOCK_SECONDS)}`, (r) => r.block_number === 1010 || r.block_number === 1011],
+      [
+        `since=${iso(T0 + 10 * BLOCK_SECONDS)}&until=${iso(T0 + 12 * BLOCK_SECONDS)}`,
+        (r) => r.block_number === 1010 || r.block_number === 1011,
+      ],
       ['since=2025-01-02', (r) => r.block_timestamp >= '2025-01-02T00:00:00.000Z'],
       ['until=2025-01-01T05:00:00%2B01:00', (r) => r.block_timestamp < '2025-01-01T04:00:00.000Z'],
       ['status=pending', (r) => r.status === 'pending'],
       ['status=pending,confirmed', (r) => r.status !== 'finalized'],
       ['status=finalized&status=confirmed', (r) => r.status !== 'pending'],
-      [`builderCode=${C1}&status=confirmed&fromBlock=1046`, (r) => r.builder_code === C1 && r.status === 'confirmed' && r.block_number >= 1046],
+      [
+        `builderCode=${C1}&status=confirmed&fromBlock=1046`,
+        (r) => r.builder_code === C1 && r.status === 'confirmed' && r.block_number >= 1046,
+      ],
     ]
     for (const [query, predicate] of cases) {
-      const expected = rows.filter((r) => !r.removed && predicate(r)).map(key).sort()
+      const expected = rows
+        .filter((r) => !r.removed && predicate(r))
+        .map(key)
+        .sort()
       const { items } = await allPages<Item>(`/v1/attributions?${query}`, 25)
       expect(items.map(itemKey).sort(), query).toEqual(expected)
     }
   })
 
   it('hides removed rows unless includeRemoved', async () => {
-    const removed = rows.filter((r) => r.removed).map(key).sort()
+    const removed = rows
+      .filter((r) => r.removed)
+      .map(key)
+      .sort()
     expect(removed.length).toBeGreaterThan(5)
     const withRemoved = await allPages<Item>('/v1/attributions?includeRemoved=true', 100)
     expect(withRemoved.items).toHaveLength(rows.length)
-    expect(withRemoved.items.filter((item) => item.removed).map(itemKey).sort()).toEqual(removed)
+    expect(
+      withRemoved.items
+        .filter((item) => item.removed)
+        .map(itemKey)
+        .sort(),
+    ).toEqual(removed)
     const without = await allPages<Item>('/v1/attributions?includeRemoved=0', 100)
     expect(without.items.some((item) => item.removed)).toBe(false)
   })
@@ -255,7 +288,9 @@ describe('GET /v1/attributions', () => {
     const seen: string[] = []
     let cursor: string | null = null
     do {
-      const page: { body: Page<Item> } = await get<Page<Item>>(`/v1/attributions?builderCode=othercode&limit=4${cursor ? `&cursor=${cursor}` : ''}`)
+      const page: { body: Page<Item> } = await get<Page<Item>>(
+        `/v1/attributions?builderCode=othercode&limit=4${cursor ? `&cursor=${cursor}` : ''}`,
+      )
       seen.push(...page.body.items.map(itemKey))
       cursor = page.body.nextCursor
       // A new head block (before the cursor) and a late row deep in the past (after it).
@@ -316,7 +351,10 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
   }
 
   const model = (code: string, from: number, to: number) => {
-    const selected = rows.filter((r) => r.builder_code === code && !r.removed && Date.parse(r.block_timestamp) / 1000 >= from && Date.parse(r.block_timestamp) / 1000 < to)
+    const selected = rows.filter(
+      (r) =>
+        r.builder_code === code && !r.removed && Date.parse(r.block_timestamp) / 1000 >= from && Date.parse(r.block_timestamp) / 1000 < to,
+    )
     return {
       attributions: selected.length,
       confirmed: selected.filter((r) => r.status !== 'pending').length,
@@ -341,7 +379,13 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
   it('counts per UTC day and in total', async () => {
     const { status, body } = await get<Stats>(`/v1/builder-codes/${C1}/stats?since=2025-01-01&until=2025-01-03&interval=day`)
     expect(status).toBe(200)
-    expect(body).toMatchObject({ builderCode: C1, walletAddress: W1, interval: 'day', since: '2025-01-01T00:00:00.000Z', until: '2025-01-03T00:00:00.000Z' })
+    expect(body).toMatchObject({
+      builderCode: C1,
+      walletAddress: W1,
+      interval: 'day',
+      since: '2025-01-01T00:00:00.000Z',
+      until: '2025-01-03T00:00:00.000Z',
+    })
     expect(body.buckets.map((b) => b.start)).toEqual(['2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z'])
     expect(body.buckets[0]).toEqual({ start: '2025-01-01T00:00:00.000Z', ...model(C1, T0, T0 + 86_400) })
     expect(body.buckets[1]).toEqual({ start: '2025-01-02T00:00:00.000Z', ...model(C1, T0 + 86_400, T0 + 2 * 86_400) })
@@ -355,7 +399,9 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
     const until = T0 + 6 * 3600
     const { body } = await get<Stats>(`/v1/builder-codes/${C2}/stats?since=${iso(since)}&until=${iso(until)}&interval=hour`)
     expect(body.buckets).toHaveLength(5)
-    body.buckets.forEach((bucket, i) => expect(bucket).toEqual({ start: iso(since + i * 3600), ...model(C2, since + i * 3600, since + (i + 1) * 3600) }))
+    body.buckets.forEach((bucket, i) =>
+      expect(bucket).toEqual({ start: iso(since + i * 3600), ...model(C2, since + i * 3600, since + (i + 1) * 3600) }),
+    )
     expect(body.total).toEqual(model(C2, since, until))
     // Blocks land every 30 min: every hour has rows, and the block at `until` is left out.
     expect(body.buckets.every((b) => b.attributions > 0)).toBe(true)
@@ -364,14 +410,18 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
   it('answers zeros for a code nobody used and reports an unregistered code without wallet', async () => {
     const unused = await get<Stats>('/v1/builder-codes/bc_unused00/stats?since=2025-01-01&until=2025-01-02')
     expect(unused.body.total).toEqual({ attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0', roles: [] })
-    expect(unused.body.buckets).toEqual([{ start: '2025-01-01T00:00:00.000Z', attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0', roles: [] }])
+    expect(unused.body.buckets).toEqual([
+      { start: '2025-01-01T00:00:00.000Z', attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0', roles: [] },
+    ])
     const other = await get<Stats>(`/v1/builder-codes/${C3}/stats?since=2025-01-01&until=2025-01-03`)
     expect(other.body.walletAddress).toBeNull()
     expect(other.body.total).toEqual(model(C3, T0, T0 + 2 * 86_400))
   })
 
   it('widens the range to whole buckets and reports the widened range', async () => {
-    const { body } = await get<Stats>(`/v1/builder-codes/${C2}/stats?since=${iso(T0 + 2 * 3600 + 600)}&until=${iso(T0 + 5 * 3600 + 1)}&interval=hour`)
+    const { body } = await get<Stats>(
+      `/v1/builder-codes/${C2}/stats?since=${iso(T0 + 2 * 3600 + 600)}&until=${iso(T0 + 5 * 3600 + 1)}&interval=hour`,
+    )
     expect(body).toMatchObject({ since: iso(T0 + 2 * 3600), until: iso(T0 + 6 * 3600) })
     expect(body.buckets.map((b) => b.start)).toEqual([2, 3, 4, 5].map((h) => iso(T0 + h * 3600)))
     expect(body.total).toEqual(model(C2, T0 + 2 * 3600, T0 + 6 * 3600))
@@ -379,7 +429,11 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
 
   it('counts distinct senders alike for ranges that end before and after the latest attribution', async () => {
     // Until past the code's last block: the rollup answers; until before it: the rows are counted.
-    for (const [since, until] of [[T0 + 5 * 3600, T0 + 3 * 86_400], [T0 + 5 * 3600, T0 + 20 * 3600], [T0 + 29 * 3600, T0 + 30 * 3600]] as const) {
+    for (const [since, until] of [
+      [T0 + 5 * 3600, T0 + 3 * 86_400],
+      [T0 + 5 * 3600, T0 + 20 * 3600],
+      [T0 + 29 * 3600, T0 + 30 * 3600],
+    ] as const) {
       const { body } = await get<Stats>(`/v1/builder-codes/${C1}/stats?since=${iso(since)}&until=${iso(until)}&interval=hour`)
       expect(body.total, `${iso(since)} ${iso(until)}`).toEqual(model(C1, since, until))
     }
@@ -487,7 +541,8 @@ describe('GET /v1/logs', () => {
     )
   })
 
-  const logKey = (log: { transaction_hash: string; log_index: number; block_hash: string }) => `${log.block_hash}|${log.transaction_hash}|${log.log_index}`
+  const logKey = (log: { transaction_hash: string; log_index: number; block_hash: string }) =>
+    `${log.block_hash}|${log.transaction_hash}|${log.log_index}`
   const itemKeyOf = (log: Log) => `${log.blockHash}|${log.transactionHash}|${log.logIndex}`
 
   it('returns logs like eth_getLogs, oldest first, with topics as an array', async () => {
@@ -524,7 +579,10 @@ describe('GET /v1/logs', () => {
       ['fromBlock=0x5&toBlock=9', (r) => r.block_number >= 5 && r.block_number <= 9],
       ['status=pending', (r) => r.status === 'pending'],
       ['status=confirmed,finalized&fromBlock=24', (r) => r.status !== 'pending' && r.block_number >= 24],
-      [`address=${A}&topic0=${APPROVAL}&fromBlock=10&toBlock=12`, (r) => r.address === A && r.topic0 === APPROVAL && r.block_number >= 10 && r.block_number <= 12],
+      [
+        `address=${A}&topic0=${APPROVAL}&fromBlock=10&toBlock=12`,
+        (r) => r.address === A && r.topic0 === APPROVAL && r.block_number >= 10 && r.block_number <= 12,
+      ],
     ]
     for (const [query, predicate] of cases) {
       const expected = logRows.filter((r) => !r.removed && predicate(r)).map(logKey)
@@ -538,7 +596,12 @@ describe('GET /v1/logs', () => {
 
   it('includes reorged and dropped logs only with includeRemoved', async () => {
     const { items } = await allPages<Log>('/v1/logs?fromBlock=20&toBlock=21&includeRemoved=true', 3)
-    expect(items.map(itemKeyOf).sort()).toEqual(logRows.filter((r) => r.block_number === 20 || r.block_number === 21).map(logKey).sort())
+    expect(items.map(itemKeyOf).sort()).toEqual(
+      logRows
+        .filter((r) => r.block_number === 20 || r.block_number === 21)
+        .map(logKey)
+        .sort(),
+    )
     expect(items.filter((item) => item.removed)).toHaveLength(10)
   })
 
@@ -554,7 +617,10 @@ describe('GET /v1/logs', () => {
       [`cursor=${Buffer.from(JSON.stringify(['a1', 1, txHash(1), '', 'x'])).toString('base64url')}`, 'invalid_cursor'],
       // A cursor of the earlier shape, keyed by the dropped row id.
       [`cursor=${Buffer.from(JSON.stringify(['l1', 5, 0, 123])).toString('base64url')}`, 'invalid_cursor'],
-      [`cursor=${Buffer.from(JSON.stringify(['l2', 5, 0, txHash(1).toUpperCase(), txHash(1), 0])).toString('base64url')}`, 'invalid_cursor'],
+      [
+        `cursor=${Buffer.from(JSON.stringify(['l2', 5, 0, txHash(1).toUpperCase(), txHash(1), 0])).toString('base64url')}`,
+        'invalid_cursor',
+      ],
       // No index leads with topic1–3: alone they would be a filtered walk of history.
       [`topic1=${TRANSFER}`, 'unindexed_filter'],
       [`fromBlock=1&toBlock=2&topic2=${TRANSFER}&topic3=${TRANSFER}`, 'unindexed_filter'],
@@ -619,10 +685,24 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     removed: false,
   }
   const schema0 = { ...base, hash: txHash(3), schema_id: 0, codes: [C1, C2] }
-  const schema1 = { ...base, hash: txHash(0xf001), schema_id: 1, codes: [C3], registry_address: addr(0xee), registry_chain_id: '8453', registry_verified: true }
+  const schema1 = {
+    ...base,
+    hash: txHash(0xf001),
+    schema_id: 1,
+    codes: [C3],
+    registry_address: addr(0xee),
+    registry_chain_id: '8453',
+    registry_verified: true,
+  }
   const cbor = { appCode: C1, walletCode: null, serviceCodes: [], registries: { app: null, wallet: null }, metadata: { note: 'x' } }
   const schema2 = { ...base, hash: txHash(0xf002), schema_id: 2, codes: [C1], cbor }
-  const malformed = { ...base, hash: txHash(0xf003), schema_id: 0, codes: null, malformed_reason: 'codes length 200 points past the start of calldata' }
+  const malformed = {
+    ...base,
+    hash: txHash(0xf003),
+    schema_id: 0,
+    codes: null,
+    malformed_reason: 'codes length 200 points past the start of calldata',
+  }
   const plain = { ...base, hash: txHash(5), has_suffix: false, schema_id: null, codes: null, user_operations: 2 }
 
   beforeAll(async () => {
@@ -654,12 +734,21 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     })
     const expected = rows.filter((r) => r.tx_hash === schema0.hash)
     expect(body.attributions.map((a: { builderCode: string }) => a.builderCode).sort()).toEqual(expected.map((r) => r.builder_code).sort())
-    expect(body.attributions.find((a: { builderCode: string }) => a.builderCode === C2)).toMatchObject({ walletAddress: W2, userOpHash: null })
+    expect(body.attributions.find((a: { builderCode: string }) => a.builderCode === C2)).toMatchObject({
+      walletAddress: W2,
+      userOpHash: null,
+    })
   })
 
   it('returns the schema-1 registry, schema-2 CBOR fields and malformed reasons', async () => {
     const one = await get(`/v1/transactions/${schema1.hash}/attribution`)
-    expect(one.body.suffix).toEqual({ schemaId: 1, codes: [C3], registry: { address: addr(0xee), chainId: '8453', verified: true }, cbor: null, malformedReason: null })
+    expect(one.body.suffix).toEqual({
+      schemaId: 1,
+      codes: [C3],
+      registry: { address: addr(0xee), chainId: '8453', verified: true },
+      cbor: null,
+      malformedReason: null,
+    })
     const two = await get(`/v1/transactions/${schema2.hash}/attribution`)
     expect(two.body.suffix).toMatchObject({ schemaId: 2, codes: [C1], cbor })
     const bad = await get(`/v1/transactions/${malformed.hash}/attribution`)
@@ -671,7 +760,12 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     expect(body.suffix).toBeNull()
     expect(body.userOperations).toBe(2)
     const ops = rows.filter((r) => r.tx_hash === plain.hash).map((r) => r.user_op_hash)
-    expect(body.attributions.map((a: { userOpHash: string }) => a.userOpHash).filter(Boolean).sort()).toEqual(ops.filter(Boolean).sort())
+    expect(
+      body.attributions
+        .map((a: { userOpHash: string }) => a.userOpHash)
+        .filter(Boolean)
+        .sort(),
+    ).toEqual(ops.filter(Boolean).sort())
   })
 
   it('answers 404 for a transaction not indexed and 400 for a malformed hash', async () => {

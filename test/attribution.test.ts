@@ -13,7 +13,17 @@ import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient } from '../src/rpc/index.js'
 import { toLogRows, withTransaction, ZERO_HASH, type LogInput, type LogRow } from '../src/store/index.js'
-import { anvilAccount, artifacts, buildChain, deployContract, encodeEmitMany, fixtureClient, rawSignedTx, sendWithSuffix, type FixtureClient } from '../harness/fixtures/chain.js'
+import {
+  anvilAccount,
+  artifacts,
+  buildChain,
+  deployContract,
+  encodeEmitMany,
+  fixtureClient,
+  rawSignedTx,
+  sendWithSuffix,
+  type FixtureClient,
+} from '../harness/fixtures/chain.js'
 import {
   createEip7702Account,
   createSmartAccount,
@@ -74,13 +84,20 @@ afterAll(async () => {
 
 const lower = (address: string) => address.toLowerCase()
 const codeOf = (address: string) => deriveBuilderCode(address as Address)
-const byKey = (row: Pick<AttributedRow, 'tx_hash' | 'user_op_hash' | 'builder_code'>) => `${row.tx_hash}|${row.user_op_hash ?? ''}|${row.builder_code}`
+const byKey = (row: Pick<AttributedRow, 'tx_hash' | 'user_op_hash' | 'builder_code'>) =>
+  `${row.tx_hash}|${row.user_op_hash ?? ''}|${row.builder_code}`
 const sortRows = <T extends AttributedRow>(rows: T[]) => [...rows].sort((a, b) => byKey(a).localeCompare(byKey(b)))
 
 async function mined(client: FixtureClient, hash: Hash): Promise<Mined> {
   // anvil's automine can answer the hash a moment before the receipt exists.
   const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
-  return { hash, block: Number(receipt.blockNumber), from: lower(receipt.from), to: receipt.to ? lower(receipt.to) : null, gasUsed: Number(receipt.gasUsed) }
+  return {
+    hash,
+    block: Number(receipt.blockNumber),
+    from: lower(receipt.from),
+    to: receipt.to ? lower(receipt.to) : null,
+    gasUsed: Number(receipt.gasUsed),
+  }
 }
 
 async function registerWallets(db: TestDatabase, wallets: readonly string[]) {
@@ -128,7 +145,16 @@ async function buildWorld(): Promise<World> {
   await deployEntryPoints(url)
 
   const agent = (i: number) => lower(anvilAccount(i).address)
-  const [a1, a2, a3, a4, a5, a6, a7, a8] = [1, 2, 3, 4, 5, 6, 7, 8].map(agent) as [string, string, string, string, string, string, string, string]
+  const [a1, a2, a3, a4, , a6, a7, a8] = [1, 2, 3, 4, 5, 6, 7, 8].map(agent) as string[] as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ]
   const accounts = {
     sa6: await createSmartAccount(url, { version: '0.6', owner: 1 }),
     sa6Plain: await createSmartAccount(url, { version: '0.6', owner: 5, salt: 1n }),
@@ -143,7 +169,17 @@ async function buildWorld(): Promise<World> {
 
   const rows: Omit<AttributedRow, 'status'>[] = []
   const transactions = new Map<string, TransactionExpectation>()
-  const none = { has_suffix: false, schema_id: null, codes: null, registry_address: null, registry_chain_id: null, registry_verified: null, malformed_reason: null, user_operations: 0, gas_used: null }
+  const none = {
+    has_suffix: false,
+    schema_id: null,
+    codes: null,
+    registry_address: null,
+    registry_chain_id: null,
+    registry_verified: null,
+    malformed_reason: null,
+    user_operations: 0,
+    gas_used: null,
+  }
   const plainRows = (tx: Mined, schemaId: number, codes: string[]) =>
     codes.map((code) => ({
       tx_hash: tx.hash,
@@ -161,12 +197,19 @@ async function buildWorld(): Promise<World> {
 
   let seq = 0
   const emit = async (from: number, suffix?: Hex) =>
-    mined(client, await sendWithSuffix(url, { from, to: emitter as Address, data: encodeEmitMany(2, (seq += 2), '0x'), ...(suffix ? { suffix } : {}) }))
+    mined(
+      client,
+      await sendWithSuffix(url, { from, to: emitter as Address, data: encodeEmitMany(2, (seq += 2), '0x'), ...(suffix ? { suffix } : {}) }),
+    )
 
   // The registry on this chain knows a4's code only; its `register` transaction has a log and no suffix.
   const registration = await mined(
     client,
-    await sendWithSuffix(url, { from: 4, to: registry as Address, data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [codeOf(a4)] }) }),
+    await sendWithSuffix(url, {
+      from: 4,
+      to: registry as Address,
+      data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [codeOf(a4)] }),
+    }),
   )
   transactions.set(registration.hash, none)
 
@@ -181,7 +224,10 @@ async function buildWorld(): Promise<World> {
   transactions.set(two.hash, { ...none, has_suffix: true, schema_id: 0, codes: [codeOf(a2), codeOf(a3)], gas_used: two.gasUsed })
 
   // Schema 1, registry on this chain: a registered code and an unregistered one.
-  const verified = await emit(4, Attribution.toDataSuffix({ codes: [codeOf(a4)], codeRegistry: { address: registry as Address, chainId: CHAIN_ID } }))
+  const verified = await emit(
+    4,
+    Attribution.toDataSuffix({ codes: [codeOf(a4)], codeRegistry: { address: registry as Address, chainId: CHAIN_ID } }),
+  )
   rows.push(...plainRows(verified, 1, [codeOf(a4)]))
   transactions.set(verified.hash, {
     ...none,
@@ -193,7 +239,10 @@ async function buildWorld(): Promise<World> {
     registry_verified: true,
     gas_used: verified.gasUsed,
   })
-  const unverified = await emit(5, Attribution.toDataSuffix({ codes: ['agent_unlisted'], codeRegistry: { address: registry as Address, chainId: CHAIN_ID } }))
+  const unverified = await emit(
+    5,
+    Attribution.toDataSuffix({ codes: ['agent_unlisted'], codeRegistry: { address: registry as Address, chainId: CHAIN_ID } }),
+  )
   rows.push(...plainRows(unverified, 1, ['agent_unlisted']))
   transactions.set(unverified.hash, {
     ...none,
@@ -207,7 +256,10 @@ async function buildWorld(): Promise<World> {
   })
 
   // Schema 1, a "registry" on this chain that reverts (the Emitter has no isRegistered), and one with no code.
-  const reverting = await emit(5, Attribution.toDataSuffix({ codes: ['agent_reverts'], codeRegistry: { address: emitter as Address, chainId: CHAIN_ID } }))
+  const reverting = await emit(
+    5,
+    Attribution.toDataSuffix({ codes: ['agent_reverts'], codeRegistry: { address: emitter as Address, chainId: CHAIN_ID } }),
+  )
   rows.push(...plainRows(reverting, 1, ['agent_reverts']))
   transactions.set(reverting.hash, {
     ...none,
@@ -219,7 +271,10 @@ async function buildWorld(): Promise<World> {
     registry_verified: false,
     gas_used: reverting.gasUsed,
   })
-  const codeless = await emit(5, Attribution.toDataSuffix({ codes: ['agent_nowhere'], codeRegistry: { address: anvilAccount(0).address, chainId: CHAIN_ID } }))
+  const codeless = await emit(
+    5,
+    Attribution.toDataSuffix({ codes: ['agent_nowhere'], codeRegistry: { address: anvilAccount(0).address, chainId: CHAIN_ID } }),
+  )
   rows.push(...plainRows(codeless, 1, ['agent_nowhere']))
   transactions.set(codeless.hash, {
     ...none,
@@ -247,7 +302,15 @@ async function buildWorld(): Promise<World> {
 
   // Schema 2: app, wallet and service codes, and metadata.
   const cborCodes = [codeOf(a7), 'wallet_kit', 'relay_one', 'solver_two']
-  const cbor = await emit(7, Attribution.toDataSuffix({ appCode: codeOf(a7), walletCode: 'wallet_kit', serviceCodes: ['relay_one', 'solver_two'], metadata: { note: 'hi' } }))
+  const cbor = await emit(
+    7,
+    Attribution.toDataSuffix({
+      appCode: codeOf(a7),
+      walletCode: 'wallet_kit',
+      serviceCodes: ['relay_one', 'solver_two'],
+      metadata: { note: 'hi' },
+    }),
+  )
   rows.push(...plainRows(cbor, 2, cborCodes))
   transactions.set(cbor.hash, {
     ...none,
@@ -266,7 +329,12 @@ async function buildWorld(): Promise<World> {
 
   // Malformed: a length byte pointing before the calldata, an uppercase code, CBOR that is no map; and no suffix at all.
   const badLength = await emit(8, schema0Suffix(asciiHex(codeOf(a8)), 255))
-  transactions.set(badLength.hash, { ...none, has_suffix: true, schema_id: 0, malformed_reason: /codes length 255 points past the start of calldata/ })
+  transactions.set(badLength.hash, {
+    ...none,
+    has_suffix: true,
+    schema_id: 0,
+    malformed_reason: /codes length 255 points past the start of calldata/,
+  })
   const uppercase = await emit(8, Attribution.toDataSuffix({ codes: ['BC_UPPER'] }))
   transactions.set(uppercase.hash, { ...none, has_suffix: true, schema_id: 0, malformed_reason: /invalid code "BC_UPPER"/ })
   const notMap = await emit(8, schema2Suffix('8201'))
@@ -280,16 +348,27 @@ async function buildWorld(): Promise<World> {
     callData: concat([encodeExecute({ to: emitter as Address, data: encodeEmitMany(1, (seq += 1), '0x') }), ...(suffix ? [suffix] : [])]),
   })
   const bundles: [EntryPointVersion, ReturnType<typeof op>[], (string[] | null)[], number][] = [
-    ['0.6', [op(accounts.sa6, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa6))] })), op(accounts.sa6Plain)], [[codeOf(sa(accounts.sa6))], null], 0],
+    [
+      '0.6',
+      [op(accounts.sa6, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa6))] })), op(accounts.sa6Plain)],
+      [[codeOf(sa(accounts.sa6))], null],
+      0,
+    ],
     [
       '0.7',
-      [op(accounts.sa7, Attribution.toDataSuffix({ appCode: codeOf(sa(accounts.sa7)), serviceCodes: ['bundler_x'] })), op(accounts.sa7Malformed, Attribution.toDataSuffix({ codes: ['BAD_CODE'] }))],
+      [
+        op(accounts.sa7, Attribution.toDataSuffix({ appCode: codeOf(sa(accounts.sa7)), serviceCodes: ['bundler_x'] })),
+        op(accounts.sa7Malformed, Attribution.toDataSuffix({ codes: ['BAD_CODE'] })),
+      ],
       [[codeOf(sa(accounts.sa7)), 'bundler_x'], null],
       2,
     ],
     [
       '0.8',
-      [op(accounts.sa8, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa8)), codeOf(a1)] })), op(accounts.sa8, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa8))] }))],
+      [
+        op(accounts.sa8, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa8)), codeOf(a1)] })),
+        op(accounts.sa8, Attribution.toDataSuffix({ codes: [codeOf(sa(accounts.sa8))] })),
+      ],
       [[codeOf(sa(accounts.sa8)), codeOf(a1)], [codeOf(sa(accounts.sa8))]],
       0,
     ],
@@ -298,7 +377,11 @@ async function buildWorld(): Promise<World> {
     const bundle = await mined(client, await sendHandleOps(url, { version, ops, beneficiary: BENEFICIARY }))
     const receipt = await client.getTransactionReceipt({ hash: bundle.hash })
     // The EntryPoint's own events name each op's hash: an oracle independent of the decoder.
-    const events = parseEventLogs({ abi: entryPointArtifacts[version].entryPoint.abi, logs: receipt.logs, eventName: 'UserOperationEvent' }) as unknown as {
+    const events = parseEventLogs({
+      abi: entryPointArtifacts[version].entryPoint.abi,
+      logs: receipt.logs,
+      eventName: 'UserOperationEvent',
+    }) as unknown as {
       args: { userOpHash: Hash; sender: Address }
     }[]
     expect(events).toHaveLength(ops.length)
@@ -306,16 +389,25 @@ async function buildWorld(): Promise<World> {
       const opCodes = codes[i]
       if (!opCodes) return
       rows.push(
-        ...plainRows(bundle, schemaId, opCodes).map((row) => ({ ...row, user_op_hash: event.args.userOpHash, sender: lower(event.args.sender) })),
+        ...plainRows(bundle, schemaId, opCodes).map((row) => ({
+          ...row,
+          user_op_hash: event.args.userOpHash,
+          sender: lower(event.args.sender),
+        })),
       )
     })
     transactions.set(bundle.hash, { ...none, user_operations: ops.length, gas_used: codes.some(Boolean) ? bundle.gasUsed : null })
   }
 
   // A transfer that emits no log: only the `blocks` scope sees it.
-  const transfer = await mined(client, await sendWithSuffix(url, { from: 1, to: anvilAccount(0).address, suffix: Attribution.toDataSuffix({ codes: [codeOf(a1)] }) }))
+  const transfer = await mined(
+    client,
+    await sendWithSuffix(url, { from: 1, to: anvilAccount(0).address, suffix: Attribution.toDataSuffix({ codes: [codeOf(a1)] }) }),
+  )
   const logless = plainRows(transfer, 0, [codeOf(a1)])
-  const loglessTransactions = new Map([[transfer.hash, { ...none, has_suffix: true, schema_id: 0, codes: [codeOf(a1)], gas_used: transfer.gasUsed }]])
+  const loglessTransactions = new Map([
+    [transfer.hash, { ...none, has_suffix: true, schema_id: 0, codes: [codeOf(a1)], gas_used: transfer.gasUsed }],
+  ])
 
   // Empty blocks end the range.
   await client.mine({ blocks: 3 })
@@ -344,7 +436,10 @@ async function buildWorld(): Promise<World> {
 async function environment(rpcUrl: string, scope: 'logs' | 'blocks') {
   const db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const env = { RPC_URL: rpcUrl, DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: redis.prefix, ATTRIBUTION_SCOPE: scope }
   return { db, env }
 }
@@ -377,7 +472,12 @@ async function expectTransactions(db: TestDatabase, expected: ReadonlyMap<string
 }
 
 /** Node calls of one backfill, through a counting proxy, per attributed transaction. */
-async function countedBackfill({ rpcUrl, head, wallets }: { rpcUrl: string; head: number; wallets: readonly string[] }, scope: 'logs' | 'blocks', faults: Faults = {}, from = 0) {
+async function countedBackfill(
+  { rpcUrl, head, wallets }: { rpcUrl: string; head: number; wallets: readonly string[] },
+  scope: 'logs' | 'blocks',
+  faults: Faults = {},
+  from = 0,
+) {
   const proxy = await startFaultProxy({ upstream: rpcUrl, faults })
   cleanups.push(() => proxy.stop())
   const { db, env } = await environment(proxy.url, scope)
@@ -405,7 +505,9 @@ describe('attribution by backfill', () => {
     expect(await attributedRows(db)).toEqual(world.rows)
     await expectTransactions(db, world.transactions)
     // The logless transfer is outside the `logs` scope.
-    const { rows: outside } = await db.store.pool.query(`SELECT count(*) AS n FROM transactions WHERE hash = ANY($1::text[])`, [[...world.loglessTransactions.keys()]])
+    const { rows: outside } = await db.store.pool.query(`SELECT count(*) AS n FROM transactions WHERE hash = ANY($1::text[])`, [
+      [...world.loglessTransactions.keys()],
+    ])
     expect(outside[0].n).toBe(0)
     // Inputs come in batches: far fewer HTTP requests than transactions decoded, and no per-hash call outside a batch.
     const { rows: decoded } = await db.store.pool.query(`SELECT count(*) AS n FROM transactions`)
@@ -440,7 +542,9 @@ describe('attribution by backfill', () => {
     expect(again.code, again.output).toBe(0)
     expect(await attributedRows(db)).toEqual(sortRows([...world.rows, ...world.logless]))
     await expectTransactions(db, new Map([...world.transactions, ...world.loglessTransactions]))
-    const { rows: afterAgain } = await db.store.pool.query(`SELECT count(*) AS n, count(*) FILTER (WHERE removed) AS removed FROM transactions`)
+    const { rows: afterAgain } = await db.store.pool.query(
+      `SELECT count(*) AS n, count(*) FILTER (WHERE removed) AS removed FROM transactions`,
+    )
     expect(afterAgain[0]).toEqual({ n: total, removed: 0 })
     // Gas used is stored already: no receipt is asked for again.
     expect(proxy.stats.calls.eth_getTransactionReceipt ?? 0).toBe(receiptsBefore)
@@ -473,7 +577,13 @@ describe.each(['logs', 'blocks'] as const)('attribution at the tip (ATTRIBUTION_
     const attributedHashes = scope === 'blocks' ? first.map((tx) => tx.hash) : [first[0]!.hash]
 
     const rowsOf = async () =>
-      (await attributedRows(db)).map(({ tx_hash, block_number, wallet_address, status, removed }) => ({ tx_hash, block_number, wallet_address, status, removed }))
+      (await attributedRows(db)).map(({ tx_hash, block_number, wallet_address, status, removed }) => ({
+        tx_hash,
+        block_number,
+        wallet_address,
+        status,
+        removed,
+      }))
     const expectedAt = (txs: Mined[], removed: boolean) =>
       txs
         .filter((tx) => attributedHashes.includes(tx.hash))
@@ -495,7 +605,10 @@ describe.each(['logs', 'blocks'] as const)('attribution at the tip (ATTRIBUTION_
 
     await waitFor(settled(expectedAt(first, true)), 'the attributions to be removed')
     expect(await rowsOf()).toEqual(expectedAt(first, true))
-    const { rows: removedTxs } = await db.store.pool.query(`SELECT hash, removed FROM transactions WHERE hash = ANY($1::text[]) ORDER BY hash`, [attributedHashes])
+    const { rows: removedTxs } = await db.store.pool.query(
+      `SELECT hash, removed FROM transactions WHERE hash = ANY($1::text[]) ORDER BY hash`,
+      [attributedHashes],
+    )
     expect(removedTxs).toEqual([...attributedHashes].sort().map((hash) => ({ hash, removed: true })))
 
     // Mined again in new blocks, the same transactions are attributed again there.
@@ -557,7 +670,12 @@ describe('node calls per attributed transaction', () => {
     expect(refusing.proxy.stats.calls.eth_getTransactionReceipt).toBe(100)
     // Every fifth attributed: 2 of each block's 10 receipts are needed, asked by hash.
     const sparse = await chain(5)
-    const { db, proxy, attributed } = await countedBackfill({ rpcUrl: anvil.url, head: Number(sparse.toBlock), wallets: agents }, 'logs', {}, Number(sparse.fromBlock))
+    const { db, proxy, attributed } = await countedBackfill(
+      { rpcUrl: anvil.url, head: Number(sparse.toBlock), wallets: agents },
+      'logs',
+      {},
+      Number(sparse.fromBlock),
+    )
     expect(attributed).toBe(40)
     const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n, count(gas_used)::int AS gas FROM transactions`)
     expect(rows[0]).toEqual({ n: 200, gas: 40 })
@@ -572,7 +690,10 @@ describe('whole blocks sized by their real transaction count', () => {
     const anvil = await startAnvil()
     cleanups.push(() => anvil.stop())
     const client = fixtureClient(anvil.url)
-    const [indexed, other] = await Promise.all([deployContract(anvil.url, artifacts.Emitter), deployContract(anvil.url, artifacts.Emitter, [], 1)])
+    const [indexed, other] = await Promise.all([
+      deployContract(anvil.url, artifacts.Emitter),
+      deployContract(anvil.url, artifacts.Emitter, [], 1),
+    ])
     const from = Number(await client.getBlockNumber()) + 1
     const sender = anvilAccount(2)
     let nonce = await client.getTransactionCount({ address: sender.address })
@@ -580,7 +701,13 @@ describe('whole blocks sized by their real transaction count', () => {
     // One sender, so the nonces fix the order: the indexed contract's calls open each block.
     for (let block = 0; block < 5; block++) {
       for (let i = 0; i < 10; i++) {
-        const raw = await rawSignedTx(anvil.url, { from: 2, to: i < 2 ? indexed : other, data: encodeEmitMany(1, i, '0x'), nonce: nonce++, gas: 200_000n })
+        const raw = await rawSignedTx(anvil.url, {
+          from: 2,
+          to: i < 2 ? indexed : other,
+          data: encodeEmitMany(1, i, '0x'),
+          nonce: nonce++,
+          gas: 200_000n,
+        })
         await client.sendRawTransaction({ serializedTransaction: raw })
       }
       await client.request({ method: 'evm_mine' as never, params: [] as never })
@@ -641,7 +768,13 @@ describe('attribution of a transaction first seen pending', () => {
       ).rows
 
     await client.setAutomine(false)
-    const hash = await sendWithSuffix(anvil.url, { from: 1, to: emitter, data: encodeEmitMany(1, 0, '0x'), suffix: Attribution.toDataSuffix({ codes: [code] }), wait: false })
+    const hash = await sendWithSuffix(anvil.url, {
+      from: 1,
+      to: emitter,
+      data: encodeEmitMany(1, 0, '0x'),
+      suffix: Attribution.toDataSuffix({ codes: [code] }),
+      wait: false,
+    })
     const pending: LogRow = {
       blockNumber: Number(await client.getBlockNumber()) + 1,
       blockHash: ZERO_HASH,
@@ -655,23 +788,34 @@ describe('attribution of a transaction first seen pending', () => {
       data: '0x',
     }
     await withTransaction(db.store.pool, await attributor.forLogs([pending], () => 'pending'))
-    expect(await state()).toEqual([{ status: 'pending', block_hash: ZERO_HASH, gas_used: null, a_status: 'pending', a_gas_used: null, builder_code: code }])
+    expect(await state()).toEqual([
+      { status: 'pending', block_hash: ZERO_HASH, gas_used: null, a_status: 'pending', a_gas_used: null, builder_code: code },
+    ])
 
     // A dropped pending transaction is not attributed; a canonical log whose transaction the node lacks is an error, retried.
     const ghost = `0x${'ab'.repeat(32)}`
     await withTransaction(db.store.pool, await attributor.forLogs([{ ...pending, transactionHash: ghost }], () => 'pending'))
     expect(await state()).toHaveLength(1)
-    await expect(attributor.forLogs([{ ...pending, transactionHash: ghost, blockHash: `0x${'cd'.repeat(32)}` }], () => 'confirmed')).rejects.toThrow(
-      /node has no transaction/,
-    )
+    await expect(
+      attributor.forLogs([{ ...pending, transactionHash: ghost, blockHash: `0x${'cd'.repeat(32)}` }], () => 'confirmed'),
+    ).rejects.toThrow(/node has no transaction/)
 
     await client.mine({ blocks: 1 })
     // anvil's automine can answer the hash a moment before the receipt exists.
-  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
     const logs = await rpc.request<LogInput[]>('eth_getLogs', [{ blockHash: receipt.blockHash }])
     await withTransaction(db.store.pool, await attributor.forLogs(toLogRows(logs), () => 'confirmed'))
     const gasUsed = Number(receipt.gasUsed)
-    expect(await state()).toEqual([{ status: 'confirmed', block_hash: receipt.blockHash, gas_used: gasUsed, a_status: 'confirmed', a_gas_used: gasUsed, builder_code: code }])
+    expect(await state()).toEqual([
+      {
+        status: 'confirmed',
+        block_hash: receipt.blockHash,
+        gas_used: gasUsed,
+        a_status: 'confirmed',
+        a_gas_used: gasUsed,
+        builder_code: code,
+      },
+    ])
   })
 })
 
@@ -683,12 +827,22 @@ describe('registry check on a node error', () => {
     const emitter = await deployContract(anvil.url, artifacts.Emitter)
     const registry = await deployContract(anvil.url, artifacts.CodeRegistry)
     const code = codeOf(anvilAccount(4).address)
-    await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: registry, data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [code] }) }))
+    await mined(
+      client,
+      await sendWithSuffix(anvil.url, {
+        from: 4,
+        to: registry,
+        data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: [code] }),
+      }),
+    )
     const suffix = Attribution.toDataSuffix({ codes: [code], codeRegistry: { address: registry, chainId: CHAIN_ID } })
     const tx = await mined(client, await sendWithSuffix(anvil.url, { from: 4, to: emitter, data: encodeEmitMany(1, 0, '0x'), suffix }))
 
     // geth's answer for a state it cannot read at the moment; the batch and the call-by-call retry both get it.
-    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_call: { error: { times: 2, code: -32000, message: 'header not found' } } } })
+    const proxy = await startFaultProxy({
+      upstream: anvil.url,
+      faults: { eth_call: { error: { times: 2, code: -32000, message: 'header not found' } } },
+    })
     cleanups.push(() => proxy.stop())
     const db = await createTestDatabase()
     cleanups.push(() => db.drop())
@@ -702,8 +856,12 @@ describe('registry check on a node error', () => {
         scope: 'logs',
         ...(registryRecheckAfterMs === undefined ? {} : { registryRecheckAfterMs }),
       })
-    const logsOf = async (block: number) => toLogRows(await rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: `0x${block.toString(16)}` }]))
-    const verified = async () => (await db.store.pool.query(`SELECT registry_verified FROM transactions WHERE hash = $1`, [tx.hash])).rows[0].registry_verified
+    const logsOf = async (block: number) =>
+      toLogRows(
+        await rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: `0x${block.toString(16)}` }]),
+      )
+    const verified = async () =>
+      (await db.store.pool.query(`SELECT registry_verified FROM transactions WHERE hash = $1`, [tx.hash])).rows[0].registry_verified
     const pass = async (attributor: ReturnType<typeof createAttributor>) => {
       const other = await mined(client, await sendWithSuffix(anvil.url, { from: 1, to: emitter, data: encodeEmitMany(1, 1, '0x') }))
       await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(other.block), () => 'confirmed'))
@@ -741,10 +899,17 @@ describe('EIP-7702 user operations', () => {
     const sender = lower(account.address)
     const code = codeOf(sender)
     const callData = concat([encodeExecute({ to: emitter, data: encodeEmitMany(1, 0, '0x') }), Attribution.toDataSuffix({ codes: [code] })])
-    const bundle = await mined(client, await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }))
+    const bundle = await mined(
+      client,
+      await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }),
+    )
     const receipt = await client.getTransactionReceipt({ hash: bundle.hash })
     // The EntryPoint's own event names the operation's hash.
-    const [event] = parseEventLogs({ abi: entryPointArtifacts['0.8'].entryPoint.abi, logs: receipt.logs, eventName: 'UserOperationEvent' }) as unknown as {
+    const [event] = parseEventLogs({
+      abi: entryPointArtifacts['0.8'].entryPoint.abi,
+      logs: receipt.logs,
+      eventName: 'UserOperationEvent',
+    }) as unknown as {
       args: { userOpHash: Hash; sender: Address }
     }[]
     expect(lower(event!.args.sender)).toBe(sender)
@@ -771,7 +936,10 @@ describe('EIP-7702 user operations', () => {
     const sender = lower(account.address)
     const code = codeOf(sender)
     const callData = concat([encodeExecute({ to: emitter, data: encodeEmitMany(1, 0, '0x') }), Attribution.toDataSuffix({ codes: [code] })])
-    const bundle = await mined(client, await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }))
+    const bundle = await mined(
+      client,
+      await sendHandleOps(anvil.url, { version: '0.8', ops: [{ account, callData }], beneficiary: BENEFICIARY }),
+    )
 
     // The first two answers come from a node that has not seen the delegation.
     const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_getCode: { stale: { times: 2, result: '0x' } } } })
@@ -781,7 +949,10 @@ describe('EIP-7702 user operations', () => {
     expect(result.code, result.output).toBe(0)
     expect(proxy.faultCount('stale')).toBe(2)
     expect(proxy.stats.calls.eth_getCode).toBe(3)
-    const { rows } = await db.store.pool.query(`SELECT user_op_hash, sender FROM attributions WHERE chain_id = $1 AND tx_hash = $2`, [CHAIN_ID, bundle.hash])
+    const { rows } = await db.store.pool.query(`SELECT user_op_hash, sender FROM attributions WHERE chain_id = $1 AND tx_hash = $2`, [
+      CHAIN_ID,
+      bundle.hash,
+    ])
     expect(rows).toHaveLength(1)
     expect(rows[0].sender).toBe(sender)
     expect(rows[0].user_op_hash).toMatch(/^0x[0-9a-f]{64}$/)

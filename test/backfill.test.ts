@@ -18,7 +18,11 @@ beforeAll(async () => {
   cleanups.push(() => anvil.stop())
   const chain = await buildChain(anvil.url, { blocks: 40, txsPerBlock: 3 })
   // Block 0 through a few empty blocks after the last logs: empty blocks are part of every range.
-  await fetch(anvil.url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }), headers: { 'content-type': 'application/json' } })
+  await fetch(anvil.url, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] }),
+    headers: { 'content-type': 'application/json' },
+  })
   range = [0, Number(chain.toBlock) + 5]
 })
 
@@ -29,7 +33,10 @@ afterAll(async () => {
 async function environment(rpcUrl = anvil.url) {
   const db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const env = {
     RPC_URL: rpcUrl,
     DATABASE_URL: db.url,
@@ -54,7 +61,10 @@ describe('npm run backfill', () => {
     const { db, env } = await environment()
     const first = await runTs('scripts/backfill.ts', [...backfillArgs(), '--json'], env)
     expect(first.code, first.output).toBe(0)
-    const events = first.output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+    const events = first.output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
     expect(events.some((event) => event.event === 'progress')).toBe(true)
     expect(events.at(-1)).toMatchObject({ done: true, blocks: range[1] - range[0] + 1 })
 
@@ -113,7 +123,11 @@ describe('npm run backfill', () => {
 
     const survivor = spawnTs('src/main.ts', ['--role', 'worker'], env)
     cleanups.push(() => survivor.kill())
-    await waitFor(async () => (await storedBlocks(db.store.pool, chainId, 'all', range)) === range[1] - range[0] + 1, 'the whole range', 90_000)
+    await waitFor(
+      async () => (await storedBlocks(db.store.pool, chainId, 'all', range)) === range[1] - range[0] + 1,
+      'the whole range',
+      90_000,
+    )
     await expectIndexMatchesNode(db.store.pool, anvil.url, range)
     expect(await survivor.kill('SIGTERM')).toBe(0)
   })
@@ -124,7 +138,11 @@ describe('npm run backfill', () => {
     expect(enqueue.code, enqueue.output).toBe(0)
     const workers = [spawnTs('src/main.ts', ['--role', 'worker'], env), spawnTs('src/main.ts', ['--role', 'worker'], env)]
     cleanups.push(...workers.map((worker) => () => worker.kill()))
-    await waitFor(async () => (await storedBlocks(db.store.pool, 31337, 'all', range)) === range[1] - range[0] + 1, 'the whole range', 90_000)
+    await waitFor(
+      async () => (await storedBlocks(db.store.pool, 31337, 'all', range)) === range[1] - range[0] + 1,
+      'the whole range',
+      90_000,
+    )
     await expectIndexMatchesNode(db.store.pool, anvil.url, range)
     for (const worker of workers) expect(await worker.kill('SIGTERM')).toBe(0)
   })
@@ -152,7 +170,9 @@ describe('npm run backfill', () => {
   it('fails a chunk after one attempt on an error asking again cannot fix, naming the chunk and the reason', async () => {
     const proxy = await startFaultProxy({
       upstream: anvil.url,
-      faults: { eth_getLogs: { hintlessCap: { maxBlocks: 0, code: -32601, message: 'the method eth_getLogs does not exist/is not available' } } },
+      faults: {
+        eth_getLogs: { hintlessCap: { maxBlocks: 0, code: -32601, message: 'the method eth_getLogs does not exist/is not available' } },
+      },
     })
     cleanups.push(() => proxy.stop())
     const { env } = await environment(proxy.url)
@@ -166,9 +186,18 @@ describe('npm run backfill', () => {
     // Run again: the failed chunk is tried once more, and the JSON report carries the reason.
     const json = await runTs('scripts/backfill.ts', [...oneChunk, '--json'], env)
     expect(json.code, json.output).toBe(1)
-    const events = json.output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+    const events = json.output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line))
     expect(events).toContainEqual(
-      expect.objectContaining({ fromBlock: 0, toBlock: 6, attempts: 1, fatal: true, reason: expect.stringMatching(/does not exist\/is not available/) }),
+      expect.objectContaining({
+        fromBlock: 0,
+        toBlock: 6,
+        attempts: 1,
+        fatal: true,
+        reason: expect.stringMatching(/does not exist\/is not available/),
+      }),
     )
     expect(events.at(-1)).toMatchObject({ done: false })
     expect(proxy.stats.calls.eth_getLogs).toBe(2)
@@ -176,7 +205,10 @@ describe('npm run backfill', () => {
 
   it('retries a chunk whose error a later attempt may get past', async () => {
     // A Retry-After beyond getLogs' longest wait fails the attempt (retryable); the job runs again.
-    const proxy = await startFaultProxy({ upstream: anvil.url, faults: { eth_getLogs: { rateLimit: { times: 1, retryAfterSeconds: 120 } } } })
+    const proxy = await startFaultProxy({
+      upstream: anvil.url,
+      faults: { eth_getLogs: { rateLimit: { times: 1, retryAfterSeconds: 120 } } },
+    })
     cleanups.push(() => proxy.stop())
     const { db, env } = await environment(proxy.url)
     const result = await runTs('scripts/backfill.ts', ['--from', '0', '--to', '6'], env)

@@ -26,7 +26,11 @@ let devnet: Devnet
 let emitter: Address
 
 async function rpc<T>(method: string, params: unknown[]): Promise<T> {
-  const response = await fetch(devnet.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
+  const response = await fetch(devnet.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  })
   return ((await response.json()) as { result: T }).result
 }
 
@@ -37,9 +41,17 @@ const hexToNumber = (value: Hex | undefined) => (value === undefined ? null : Nu
 async function mineBlock(seq: number, code: string): Promise<{ attributed: Hash; plain: Hash; block: NodeBlock }> {
   const client = fixtureClient(devnet.url)
   const attributed = await client.sendRawTransaction({
-    serializedTransaction: await rawSignedTx(devnet.url, { from: 1, to: emitter, data: encodeEmitMany(2, seq, '0x01'), suffix: Attribution.toDataSuffix({ codes: [code] }), gas: 300_000n }),
+    serializedTransaction: await rawSignedTx(devnet.url, {
+      from: 1,
+      to: emitter,
+      data: encodeEmitMany(2, seq, '0x01'),
+      suffix: Attribution.toDataSuffix({ codes: [code] }),
+      gas: 300_000n,
+    }),
   })
-  const plain = await client.sendRawTransaction({ serializedTransaction: await rawSignedTx(devnet.url, { from: 2, to: emitter, data: encodeEmitMany(1, seq + 2, '0x02'), gas: 300_000n }) })
+  const plain = await client.sendRawTransaction({
+    serializedTransaction: await rawSignedTx(devnet.url, { from: 2, to: emitter, data: encodeEmitMany(1, seq + 2, '0x02'), gas: 300_000n }),
+  })
   const mined = await devnet.mine()
   return { attributed, plain, block: await nodeBlock(Number(mined.number)) }
 }
@@ -57,7 +69,10 @@ afterAll(async () => {
 async function environment(extra: Record<string, string> = {}) {
   const db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   return { db, env: { RPC_URL: devnet.url, DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: redis.prefix, JOB_LOCK_MS: '2000', ...extra } }
 }
 
@@ -71,8 +86,12 @@ describe('block milliseconds on a Base (Denim) node', () => {
     await expectIndexMatchesNode(db.store.pool, devnet.url, range)
     const pool = db.store.pool
 
-    const nodeLogs = await rpc<NodeLog[]>('eth_getLogs', [{ fromBlock: `0x${range[0].toString(16)}`, toBlock: `0x${range[1].toString(16)}` }])
-    const { rows: logs } = await pool.query(`SELECT block_hash, log_index, block_timestamp_ms FROM analytics.logs ORDER BY block_number, log_index`)
+    const nodeLogs = await rpc<NodeLog[]>('eth_getLogs', [
+      { fromBlock: `0x${range[0].toString(16)}`, toBlock: `0x${range[1].toString(16)}` },
+    ])
+    const { rows: logs } = await pool.query(
+      `SELECT block_hash, log_index, block_timestamp_ms FROM analytics.logs ORDER BY block_number, log_index`,
+    )
     expect(logs.map((row) => [row.block_hash, row.log_index, row.block_timestamp_ms])).toEqual(
       nodeLogs.map((log) => [log.blockHash, Number(log.logIndex), hexToNumber(log.blockTimestampMs)]),
     )
@@ -91,23 +110,38 @@ describe('block milliseconds on a Base (Denim) node', () => {
     }
 
     const blocks = mined.map((m) => m.block)
-    const { rows: stored } = await pool.query(`SELECT hash, block_timestamp_ms FROM blocks WHERE number BETWEEN $1 AND $2 ORDER BY number`, range)
+    const { rows: stored } = await pool.query(
+      `SELECT hash, block_timestamp_ms FROM blocks WHERE number BETWEEN $1 AND $2 ORDER BY number`,
+      range,
+    )
     expect(stored).toEqual(blocks.map((b) => ({ hash: b.hash, block_timestamp_ms: hexToNumber(b.timestampMs) })))
 
     // Every block opens with two deposits: none is a stored transaction, none is attributed.
     const deposits = blocks.flatMap((b) => b.transactions.filter((tx) => tx.type === '0x7e').map((tx) => tx.hash))
     expect(deposits).toHaveLength(4)
-    const users = blocks.flatMap((b) => b.transactions.filter((tx) => tx.type !== '0x7e').map((tx) => [tx.hash, hexToNumber(tx.blockTimestampMs)]))
-    const { rows: transactions } = await pool.query(`SELECT hash, block_timestamp_ms FROM transactions ORDER BY block_number, transaction_index`)
+    const users = blocks.flatMap((b) =>
+      b.transactions.filter((tx) => tx.type !== '0x7e').map((tx) => [tx.hash, hexToNumber(tx.blockTimestampMs)]),
+    )
+    const { rows: transactions } = await pool.query(
+      `SELECT hash, block_timestamp_ms FROM transactions ORDER BY block_number, transaction_index`,
+    )
     expect(transactions.map((row) => [row.hash, row.block_timestamp_ms])).toEqual(users)
-    const { rows: attributed } = await pool.query(`SELECT tx_hash, block_timestamp_ms FROM analytics.attributed_transactions ORDER BY block_number`)
+    const { rows: attributed } = await pool.query(
+      `SELECT tx_hash, block_timestamp_ms FROM analytics.attributed_transactions ORDER BY block_number`,
+    )
     expect(attributed).toEqual(mined.map((m) => ({ tx_hash: m.attributed, block_timestamp_ms: hexToNumber(m.block.timestampMs) })))
   })
 
   it('a bridged deposit that emits logs and ends with a suffix: its logs are indexed, it is neither a stored transaction nor attributed', async () => {
     const client = fixtureClient(devnet.url)
     const user = await client.sendRawTransaction({
-      serializedTransaction: await rawSignedTx(devnet.url, { from: 1, to: emitter, data: encodeEmitMany(1, 30, '0x01'), suffix: Attribution.toDataSuffix({ codes: ['bc_user'] }), gas: 300_000n }),
+      serializedTransaction: await rawSignedTx(devnet.url, {
+        from: 1,
+        to: emitter,
+        data: encodeEmitMany(1, 30, '0x01'),
+        suffix: Attribution.toDataSuffix({ codes: ['bc_user'] }),
+        gas: 300_000n,
+      }),
     })
     const deposit = await rpc<Hash>('eth_sendTransaction', [
       {
@@ -176,8 +210,14 @@ describe('block milliseconds on a Base (Denim) node', () => {
     await waitFor(async () => received.some((event) => event.data.txHash === attributed), 'the webhook', 30_000)
     await waitFor(async () => stream.messages.some((m) => m.data.type === 'attribution.confirmed'), 'the stream', 30_000)
 
-    expect(received.find((event) => event.data.txHash === attributed).data).toMatchObject({ blockNumber: Number(block.number), blockTimestampMs: ms })
-    expect(stream.messages.find((m) => m.data.type === 'attribution.confirmed')!.data.data).toMatchObject({ txHash: attributed, blockTimestampMs: ms })
+    expect(received.find((event) => event.data.txHash === attributed).data).toMatchObject({
+      blockNumber: Number(block.number),
+      blockTimestampMs: ms,
+    })
+    expect(stream.messages.find((m) => m.data.type === 'attribution.confirmed')!.data.data).toMatchObject({
+      txHash: attributed,
+      blockTimestampMs: ms,
+    })
     const items = (await (await fetch(`${api}/v1/attributions?builderCode=bc_tip`)).json()).items
     expect(items.map((item: any) => [item.txHash, item.blockTimestamp, item.blockTimestampMs])).toEqual([
       [attributed, new Date(Number(block.timestamp) * 1000).toISOString(), ms],

@@ -37,8 +37,20 @@ function filesUnder(dir: string): string[] {
 describe('npm run build', () => {
   it('compiles the daemon, the codetrail command, the migrations and the SQL definitions into dist, without tests, demo, bench or the devnet', () => {
     const files = filesUnder('dist')
-    expect(files).toEqual(expect.arrayContaining(['src/main.js', 'scripts/codetrail.js', 'scripts/migrate.js', 'scripts/backfill.js', 'migrations/meta/_journal.json']))
-    expect(files.filter((file) => file.startsWith('src/store/sql/')).sort()).toEqual(filesUnder('src/store/sql').map((file) => `src/store/sql/${file}`).sort())
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'src/main.js',
+        'scripts/codetrail.js',
+        'scripts/migrate.js',
+        'scripts/backfill.js',
+        'migrations/meta/_journal.json',
+      ]),
+    )
+    expect(files.filter((file) => file.startsWith('src/store/sql/')).sort()).toEqual(
+      filesUnder('src/store/sql')
+        .map((file) => `src/store/sql/${file}`)
+        .sort(),
+    )
     expect(files.filter((file) => /devnet|\.test\.js$|^test\/|bench|demo|\.ts$/.test(file))).toEqual([])
   })
 
@@ -50,7 +62,9 @@ describe('npm run build', () => {
     const client = new pg.Client({ connectionString: database.url })
     await client.connect()
     const { rows } = await client
-      .query<{ n: number; views: number }>(`SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS n, (SELECT count(*)::int FROM pg_views WHERE schemaname = 'analytics') AS views`)
+      .query<{ n: number; views: number }>(
+        `SELECT (SELECT count(*)::int FROM drizzle.__drizzle_migrations) AS n, (SELECT count(*)::int FROM pg_views WHERE schemaname = 'analytics') AS views`,
+      )
       .finally(() => client.end())
     expect(rows[0]).toEqual({ n: journal.entries.length, views: 5 })
   })

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,7 +8,15 @@ import { createBuilderCodeClient } from '../src/api/index.js'
 import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { waitFor } from './helpers/compare.js'
 import { ROOT, runTs, spawnTs } from '../harness/processes.js'
-import { ADMIN_DATABASE_URL, createDatabase, createTestDatabase, createTestRedisPrefix, dropDatabase, REDIS_URL, type TestDatabase } from '../harness/services.js'
+import {
+  ADMIN_DATABASE_URL,
+  createDatabase,
+  createTestDatabase,
+  createTestRedisPrefix,
+  dropDatabase,
+  REDIS_URL,
+  type TestDatabase,
+} from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
@@ -41,7 +48,10 @@ async function emptyDatabase(): Promise<{ name: string; url: string }> {
 beforeAll(async () => {
   anvil = await startAnvil()
   db = await createTestDatabase()
-  cleanups.push(() => anvil.stop(), () => db.drop())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+  )
 })
 
 afterAll(async () => {
@@ -51,7 +61,9 @@ afterAll(async () => {
 describe('codetrail command line', () => {
   it('--help and --version on every command print to stdout and exit 0', async () => {
     const commands = [[], ['start'], ['migrate'], ['migrate', 'status'], ['backfill']]
-    const results = await Promise.all(commands.flatMap((command) => [codetrail([...command, '--help']), codetrail([...command, '--version'])]))
+    const results = await Promise.all(
+      commands.flatMap((command) => [codetrail([...command, '--help']), codetrail([...command, '--version'])]),
+    )
     commands.forEach((command, i) => {
       const [help, version] = [results[2 * i]!, results[2 * i + 1]!]
       const name = ['codetrail', ...command].join(' ')
@@ -95,21 +107,42 @@ describe('codetrail command line', () => {
       codetrail(['migrate'], { ADMIN_TOKEN: `${key} x` }),
       codetrail(['backfill', '--from', '1', '--to', '2'], { SHUTDOWN_TIMEOUT_MS: 'soon' }),
     ])
-    expect([rpc.code, rpc.stdout, rpc.stderr]).toEqual([1, '', 'codetrail: invalid RPC_URL="ftp://node.example.com/***": expected a http or https URL\n'])
-    expect([token.code, token.stdout, token.stderr]).toEqual([1, '', 'codetrail: invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces\n'])
-    expect([timeout.code, timeout.stderr]).toEqual([1, 'codetrail: invalid SHUTDOWN_TIMEOUT_MS="soon": expected an integer from 1 to 3600000\n'])
+    expect([rpc.code, rpc.stdout, rpc.stderr]).toEqual([
+      1,
+      '',
+      'codetrail: invalid RPC_URL="ftp://node.example.com/***": expected a http or https URL\n',
+    ])
+    expect([token.code, token.stdout, token.stderr]).toEqual([
+      1,
+      '',
+      'codetrail: invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces\n',
+    ])
+    expect([timeout.code, timeout.stderr]).toEqual([
+      1,
+      'codetrail: invalid SHUTDOWN_TIMEOUT_MS="soon": expected an integer from 1 to 3600000\n',
+    ])
   })
 
   it('a bad config file, named by --config or CODETRAIL_CONFIG, exits 1 with one line naming the key path and what is allowed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-cli-'))
     const path = join(dir, 'codetrail.config.yaml')
-    writeFileSync(path, 'chains:\n  - id: 8453\n    name: base\n    rpc: https://base.example/v2/${BASE_KEY}\n    preconfirmations: sometimes\n')
+    writeFileSync(
+      path,
+      'chains:\n  - id: 8453\n    name: base\n    rpc: https://base.example/v2/${BASE_KEY}\n    preconfirmations: sometimes\n',
+    )
     const [start, backfill] = await Promise.all([
       codetrail(['start', '--config', path], { BASE_KEY: 'k3yThatMustNotShow9' }),
       codetrail(['backfill', '--from', '1', '--to', '2'], { CODETRAIL_CONFIG: path }),
     ])
-    expect([start.code, start.stdout, start.stderr]).toEqual([1, '', `codetrail: invalid ${path}: chains[0].preconfirmations="sometimes": expected auto, on, off\n`])
-    expect([backfill.code, backfill.stderr]).toEqual([1, `codetrail: invalid ${path}: chains[0].rpc: \${BASE_KEY} is not set in the environment; expected it set, or the value written out\n`])
+    expect([start.code, start.stdout, start.stderr]).toEqual([
+      1,
+      '',
+      `codetrail: invalid ${path}: chains[0].preconfirmations="sometimes": expected auto, on, off\n`,
+    ])
+    expect([backfill.code, backfill.stderr]).toEqual([
+      1,
+      `codetrail: invalid ${path}: chains[0].rpc: \${BASE_KEY} is not set in the environment; expected it set, or the value written out\n`,
+    ])
   })
 
   it('migrate status lists applied and pending migrations without applying any', async () => {
@@ -160,10 +193,16 @@ describe('codetrail start --role api', () => {
 
   it('does not migrate unless MIGRATE_ON_START=1: on an empty database it says so and exits 1', async () => {
     const empty = await emptyDatabase()
-    const result = await runTs('src/main.ts', ['--role', 'api'], { DATABASE_URL: empty.url, RPC_URL: `http://127.0.0.1:${await freePort()}`, PORT: '0' })
+    const result = await runTs('src/main.ts', ['--role', 'api'], {
+      DATABASE_URL: empty.url,
+      RPC_URL: `http://127.0.0.1:${await freePort()}`,
+      PORT: '0',
+    })
     expect(result.code).toBe(1)
     expect(result.output).toContain('has no codetrail tables: run codetrail migrate, or set MIGRATE_ON_START=1')
-    expect((await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })).stdout).toContain(`0 applied, ${JOURNAL.entries.length} pending`)
+    expect((await codetrail(['migrate', 'status'], { DATABASE_URL: empty.url })).stdout).toContain(
+      `0 applied, ${JOURNAL.entries.length} pending`,
+    )
   })
 })
 

@@ -17,7 +17,11 @@ beforeAll(async () => {
   anvil = await startAnvil()
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const port = await freePort()
   api = `http://127.0.0.1:${port}`
   daemon = spawnTs('src/main.ts', [], {
@@ -49,7 +53,12 @@ describe('the daemon with every role', () => {
     expect(await client.register(agent.address)).toEqual(registered)
 
     const suffix = Attribution.toDataSuffix({ codes: [registered.builderCode] })
-    const { txHashes } = await buildChain(anvil.url, { blocks: 3, txsPerBlock: 2, senders: [3], suffix: (i) => (i % 2 === 0 ? suffix : undefined) })
+    const { txHashes } = await buildChain(anvil.url, {
+      blocks: 3,
+      txsPerBlock: 2,
+      senders: [3],
+      suffix: (i) => (i % 2 === 0 ? suffix : undefined),
+    })
     const attributed = txHashes.filter((_, i) => i % 2 === 0)
 
     const head = Number(await fixtureClient(anvil.url).getBlockNumber())
@@ -62,7 +71,8 @@ describe('the daemon with every role', () => {
       items: { txHash: string; walletAddress: string; builderCode: string; status: string; removed: boolean }[]
     }
     expect(items.map((item) => item.txHash).sort()).toEqual([...attributed].sort())
-    for (const item of items) expect(item).toMatchObject({ walletAddress: agent.address.toLowerCase(), status: 'confirmed', removed: false })
+    for (const item of items)
+      expect(item).toMatchObject({ walletAddress: agent.address.toLowerCase(), status: 'confirmed', removed: false })
 
     const detail = await fetch(`${api}/v1/transactions/${attributed[0]}/attribution`)
     expect(detail.status).toBe(200)
@@ -76,12 +86,27 @@ describe('the daemon with every role', () => {
     expect(metrics).toMatch(/codetrail_rpc_calls_total\{method="eth_getLogs"\} [1-9]/)
 
     // Wallet coverage: the agent sent six transactions, three of them with its code.
-    await waitFor(async () => {
-      const { rows } = await db.store.pool.query(`SELECT latest_nonce FROM analytics.wallet_coverage WHERE wallet_address = $1`, [agent.address.toLowerCase()])
-      return rows[0]?.latest_nonce === txHashes.length
-    }, 'the wallet coverage', 40_000, 500)
-    const { rows: coverage } = await db.store.pool.query(`SELECT * FROM analytics.wallet_coverage WHERE wallet_address = $1`, [agent.address.toLowerCase()])
-    expect(coverage[0]).toMatchObject({ builder_code: registered.builderCode, pending_nonce: 6, attributed_confirmed: 3, attributed_with_pending: 3, coverage: '0.5000' })
+    await waitFor(
+      async () => {
+        const { rows } = await db.store.pool.query(`SELECT latest_nonce FROM analytics.wallet_coverage WHERE wallet_address = $1`, [
+          agent.address.toLowerCase(),
+        ])
+        return rows[0]?.latest_nonce === txHashes.length
+      },
+      'the wallet coverage',
+      40_000,
+      500,
+    )
+    const { rows: coverage } = await db.store.pool.query(`SELECT * FROM analytics.wallet_coverage WHERE wallet_address = $1`, [
+      agent.address.toLowerCase(),
+    ])
+    expect(coverage[0]).toMatchObject({
+      builder_code: registered.builderCode,
+      pending_nonce: 6,
+      attributed_confirmed: 3,
+      attributed_with_pending: 3,
+      coverage: '0.5000',
+    })
 
     const bad = await fetch(`${api}/v1/attributions?fromBlock=nope`)
     expect(bad.status).toBe(400)

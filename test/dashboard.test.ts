@@ -37,7 +37,10 @@ function chromiumPath(): string {
 /** Opens a page and waits until the network is quiet; a page holding the event stream open waits for `load` only. */
 async function openPage(
   path: string,
-  { waitUntil = 'networkidle0', answer }: { waitUntil?: 'networkidle0' | 'load'; /** A body to answer a URL with instead of the API. */ answer?: (url: URL) => unknown } = {},
+  {
+    waitUntil = 'networkidle0',
+    answer,
+  }: { waitUntil?: 'networkidle0' | 'load' /** A body to answer a URL with instead of the API. */; answer?: (url: URL) => unknown } = {},
 ): Promise<Page> {
   const page = await browser.newPage()
   page.setDefaultTimeout(PAGE_TIMEOUT_MS)
@@ -46,7 +49,9 @@ async function openPage(
   page.on('request', (request) => {
     requested.push(request.url())
     const body = answer?.(new URL(request.url()))
-    void (body === undefined ? request.continue() : request.respond({ status: 200, contentType: 'application/json', body: JSON.stringify(body) }))
+    void (body === undefined
+      ? request.continue()
+      : request.respond({ status: 200, contentType: 'application/json', body: JSON.stringify(body) }))
   })
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push({ page: path, text: message.text(), url: message.location().url })
@@ -59,7 +64,13 @@ async function openPage(
 const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true })
 /** Sends one attributed Emitter call to the pool (not mined): the devnet serves its log as pre-confirmed. */
 async function sendAttributed(from: number, code: string, seq: number): Promise<Hash> {
-  const raw = await rawSignedTx(devnet.url, { from, to: emitter, data: encodeEmitMany(1, seq, '0x'), suffix: Attribution.toDataSuffix({ codes: [code] }), gas: 500_000n })
+  const raw = await rawSignedTx(devnet.url, {
+    from,
+    to: emitter,
+    data: encodeEmitMany(1, seq, '0x'),
+    suffix: Attribution.toDataSuffix({ codes: [code] }),
+    gas: 500_000n,
+  })
   return fixtureClient(devnet.url).sendRawTransaction({ serializedTransaction: raw })
 }
 
@@ -89,7 +100,10 @@ beforeAll(async () => {
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const port = await freePort()
   api = `http://127.0.0.1:${port}`
   const daemon = spawnTs('src/main.ts', [], {
@@ -110,7 +124,14 @@ beforeAll(async () => {
   codes.busy = (await client.register(anvilAccount(1).address)).builderCode
   codes.quiet = (await client.register(anvilAccount(2).address)).builderCode
   const suffixes = [codes.busy, codes.busy, codes.quiet].map((code) => Attribution.toDataSuffix({ codes: [code] }))
-  const { txHashes } = await buildChain(devnet.anvilUrl, { emitter, blocks: 3, txsPerBlock: 3, logsPerTx: 1, senders: [1, 2, 3], suffix: (i) => suffixes[i % 3] })
+  const { txHashes } = await buildChain(devnet.anvilUrl, {
+    emitter,
+    blocks: 3,
+    txsPerBlock: 3,
+    logsPerTx: 1,
+    senders: [1, 2, 3],
+    suffix: (i) => suffixes[i % 3],
+  })
   await waitFor(async () => {
     const response = await fetch(`${api}/v1/attributions?limit=100`)
     return ((await response.json()) as { items: unknown[] }).items.length === txHashes.length
@@ -140,10 +161,14 @@ describe('the dashboard', () => {
       })),
     )
     expect(rows.map((row) => row.code)).toEqual([codes.busy, codes.quiet])
-    const [since, until] = await page.$$eval('section[aria-labelledby=leaderboard-heading] .note time', (times) => times.map((time) => time.getAttribute('datetime')))
+    const [since, until] = await page.$$eval('section[aria-labelledby=leaderboard-heading] .note time', (times) =>
+      times.map((time) => time.getAttribute('datetime')),
+    )
     for (const row of rows) {
       const response = await fetch(`${api}/v1/builder-codes/${row.code}/stats?interval=hour&since=${since}&until=${until}`)
-      const { total } = (await response.json()) as { total: { attributions: number; pending: number; distinctSenders: number; gasUsed: string } }
+      const { total } = (await response.json()) as {
+        total: { attributions: number; pending: number; distinctSenders: number; gasUsed: string }
+      }
       expect(total.attributions).toBeGreaterThan(0)
       expect({
         href: row.href,
@@ -151,12 +176,34 @@ describe('the dashboard', () => {
         pending: digits(row.pending),
         distinctSenders: digits(row.distinctSenders),
         gasUsed: digits(row.gasUsed),
-      }).toEqual({ href: `/codes/${row.code}`, attributions: total.attributions, pending: total.pending, distinctSenders: total.distinctSenders, gasUsed: Number(total.gasUsed) })
+      }).toEqual({
+        href: `/codes/${row.code}`,
+        attributions: total.attributions,
+        pending: total.pending,
+        distinctSenders: total.distinctSenders,
+        gasUsed: Number(total.gasUsed),
+      })
     }
 
-    const status = (await (await fetch(`${api}/v1/status`)).json()) as { indexedBlock: number; headBlock: number; gasUsedMissing: number; retention: { logsDays: number | null } }
-    const figures = await page.$$eval('[data-testid=sync-figures] .figure', (divs) => divs.map((div) => [div.querySelector('dt')?.textContent, div.querySelector('dd')?.textContent]))
-    expect(figures.map(([name]) => name)).toEqual(['Chain head', 'Indexed head', 'Finalized block', 'Sync lag', 'Pending logs', 'Reorgs, last hour', 'Gas used to fill', 'Raw logs kept'])
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as {
+      indexedBlock: number
+      headBlock: number
+      gasUsedMissing: number
+      retention: { logsDays: number | null }
+    }
+    const figures = await page.$$eval('[data-testid=sync-figures] .figure', (divs) =>
+      divs.map((div) => [div.querySelector('dt')?.textContent, div.querySelector('dd')?.textContent]),
+    )
+    expect(figures.map(([name]) => name)).toEqual([
+      'Chain head',
+      'Indexed head',
+      'Finalized block',
+      'Sync lag',
+      'Pending logs',
+      'Reorgs, last hour',
+      'Gas used to fill',
+      'Raw logs kept',
+    ])
     expect(digits(figures[1]![1]!)).toBeGreaterThanOrEqual(status.indexedBlock - 1)
     expect(status.retention.logsDays).toBeNull()
     expect(figures[7]![1]).toContain('all history')
@@ -205,7 +252,11 @@ describe('the dashboard', () => {
     await page.type('#wallet', '0x1234')
     await page.click('button[type=submit]')
     await page.waitForSelector('[data-testid=registration-error]')
-    const answer = await fetch(`${api}/v1/agents/builder-codes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ walletAddress: '0x1234' }) })
+    const answer = await fetch(`${api}/v1/agents/builder-codes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ walletAddress: '0x1234' }),
+    })
     const { error } = (await answer.json()) as { error: { code: string; message: string } }
     expect(error.code).toBe('invalid_wallet_address')
     expect(await page.$eval('[data-testid=registration-error]', (p) => p.textContent)).toBe(error.message)
@@ -218,31 +269,58 @@ describe('the dashboard', () => {
     const page = await openPage('/live', { waitUntil: 'load' })
     await page.waitForSelector('[data-connection=open]')
     const confirmedThenReorged = await sendAttributed(1, codes.busy, 100)
-    expect(await feedRow(page, confirmedThenReorged, '[data-status=pending]')).toMatchObject({ status: 'pending', removed: 'false', badge: 'pending' })
+    expect(await feedRow(page, confirmedThenReorged, '[data-status=pending]')).toMatchObject({
+      status: 'pending',
+      removed: 'false',
+      badge: 'pending',
+    })
     await devnet.mine()
-    expect(await feedRow(page, confirmedThenReorged, '[data-status=confirmed]')).toMatchObject({ removed: 'false', badge: 'confirmed', struck: false })
+    expect(await feedRow(page, confirmedThenReorged, '[data-status=confirmed]')).toMatchObject({
+      removed: 'false',
+      badge: 'confirmed',
+      struck: false,
+    })
 
     const dropped = await sendAttributed(2, codes.quiet, 101)
     await feedRow(page, dropped, '[data-status=pending]')
     expect(await devnet.dropTransaction(dropped)).toBe(true)
     await devnet.reorg(1)
-    expect(await fixtureClient(devnet.url).getTransaction({ hash: confirmedThenReorged }).catch(() => null)).toBeNull()
+    expect(
+      await fixtureClient(devnet.url)
+        .getTransaction({ hash: confirmedThenReorged })
+        .catch(() => null),
+    ).toBeNull()
     // A drop shows once the next canonical block arrives without the transaction.
     await devnet.mine()
-    expect(await feedRow(page, confirmedThenReorged, '[data-removed=true]')).toEqual({ status: 'confirmed', removed: 'true', badge: 'removed: reorg', struck: true })
-    expect(await feedRow(page, dropped, '[data-removed=true]')).toEqual({ status: 'pending', removed: 'true', badge: 'removed: dropped', struck: true })
+    expect(await feedRow(page, confirmedThenReorged, '[data-removed=true]')).toEqual({
+      status: 'confirmed',
+      removed: 'true',
+      badge: 'removed: reorg',
+      struck: true,
+    })
+    expect(await feedRow(page, dropped, '[data-removed=true]')).toEqual({
+      status: 'pending',
+      removed: 'true',
+      badge: 'removed: dropped',
+      struck: true,
+    })
     await screenshot(page, 'live')
     await page.close()
   })
 
   it('chain switch: lists the chains of a deployment of two, and a pick sends its chainId on every read', async () => {
-    const status = (await (await fetch(`${api}/v1/status`)).json()) as { chainId: number; chains: { chainId: number; name: string | null }[] }
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as {
+      chainId: number
+      chains: { chainId: number; name: string | null }[]
+    }
     expect(status.chains.map((chain) => chain.chainId)).toEqual([status.chainId])
     const other = { ...status.chains[0]!, chainId: 999_999, name: 'other' }
     // The deployment's status as if it indexed a second chain configured first (the default of an unnamed read).
     const page = await openPage('/', {
       answer: (url) =>
-        url.pathname === '/v1/status' && !url.searchParams.has('chainId') ? { ...status, chainId: other.chainId, chains: [other, ...status.chains] } : undefined,
+        url.pathname === '/v1/status' && !url.searchParams.has('chainId')
+          ? { ...status, chainId: other.chainId, chains: [other, ...status.chains] }
+          : undefined,
     })
     await page.waitForSelector('select[name=chain]')
     const options = await page.$$eval('select[name=chain] option', (list) => list.map((option) => [option.value, option.textContent]))
@@ -255,7 +333,10 @@ describe('the dashboard', () => {
     await page.select('select[name=chain]', String(status.chainId))
     await page.waitForSelector('tr[data-code]')
     await page.waitForNetworkIdle()
-    const reads = requested.slice(asked).map((url) => new URL(url)).filter((url) => url.pathname.startsWith('/v1/'))
+    const reads = requested
+      .slice(asked)
+      .map((url) => new URL(url))
+      .filter((url) => url.pathname.startsWith('/v1/'))
     expect(reads.map((url) => url.pathname)).toEqual(expect.arrayContaining(['/v1/status', '/v1/leaderboard']))
     expect(reads.filter((url) => url.searchParams.get('chainId') !== String(status.chainId))).toEqual([])
     await page.close()

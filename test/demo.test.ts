@@ -67,7 +67,9 @@ describe('demo suffixes', () => {
 
 describe('demo options and view', () => {
   it('reads durations and refuses names that are not plain', () => {
-    expect([parseDuration('90'), parseDuration('90s'), parseDuration('2m'), parseDuration('1500ms')]).toEqual([90_000, 90_000, 120_000, 1_500])
+    expect([parseDuration('90'), parseDuration('90s'), parseDuration('2m'), parseDuration('1500ms')]).toEqual([
+      90_000, 90_000, 120_000, 1_500,
+    ])
     expect(() => parseDuration('soon')).toThrow(/--duration/)
     expect(parseOptions([], { DEMO_DURATION_MS: '40000' }).durationMs).toBe(40_000)
     expect(parseOptions(['--duration', '1m'], {}).durationMs).toBe(60_000)
@@ -77,8 +79,14 @@ describe('demo options and view', () => {
     expect(() => parseOptions([], { PORT: '70000' })).toThrow(/PORT/)
     expect(parseOptions([], {})).toMatchObject({ chain: 'base', canonicalLag: 0, divergence: 0 })
     expect(parseOptions(['--chain', 'op'], {})).toMatchObject({ chain: 'op', chains: ['op'] })
-    expect(parseOptions(['--chains', 'base,op', '--lag', '2'], {})).toMatchObject({ chain: 'base', chains: ['base', 'op'], canonicalLag: 2 })
-    expect(() => parseOptions(['--chains', 'base,base'], {})).toThrow('--chains must name two different profiles (base,op), got "base,base"')
+    expect(parseOptions(['--chains', 'base,op', '--lag', '2'], {})).toMatchObject({
+      chain: 'base',
+      chains: ['base', 'op'],
+      canonicalLag: 2,
+    })
+    expect(() => parseOptions(['--chains', 'base,base'], {})).toThrow(
+      '--chains must name two different profiles (base,op), got "base,base"',
+    )
     expect(() => parseOptions(['--chains', 'base,op', '--chain', 'op'], {})).toThrow('--chain and --chains exclude each other')
     expect(() => parseOptions(['--chain', 'unichain'], {})).toThrow('--chain must be one of base, op, got "unichain"')
     expect(() => parseOptions(['--lag', '3'], {})).toThrow('--lag and --divergence shape pre-confirmations: they need --chain op')
@@ -103,7 +111,14 @@ describe('demo options and view', () => {
       reorgs: 2,
       transactions: { attributed: 300, withoutSuffix: 40, malformed: 12 },
       codes: [
-        { builderCode: 'bc_agent001', walletAddress: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8', pending: 1, confirmed: 20, finalized: 30, removed: 0 },
+        {
+          builderCode: 'bc_agent001',
+          walletAddress: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+          pending: 1,
+          confirmed: 20,
+          finalized: 30,
+          removed: 0,
+        },
         { builderCode: UNREGISTERED_CODE, walletAddress: null, pending: 0, confirmed: 2, finalized: 3, removed: 1 },
       ],
     }
@@ -117,7 +132,14 @@ describe('demo options and view', () => {
       devnetUrl: 'http://127.0.0.1:8545',
       logFile: '/tmp/codetrail-demo.log',
       agents: new Map([['bc_agent001', { name: 'agent-1', address: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8' }]]),
-      stats: { transactions: 400, userOperations: 30, bySuffix: { schema0: 250, 'schema0-two-codes': 40, schema2: 60, none: 35, malformed: 15 }, reorgs: 2, dropped: 1, errors: 0 },
+      stats: {
+        transactions: 400,
+        userOperations: 30,
+        bySuffix: { schema0: 250, 'schema0-two-codes': 40, schema2: 60, none: 35, malformed: 15 },
+        reorgs: 2,
+        dropped: 1,
+        errors: 0,
+      },
     }
     const frame = renderFrame(figures, context, 65_000).join('\n')
     expect(frame).toContain('running 1:05')
@@ -131,7 +153,9 @@ describe('demo options and view', () => {
     expect(about).toContain('API       http://127.0.0.1:8080')
     expect(about).toContain("curl -s 'http://127.0.0.1:8080/v1/attributions?builderCode=bc_agent001&limit=3'")
     expect(about).toContain('curl -s http://127.0.0.1:8080/v1/agents/builder-codes/0x70997970c51812dc3a010c7d01b50e0d17dc79c8')
-    expect(about).toMatch(/psql 'postgres:\/\/postgres@127\.0\.0\.1:5432\/codetrail_demo' -c "SELECT .* FROM analytics\.attributed_transactions/)
+    expect(about).toMatch(
+      /psql 'postgres:\/\/postgres@127\.0\.0\.1:5432\/codetrail_demo' -c "SELECT .* FROM analytics\.attributed_transactions/,
+    )
     const withPassword = aboutLines({ ...context, databaseUrl: 'postgres://postgres:hunter22@127.0.0.1:5432/codetrail_demo' }).join('\n')
     expect(withPassword).toContain("psql 'postgres://postgres@127.0.0.1:5432/codetrail_demo'")
     expect(withPassword).not.toContain('hunter22')
@@ -148,7 +172,9 @@ describe('demo options and view', () => {
     expect(baseFrame).toMatch(/1,234 stored · 3 removed · 12\.5 logs\/s/)
     expect(baseFrame).not.toMatch(/pending/)
     expect(baseFrame).toMatch(/bc_agent001\s+agent-1 0x7099…79c8\s+20\s+30\s+0\n/)
-    expect(renderLine(figures, base, 65_000)).toMatch(/^\[1:05\] base head 120 indexed 119 \| logs 1234 \(3 removed\) 12\.5\/s \| attributions confirmed 22 finalized 33 removed 1 \|/)
+    expect(renderLine(figures, base, 65_000)).toMatch(
+      /^\[1:05\] base head 120 indexed 119 \| logs 1234 \(3 removed\) 12\.5\/s \| attributions confirmed 22 finalized 33 removed 1 \|/,
+    )
   })
 })
 
@@ -184,8 +210,12 @@ describe('npm run demo', () => {
     expect(code).toBe(1)
     const lines = output.trim().split('\n').sort()
     expect(lines).toHaveLength(2)
-    expect(lines[0]).toMatch(new RegExp(`^demo: PostgreSQL is not reachable at 127\\.0\\.0\\.1:${pgPort} .*: start it \\(docker compose up -d postgres`))
-    expect(lines[1]).toMatch(new RegExp(`^demo: Redis is not reachable at 127\\.0\\.0\\.1:${redisPort} .*: start it \\(docker compose up -d redis`))
+    expect(lines[0]).toMatch(
+      new RegExp(`^demo: PostgreSQL is not reachable at 127\\.0\\.0\\.1:${pgPort} .*: start it \\(docker compose up -d postgres`),
+    )
+    expect(lines[1]).toMatch(
+      new RegExp(`^demo: Redis is not reachable at 127\\.0\\.0\\.1:${redisPort} .*: start it \\(docker compose up -d redis`),
+    )
   })
 
   it('runs for a bounded time: attributions pending then confirmed, a reorg handled, nothing left running', async () => {
@@ -209,7 +239,9 @@ describe('npm run demo', () => {
     void demo.exited.then(() => (exited = true))
     while (!exited) {
       try {
-        const { rows } = await watcher.query<{ status: string }>('SELECT DISTINCT status FROM analytics.attributed_transactions WHERE NOT removed')
+        const { rows } = await watcher.query<{ status: string }>(
+          'SELECT DISTINCT status FROM analytics.attributed_transactions WHERE NOT removed',
+        )
         for (const row of rows) seen.add(row.status)
       } catch {
         // The database or its views do not exist yet.
@@ -229,12 +261,16 @@ describe('npm run demo', () => {
     try {
       const one = async (sql: string) => Number(Object.values((await store.query(sql)).rows[0] as object)[0])
       expect(await one('SELECT count(*) FROM reorgs')).toBeGreaterThanOrEqual(1)
-      expect(await one("SELECT count(*) FROM analytics.logs WHERE removed")).toBeGreaterThan(0)
-      expect(await one("SELECT count(*) FROM analytics.attributed_transactions WHERE status IN ('confirmed', 'finalized') AND NOT removed")).toBeGreaterThan(0)
+      expect(await one('SELECT count(*) FROM analytics.logs WHERE removed')).toBeGreaterThan(0)
+      expect(
+        await one("SELECT count(*) FROM analytics.attributed_transactions WHERE status IN ('confirmed', 'finalized') AND NOT removed"),
+      ).toBeGreaterThan(0)
       // Agents registered through the API: their attributions carry their wallets; user operations are attributed to their senders.
       expect(await one('SELECT count(*) FROM builder_codes')).toBe(9)
       expect(await one('SELECT count(*) FROM analytics.attributed_transactions WHERE wallet_address IS NOT NULL')).toBeGreaterThan(0)
-      expect(await one('SELECT count(*) FROM analytics.attributed_transactions WHERE user_op_hash IS NOT NULL AND wallet_address = sender')).toBeGreaterThan(0)
+      expect(
+        await one('SELECT count(*) FROM analytics.attributed_transactions WHERE user_op_hash IS NOT NULL AND wallet_address = sender'),
+      ).toBeGreaterThan(0)
       expect(await one('SELECT count(*) FROM analytics.attributed_transactions WHERE schema_id = 2')).toBeGreaterThan(0)
       expect(await one('SELECT count(*) FROM transactions WHERE malformed_reason IS NOT NULL')).toBeGreaterThan(0)
       expect(await one('SELECT count(*) FROM transactions WHERE NOT has_suffix')).toBeGreaterThan(0)

@@ -1,19 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  concat,
-  createWalletClient,
-  http,
-  keccak256,
-  numberToHex,
-  toHex,
-  type Address,
-  type Hex,
-  type LocalAccount,
-} from 'viem'
+import { concat, createWalletClient, http, keccak256, numberToHex, toHex, type Address, type Hex, type LocalAccount } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import WebSocket from 'ws'
-import { createDevnet, DEPOSITOR, divergenceOf, DROP_TRANSACTION_METHOD, SYSTEM_DEPOSIT_TARGETS, ZERO_HASH, type Devnet } from '../harness/devnet/index.js'
+import {
+  createDevnet,
+  DEPOSITOR,
+  divergenceOf,
+  DROP_TRANSACTION_METHOD,
+  SYSTEM_DEPOSIT_TARGETS,
+  ZERO_HASH,
+  type Devnet,
+} from '../harness/devnet/index.js'
 import { divergedLogs } from '../harness/devnet/preconf.js'
 
 const MNEMONIC = 'test test test test test test test test test test test junk'
@@ -237,7 +235,12 @@ describe('devnet pre-confirmed layer', () => {
 
   it('publishes pending log deltas and new heads over WebSocket', async () => {
     const socket = new WebSocket(devnet.wsUrl)
-    const messages: Array<{ id?: number; result?: unknown; method?: string; params?: { subscription: string; result: Log & { number?: Hex } } }> = []
+    const messages: Array<{
+      id?: number
+      result?: unknown
+      method?: string
+      params?: { subscription: string; result: Log & { number?: Hex } }
+    }> = []
     socket.on('message', (data) => messages.push(JSON.parse(data.toString())))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['pendingLogs', { address: echo }] }))
@@ -338,7 +341,13 @@ describe('devnet faults and options', () => {
       const broken = (await post(devnet.url, { jsonrpc: '2.0', id: 7, method: 'eth_blockNumber', params: [] })) as RpcAnswer
       expect(broken).toMatchObject({ id: 7, error: { code: -32603 } })
       const brokenPending = await waitFor(
-        async () => (await post(devnet.url, { jsonrpc: '2.0', id: 8, method: 'eth_getLogs', params: [{ fromBlock: 'pending', toBlock: 'pending' }] })) as RpcAnswer,
+        async () =>
+          (await post(devnet.url, {
+            jsonrpc: '2.0',
+            id: 8,
+            method: 'eth_getLogs',
+            params: [{ fromBlock: 'pending', toBlock: 'pending' }],
+          })) as RpcAnswer,
         (answer) => answer.error !== undefined,
       )
       expect(brokenPending).toMatchObject({ id: 8, error: { code: -32603 } })
@@ -411,7 +420,10 @@ describe('devnet pending window as a Base node serves it', () => {
       expect(await rpc(devnet.url, 'eth_getBlockByNumber', ['latest', false])).toMatchObject({ number: toHex(latest) })
       expect(await rpc(devnet.url, 'eth_getBlockByHash', [sealed[2]!.block.hash, false])).toBeNull()
       expect(await rpc(devnet.url, 'eth_getTransactionReceipt', [sealed[2]!.hashes[0]])).toBeNull()
-      expect(await rpc(devnet.url, 'eth_getTransactionByHash', [sealed[2]!.hashes[0]])).toMatchObject({ blockHash: null, blockNumber: toHex(head) })
+      expect(await rpc(devnet.url, 'eth_getTransactionByHash', [sealed[2]!.hashes[0]])).toMatchObject({
+        blockHash: null,
+        blockNumber: toHex(head),
+      })
       expect(await rpc(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(head - 2n), toBlock: toHex(head) }])).toEqual([])
       expect(await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(latest - 1n), toBlock: 'latest' }])).toEqual(
         await rpc<Log[]>(devnet.anvilUrl, 'eth_getLogs', [{ fromBlock: toHex(latest - 1n), toBlock: toHex(latest) }]),
@@ -431,7 +443,9 @@ describe('devnet pending window as a Base node serves it', () => {
       expect(BigInt(await rpc<Hex>(devnet.url, 'eth_blockNumber'))).toBe(latest + 1n)
       const confirmed = await rpc<Log[]>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(latest + 1n), toBlock: toHex(latest + 1n) }])
       expect(confirmed).toEqual([{ ...window[0], blockHash: sealed[0]!.block.hash }])
-      expect((await pendingLogs(devnet)).map((log) => log.blockNumber)).toEqual([head - 1n, head - 1n, head, next.number].map((n) => toHex(n)))
+      expect((await pendingLogs(devnet)).map((log) => log.blockNumber)).toEqual(
+        [head - 1n, head - 1n, head, next.number].map((n) => toHex(n)),
+      )
     } finally {
       await devnet.stop()
     }
@@ -443,7 +457,9 @@ describe('devnet pending window as a Base node serves it', () => {
       const echo = await deployEcho(devnet)
       const hashes: Hex[] = []
       for (let index = 0; index < 8; index++) {
-        hashes.push(await sender(devnet, index)({ to: echo, data: toHex(index + 1, { size: 2 }), maxFeePerGas: MAX_FEE - BigInt(index) * TIP }))
+        hashes.push(
+          await sender(devnet, index)({ to: echo, data: toHex(index + 1, { size: 2 }), maxFeePerGas: MAX_FEE - BigInt(index) * TIP }),
+        )
       }
       const served = await waitFor(
         () => pendingLogs(devnet),
@@ -468,7 +484,13 @@ describe('devnet pending window as a Base node serves it', () => {
 })
 
 type Stamped = { blockHash?: Hex | null; blockTimestampMs?: Hex }
-type Block = { number: Hex; hash: Hex; timestamp: Hex; timestampMs?: Hex; transactions: Array<Hex | (Stamped & { hash: Hex; type: Hex; to: Address; from: Address })> }
+type Block = {
+  number: Hex
+  hash: Hex
+  timestamp: Hex
+  timestampMs?: Hex
+  transactions: Array<Hex | (Stamped & { hash: Hex; type: Hex; to: Address; from: Address })>
+}
 type Receipt = Stamped & { transactionHash: Hex; logs: Array<Log & Stamped> }
 
 const block = (devnet: Devnet, tag: Hex | 'latest' | 'pending', full = false) => rpc<Block>(devnet.url, 'eth_getBlockByNumber', [tag, full])
@@ -525,13 +547,17 @@ describe('devnet base profile (Base since Denim)', () => {
     expect(Math.max(...perSecond.values())).toBeGreaterThanOrEqual(4)
 
     const msOf = new Map(blocks.map((b) => [b.hash, b.timestampMs!]))
-    const logs = await rpc<Array<Log & Stamped>>(devnet.url, 'eth_getLogs', [{ fromBlock: toHex(numbers[0]!), toBlock: 'latest', address: echo }])
+    const logs = await rpc<Array<Log & Stamped>>(devnet.url, 'eth_getLogs', [
+      { fromBlock: toHex(numbers[0]!), toBlock: 'latest', address: echo },
+    ])
     expect(logs.map((log) => log.transactionHash)).toEqual(hashes)
     for (const log of logs) expect(log.blockTimestampMs).toBe(msOf.get(log.blockHash))
 
     const last = blocks.at(-1)!
     expect(await rpc<Block>(devnet.url, 'eth_getBlockByHash', [last.hash, false])).toMatchObject({ timestampMs: last.timestampMs })
-    expect(await rpc<Stamped>(devnet.url, 'eth_getTransactionByHash', [hashes.at(-1)])).toMatchObject({ blockTimestampMs: last.timestampMs })
+    expect(await rpc<Stamped>(devnet.url, 'eth_getTransactionByHash', [hashes.at(-1)])).toMatchObject({
+      blockTimestampMs: last.timestampMs,
+    })
     const receipt = await rpc<Receipt>(devnet.url, 'eth_getTransactionReceipt', [hashes.at(-1)])
     expect(receipt.blockTimestampMs).toBe(last.timestampMs)
     expect(receipt.logs.map((log) => log.blockTimestampMs)).toEqual([last.timestampMs])
@@ -588,7 +614,11 @@ describe('devnet base profile (Base since Denim)', () => {
 
   it('publishes new heads with timestampMs and accepts a pendingLogs subscription that delivers nothing', async () => {
     const socket = new WebSocket(devnet.wsUrl)
-    const messages: Array<{ id?: number; result?: unknown; params?: { subscription: string; result: { number?: Hex; hash?: Hex; timestampMs?: Hex } } }> = []
+    const messages: Array<{
+      id?: number
+      result?: unknown
+      params?: { subscription: string; result: { number?: Hex; hash?: Hex; timestampMs?: Hex } }
+    }> = []
     socket.on('message', (data) => messages.push(JSON.parse(data.toString())))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['pendingLogs', {}] }))

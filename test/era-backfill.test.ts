@@ -54,7 +54,8 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
       pool: db.store.pool,
       logger: silentLogger,
       chain: { chainId: CHAIN_ID, verify: async () => {} },
-      fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
+      fetchLogs: ([fromBlock, toBlock], filter) =>
+        getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
       fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
       finalizedBlock: async () => newEra[1],
       logsPerRequest: LOGS_PER_REQUEST,
@@ -73,7 +74,9 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
     // After the first (sized blind), no answer holds much more than the target, in either era.
     for (const { density } of requests.slice(1)) expect(density.logs).toBeLessThanOrEqual(2 * LOGS_PER_REQUEST)
     const old = requests.slice(1).filter(({ range: part }) => within(part, oldEra))
-    const recent = requests.filter(({ range: part }, i) => i > 0 && within(part, newEra) && within(requests[i - 1]!.range, newEra) && part[1] < range[1])
+    const recent = requests.filter(
+      ({ range: part }, i) => i > 0 && within(part, newEra) && within(requests[i - 1]!.range, newEra) && part[1] < range[1],
+    )
     expect(old.length).toBeGreaterThan(10)
     expect(recent.length).toBeGreaterThan(3)
     // 100 logs are 2 old blocks and 25 new ones: the width follows the era, not a count learned in the first.
@@ -102,14 +105,20 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
         pool: other.store.pool,
         logger: silentLogger,
         chain: { chainId: CHAIN_ID, verify: async () => {} },
-        fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
+        fetchLogs: ([fromBlock, toBlock], filter) =>
+          getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
         fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
         finalizedBlock: async () => newEra[1],
         logsPerRequest: LOGS_PER_REQUEST,
         onLogsRequest: (range, density) => requests.push({ range, density }),
       })
       const range: Interval = [0, newEra[1]]
-      const plan = await planBackfill(other.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range, chunkBlocks: 100 })
+      const plan = await planBackfill(other.store.pool, {
+        chainId: CHAIN_ID,
+        filter: { addresses: [], topics: [] },
+        range,
+        chunkBlocks: 100,
+      })
       expect(plan.jobs.length).toBeGreaterThan(3)
       for (const job of plan.jobs) await processRange(job)
 
@@ -118,7 +127,12 @@ describe('a backfill across the 2 s → 200 ms boundary', () => {
       expect(firsts.every((i) => i > 0)).toBe(true)
       for (const i of firsts) {
         const { range: part } = requests[i]!
-        expect(part[1] - part[0] + 1).toBe(Math.min(blocksForTarget(requests[i - 1]!.density, { logs: LOGS_PER_REQUEST, bytes: 4 * 1024 * 1024 }), blockCount(plan.jobs.find((job) => job.fromBlock === part[0])!)))
+        expect(part[1] - part[0] + 1).toBe(
+          Math.min(
+            blocksForTarget(requests[i - 1]!.density, { logs: LOGS_PER_REQUEST, bytes: 4 * 1024 * 1024 }),
+            blockCount(plan.jobs.find((job) => job.fromBlock === part[0])!),
+          ),
+        )
       }
       // A blind 100 blocks of the old era would be 4,000 logs; after the very first request none holds much more than the target.
       for (const { density } of requests.slice(1)) expect(density.logs).toBeLessThanOrEqual(2 * LOGS_PER_REQUEST)

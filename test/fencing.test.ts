@@ -31,7 +31,12 @@ const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 const wallet = `0x${'ab'.repeat(20)}`
 /** Block `n` of fork `fork`: its hash and its parent's on the same fork. */
-const header = (n: number, fork: number) => ({ number: n, hash: hash(fork * 1_000 + n), parentHash: hash(fork * 1_000 + n - 1), timestamp: 1_700_000_000 + n })
+const header = (n: number, fork: number) => ({
+  number: n,
+  hash: hash(fork * 1_000 + n),
+  parentHash: hash(fork * 1_000 + n - 1),
+  timestamp: 1_700_000_000 + n,
+})
 
 let db: TestDatabase
 beforeAll(async () => {
@@ -42,7 +47,11 @@ afterAll(async () => {
 })
 
 const liveBlocks = async () =>
-  (await db.store.pool.query(`SELECT number, hash, removed FROM blocks WHERE chain_id = $1 ORDER BY number, hash`, [CHAIN])).rows as { number: number; hash: string; removed: boolean }[]
+  (await db.store.pool.query(`SELECT number, hash, removed FROM blocks WHERE chain_id = $1 ORDER BY number, hash`, [CHAIN])).rows as {
+    number: number
+    hash: string
+    removed: boolean
+  }[]
 
 describe('lease fencing of the writes that decide what is canonical or final', () => {
   it('refuses the tip, reorg, orphan and finality writes of a leader whose generation was overtaken, and applies the newest leader’s', async () => {
@@ -50,16 +59,40 @@ describe('lease fencing of the writes that decide what is canonical or final', (
     const stale = createLeaseFence(pool, CHAIN)
     const current = createLeaseFence(pool, CHAIN)
     expect(await stale.claim()).toBe(1)
-    await storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(10, 1), header(11, 1)], rows: [], finalizedBlock: null, fence: stale.check })
+    await storeTipBlocks(pool, {
+      chainId: CHAIN,
+      filterId: 'f',
+      blocks: [header(10, 1), header(11, 1)],
+      rows: [],
+      finalizedBlock: null,
+      fence: stale.check,
+    })
     expect(await current.claim()).toBe(2)
     // The new leader moved on along fork 2 from block 10.
-    await storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(12, 2)], rows: [], finalizedBlock: null, fence: current.check })
+    await storeTipBlocks(pool, {
+      chainId: CHAIN,
+      filterId: 'f',
+      blocks: [header(12, 2)],
+      rows: [],
+      finalizedBlock: null,
+      fence: current.check,
+    })
     const before = { state: await getChainState(pool, CHAIN), blocks: await liveBlocks() }
 
     const refused = (write: Promise<unknown>) => expect(write).rejects.toBeInstanceOf(LeaseFencedError)
-    await refused(storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(12, 1)], rows: [], finalizedBlock: null, fence: stale.check }))
     await refused(
-      applyReorg(pool, { chainId: CHAIN, followerFilterId: 'f', forkBlock: { number: 10, hash: header(10, 1).hash }, depth: 2, oldHash: hash(1), newHash: hash(2), fence: stale.check }),
+      storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(12, 1)], rows: [], finalizedBlock: null, fence: stale.check }),
+    )
+    await refused(
+      applyReorg(pool, {
+        chainId: CHAIN,
+        followerFilterId: 'f',
+        forkBlock: { number: 10, hash: header(10, 1).hash },
+        depth: 2,
+        oldHash: hash(1),
+        newHash: hash(2),
+        fence: stale.check,
+      }),
     )
     await refused(orphanBlocks(pool, CHAIN, [{ number: 12, hash: header(12, 2).hash }], stale.check))
     await refused(advanceFinality(pool, CHAIN, [9, 12], stale.check))
@@ -91,14 +124,18 @@ describe('lease fencing of the writes that decide what is canonical or final', (
     let claimed = false
     const claiming = next.claim().then((n) => ((claimed = true), n))
     // The claim cannot pass the row lock the check holds: the old leader's transaction finishes first.
-    const lockWaits = async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n
+    const lockWaits = async () =>
+      (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))
+        .rows[0].n
     await waitFor(async () => (await lockWaits()) > 0, 'the claim to wait for the row lock')
     expect(claimed).toBe(false)
     release()
     await inFlight
     expect(await claiming).toBe(generation + 1)
     expect((await getChainState(pool, CHAIN))?.headBlock).toBe(500)
-    await expect(withTransaction(pool, (client) => old.check(client))).rejects.toThrow(`generation ${generation} of chain ${CHAIN} is stale (now ${generation + 1})`)
+    await expect(withTransaction(pool, (client) => old.check(client))).rejects.toThrow(
+      `generation ${generation} of chain ${CHAIN} is stale (now ${generation + 1})`,
+    )
   })
 
   it('refuses a stale leader’s dispatch round: no delivery owed, the cursor where the new leader left it', async () => {
@@ -107,20 +144,64 @@ describe('lease fencing of the writes that decide what is canonical or final', (
     await stale.claim()
     const current = createLeaseFence(pool, CHAIN)
     await current.claim()
-    await insertSubscription(pool, { id: 'wh_00000000000000f1', url: 'http://127.0.0.1:9/', secret: 's', events: ['attribution.confirmed'], builderCodes: ['bc_fence'], walletAddresses: null, roles: null })
-    const positions = new Map([[hash(77), { hash: hash(77), blockNumber: 12, blockHash: header(12, 2).hash, blockTimestamp: 1_700_000_012, transactionIndex: 0, status: 'confirmed' as const }]])
-    const rows = [{ txHash: hash(77), userOpHash: '', builderCode: 'bc_fence', codeIndex: 0, role: null, registry: null, sender: wallet, schemaId: 0, codes: ['bc_fence'], from: wallet, to: null }]
+    await insertSubscription(pool, {
+      id: 'wh_00000000000000f1',
+      url: 'http://127.0.0.1:9/',
+      secret: 's',
+      events: ['attribution.confirmed'],
+      builderCodes: ['bc_fence'],
+      walletAddresses: null,
+      roles: null,
+    })
+    const positions = new Map([
+      [
+        hash(77),
+        {
+          hash: hash(77),
+          blockNumber: 12,
+          blockHash: header(12, 2).hash,
+          blockTimestamp: 1_700_000_012,
+          transactionIndex: 0,
+          status: 'confirmed' as const,
+        },
+      ],
+    ])
+    const rows = [
+      {
+        txHash: hash(77),
+        userOpHash: '',
+        builderCode: 'bc_fence',
+        codeIndex: 0,
+        role: null,
+        registry: null,
+        sender: wallet,
+        schemaId: 0,
+        codes: ['bc_fence'],
+        from: wallet,
+        to: null,
+      },
+    ]
     await withTransaction(pool, (client) => upsertAttributions(client, CHAIN, rows, positions, new Map()))
     await publishChanges(pool, 100)
     const before = await getDispatchCursor(pool)
     expect(await latestEventId(pool)).toBeGreaterThan(before)
     const enqueued: unknown[] = []
-    const staleDispatcher = createDispatcher({ pool, logger: silentLogger, enqueue: async (jobs) => void enqueued.push(...jobs), fence: stale.check })
+    const staleDispatcher = createDispatcher({
+      pool,
+      logger: silentLogger,
+      enqueue: async (jobs) => void enqueued.push(...jobs),
+      fence: stale.check,
+    })
     await expect(staleDispatcher.step()).rejects.toBeInstanceOf(LeaseFencedError)
     expect(await getDispatchCursor(pool)).toBe(before)
     expect((await pool.query(`SELECT count(*)::int AS n FROM webhook_outstanding`)).rows[0].n).toBe(0)
     expect(enqueued).toEqual([])
-    const currentDispatcher = createDispatcher({ pool, logger: silentLogger, enqueue: async (jobs) => void enqueued.push(...jobs), fence: current.check })
+    const currentDispatcher = createDispatcher({
+      pool,
+      logger: silentLogger,
+      enqueue: async (jobs) => void enqueued.push(...jobs),
+      fence: current.check,
+    })
     expect((await currentDispatcher.step()).dispatched).toBe(1)
     expect(await getDispatchCursor(pool)).toBe(await latestEventId(pool))
   })
@@ -137,14 +218,27 @@ describe('two scheduler processes, the first stalled past its lease', () => {
     cleanups.push(() => devnet.stop())
     const chain = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => chain.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => chain.drop(),
+      () => redis.cleanup(),
+    )
     const pool = chain.store.pool
     const node = createRpcClient({ url: devnet.anvilUrl })
-    const nodeHash = async (n: number) => (await node.request<{ hash: string }>('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).hash
+    const nodeHash = async (n: number) =>
+      (await node.request<{ hash: string }>('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).hash
     await devnet.mine()
     const start = Number(await node.request<string>('eth_blockNumber')) + 1
-    const env = { RPC_URL: devnet.url, DATABASE_URL: chain.url, REDIS_URL, REDIS_PREFIX: redis.prefix, START_BLOCK: String(start), LOG_LEVEL: 'info' }
-    const state = async () => (await pool.query(`SELECT live_block AS "liveBlock", live_hash AS "liveHash", lease_generation AS generation FROM chain_state`)).rows[0]
+    const env = {
+      RPC_URL: devnet.url,
+      DATABASE_URL: chain.url,
+      REDIS_URL,
+      REDIS_PREFIX: redis.prefix,
+      START_BLOCK: String(start),
+      LOG_LEVEL: 'info',
+    }
+    const state = async () =>
+      (await pool.query(`SELECT live_block AS "liveBlock", live_hash AS "liveHash", lease_generation AS generation FROM chain_state`))
+        .rows[0]
     const first = spawnTs('src/main.ts', ['--role', 'scheduler'], { ...env, CODETRAIL_STOP_AT: 'tip-read' })
     cleanups.push(() => first.kill('SIGKILL'))
     await waitFor(async () => Number((await state())?.liveBlock ?? -1) === start - 1, 'the first scheduler to start')

@@ -24,7 +24,8 @@ afterAll(async () => {
 })
 
 /** A block hash of chain `chainId` (fork `fork`) at height `n`. */
-const hashOf = (chainId: number, n: number, fork = 0) => `0x${chainId.toString(16).padStart(8, '0')}${fork.toString(16).padStart(8, '0')}${n.toString(16).padStart(48, '0')}`
+const hashOf = (chainId: number, n: number, fork = 0) =>
+  `0x${chainId.toString(16).padStart(8, '0')}${fork.toString(16).padStart(8, '0')}${n.toString(16).padStart(48, '0')}`
 
 /** Stores a followed chain of `window` unfinalized blocks (a log each) above a finalized block 0, plus one backfilled log from another fork. */
 async function seedWindow(chainId: number, window: number, strayAt: number) {
@@ -49,7 +50,11 @@ async function seedWindow(chainId: number, window: number, strayAt: number) {
      VALUES ($1, $2, $3, to_timestamp(1700000000), '0x' || lpad('e', 64, 'e'), 0, 0, 0, '0x00000000000000000000000000000000000000aa', '0x', 'confirmed')`,
     [chainId, strayAt, hashOf(chainId, strayAt, 1)],
   )
-  await pool.query(`INSERT INTO chain_state (chain_id, finalized_block, live_block, live_hash, head_block) VALUES ($1, 0, $2, $3, $2)`, [chainId, window, hashOf(chainId, window)])
+  await pool.query(`INSERT INTO chain_state (chain_id, finalized_block, live_block, live_hash, head_block) VALUES ($1, 0, $2, $3, $2)`, [
+    chainId,
+    window,
+    hashOf(chainId, window),
+  ])
 }
 
 /** The pool with every query counted, with the rows it returned or changed: the work a step does in the database. */
@@ -80,12 +85,17 @@ async function firstStep(chainId: number, window: number) {
   await seedWindow(chainId, window, 500)
   const { pool, work } = countingPool(db.store.pool)
   const node = { header: 0, headers: 0 }
-  const header = (n: number): Header => ({ number: n, hash: hashOf(chainId, n), parentHash: hashOf(chainId, n - 1), timestamp: 1700000000 + n })
+  const header = (n: number): Header => ({
+    number: n,
+    hash: hashOf(chainId, n),
+    parentHash: hashOf(chainId, n - 1),
+    timestamp: 1700000000 + n,
+  })
   const steps = await advanceToFinalized(pool, {
     chainId,
     finalized: { number: window, hash: hashOf(chainId, window) },
     fetchHeader: async (n) => (node.header++, header(n)),
-    fetchHeaders: async (numbers) => (node.headers += numbers.length, numbers.map(header)),
+    fetchHeaders: async (numbers) => ((node.headers += numbers.length), numbers.map(header)),
   })
   return { steps, work, node }
 }
@@ -112,13 +122,25 @@ describe('finality with a 6,000-block window', () => {
     const header = (n: number): Header => ({ number: n, hash: hashOf(chainId, n), parentHash: hashOf(chainId, n - 1), timestamp: 0 })
     const ranges: [number, number][] = []
     for (;;) {
-      const steps = await advanceToFinalized(db.store.pool, { chainId, finalized: { number: 2_500, hash: hashOf(chainId, 2_500) }, fetchHeader: async (n) => header(n), fetchHeaders: async (ns) => ns.map(header) })
+      const steps = await advanceToFinalized(db.store.pool, {
+        chainId,
+        finalized: { number: 2_500, hash: hashOf(chainId, 2_500) },
+        fetchHeader: async (n) => header(n),
+        fetchHeaders: async (ns) => ns.map(header),
+      })
       const step = steps.find((s) => s.type === 'finalize')
-      if (!step || step.type !== 'finalize') break
+      if (step?.type !== 'finalize') break
       ranges.push([step.from, step.to])
     }
-    expect(ranges).toEqual([[1, 1_000], [1_001, 2_000], [2_001, 2_500]])
-    const { rows } = await db.store.pool.query(`SELECT status, removed, count(*)::int AS n FROM logs WHERE chain_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, [chainId])
+    expect(ranges).toEqual([
+      [1, 1_000],
+      [1_001, 2_000],
+      [2_001, 2_500],
+    ])
+    const { rows } = await db.store.pool.query(
+      `SELECT status, removed, count(*)::int AS n FROM logs WHERE chain_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      [chainId],
+    )
     expect(rows).toEqual([
       { status: 'confirmed', removed: true, n: 1 },
       { status: 'finalized', removed: false, n: 2_500 },
@@ -145,7 +167,11 @@ async function startFinalizedFaults(upstream: string) {
           state.refused++
           return { jsonrpc: '2.0', id: call.id, error: { code: -32000, message: 'header not found' } }
         }
-        const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) })
+        const answer = await fetch(upstream, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(call),
+        })
         return answer.json()
       }),
     )
@@ -153,14 +179,22 @@ async function startFinalizedFaults(upstream: string) {
     response.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    state,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
 }
 
 describe('a failing finalized request', () => {
   it('leaves finality where it is (no head − FINALITY_DEPTH guess) until the node answers again', async () => {
     const anvil = await startAnvil()
     cleanups.push(() => anvil.stop())
-    await fetch(anvil.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x64'] }) })
+    await fetch(anvil.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x64'] }),
+    })
     const node = await startFinalizedFaults(anvil.url)
     cleanups.push(() => node.close())
     const redis = createTestRedisPrefix()
@@ -177,7 +211,10 @@ describe('a failing finalized request', () => {
       PRECONFIRMATIONS: 'off',
     })
     cleanups.push(async () => daemon.kill('SIGKILL'))
-    const state = async () => (await failing.store.pool.query(`SELECT live_block, finalized_block FROM chain_state`)).rows[0] as { live_block: number; finalized_block: number | null } | undefined
+    const state = async () =>
+      (await failing.store.pool.query(`SELECT live_block, finalized_block FROM chain_state`)).rows[0] as
+        | { live_block: number; finalized_block: number | null }
+        | undefined
     await waitFor(async () => (await state())?.live_block === 100, 'the follower to store the 100 blocks')
     // Several reads of the tag have failed by now (one every few seconds), with the tip stored meanwhile.
     await waitFor(async () => node.state.refused >= 3, 'three refused finalized reads', 30_000)

@@ -92,9 +92,7 @@ describe('buildChain', () => {
   })
 
   it('emits anonymous logs: no topics, and four topics none of which is an event signature', () => {
-    const signatures = new Set(
-      artifacts.Emitter.abi.flatMap((item) => (item.type === 'event' && !item.anonymous ? [item.name] : [])),
-    )
+    const signatures = new Set(artifacts.Emitter.abi.flatMap((item) => (item.type === 'event' && !item.anonymous ? [item.name] : [])))
     expect(signatures.size).toBeGreaterThan(0)
     const anonymousFour = logs.filter((log) => {
       if (log.topics.length !== 4) return false
@@ -153,7 +151,12 @@ describe('transactions', () => {
   it('sends a call with a large suffixed calldata at the EIP-7623 floor', async () => {
     const emitter = await deployContract(anvil.url, artifacts.Emitter)
     const payload = toHex(new Uint8Array(3 * LARGE_DATA_BYTES).fill(0xab))
-    const hash = await sendWithSuffix(anvil.url, { from: 4, to: emitter, data: encodeEmitMany(1, 3, payload), suffix: schema0Suffix('bc_big') })
+    const hash = await sendWithSuffix(anvil.url, {
+      from: 4,
+      to: emitter,
+      data: encodeEmitMany(1, 3, payload),
+      suffix: schema0Suffix('bc_big'),
+    })
     const receipt = await fixtureClient(anvil.url).getTransactionReceipt({ hash })
     expect(receipt.status).toBe('success')
     expect(receipt.logs[0]!.data.length).toBeGreaterThan(2 * 3 * LARGE_DATA_BYTES)

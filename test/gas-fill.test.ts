@@ -32,7 +32,11 @@ beforeAll(async () => {
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
   redisPrefix = redis.prefix
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   emitter = await deployContract(anvil.url, artifacts.Emitter)
   const config = loadConfig({ RPC_URL: anvil.url, DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: redis.prefix, LOG_LEVEL: 'silent' })
   indexer = await createIndexer(config, silentLogger)
@@ -45,7 +49,12 @@ afterAll(async () => {
 
 /** A signed call of the Emitter (two logs) from anvil account `from`, with a builder code suffix unless `code` is null. */
 const emitCall = (from: number, code: string | null) =>
-  rawSignedTx(anvil.url, { from, to: emitter, data: encodeEmitMany(2, (seq += 2), '0x'), ...(code ? { suffix: Attribution.toDataSuffix({ codes: [code] }) } : {}) })
+  rawSignedTx(anvil.url, {
+    from,
+    to: emitter,
+    data: encodeEmitMany(2, (seq += 2), '0x'),
+    ...(code ? { suffix: Attribution.toDataSuffix({ codes: [code] }) } : {}),
+  })
 
 async function mine(raw: Hex): Promise<{ hash: Hash; block: number; blockHash: string; gasUsed: number }> {
   const client = fixtureClient(anvil.url)
@@ -55,7 +64,12 @@ async function mine(raw: Hex): Promise<{ hash: Hash; block: number; blockHash: s
 }
 
 async function storeRange(block: number): Promise<void> {
-  const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: indexer.filter, range: [block, block], chunkBlocks: 1_000 })
+  const plan = await planBackfill(indexer.store.pool, {
+    chainId: indexer.chainId,
+    filter: indexer.filter,
+    range: [block, block],
+    chunkBlocks: 1_000,
+  })
   for (const job of plan.jobs) await indexer.processRange(job)
 }
 
@@ -67,7 +81,12 @@ async function gasOf(hash: string) {
     [hash],
   )
   const row = rows[0]!
-  return { tx: row.tx === null ? null : Number(row.tx), attribution: row.attribution === null ? null : Number(row.attribution), blockHash: row.block_hash, rollup: Number(row.rollup) }
+  return {
+    tx: row.tx === null ? null : Number(row.tx),
+    attribution: row.attribution === null ? null : Number(row.attribution),
+    blockHash: row.block_hash,
+    rollup: Number(row.rollup),
+  }
 }
 
 describe('the gas fill', () => {
@@ -79,13 +98,24 @@ describe('the gas fill', () => {
     expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(1)
     expect(await indexer.gasQueue.pending()).toBe(1)
 
-    const worker = createGasWorker({ redisUrl: REDIS_URL, prefix: redisPrefix, lockDurationMs: 30_000, logger: silentLogger, process: indexer.fillGas })
+    const worker = createGasWorker({
+      redisUrl: REDIS_URL,
+      prefix: redisPrefix,
+      lockDurationMs: 30_000,
+      logger: silentLogger,
+      process: indexer.fillGas,
+    })
     try {
       await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
     } finally {
       await worker.close()
     }
-    expect(await gasOf(mined.hash)).toEqual({ tx: mined.gasUsed, attribution: mined.gasUsed, blockHash: mined.blockHash, rollup: mined.gasUsed })
+    expect(await gasOf(mined.hash)).toEqual({
+      tx: mined.gasUsed,
+      attribution: mined.gasUsed,
+      blockHash: mined.blockHash,
+      rollup: mined.gasUsed,
+    })
     expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(0)
   }, 60_000)
 
@@ -98,13 +128,25 @@ describe('the gas fill', () => {
 
     // The block is replaced by one holding another call first and then the same transaction.
     const other = await emitCall(3, null)
-    await client.request({ method: 'anvil_reorg' as never, params: [1, [[other, 0], [raw, 0]]] as never })
+    await client.request({
+      method: 'anvil_reorg' as never,
+      params: [
+        1,
+        [
+          [other, 0],
+          [raw, 0],
+        ],
+      ] as never,
+    })
     const receipt = await client.getTransactionReceipt({ hash: before.hash })
     expect(receipt.blockHash).not.toBe(before.blockHash)
     expect(Number(receipt.blockNumber)).toBe(before.block)
 
     // The stored row still names the old block: the new block's receipt is not its gas.
-    expect(await indexer.fillGas({ chainId: indexer.chainId, fromBlock: before.block, toBlock: before.block })).toEqual({ filled: 0, left: 1 })
+    expect(await indexer.fillGas({ chainId: indexer.chainId, fromBlock: before.block, toBlock: before.block })).toEqual({
+      filled: 0,
+      left: 1,
+    })
     expect(await gasOf(before.hash)).toMatchObject({ tx: null, attribution: null, blockHash: before.blockHash })
 
     // The repair path: the old block's rows removed and its range read again, which queues a fill.
@@ -115,7 +157,10 @@ describe('the gas fill', () => {
     const pendingBefore = await indexer.gasQueue.pending()
     await storeRange(before.block)
     expect(await indexer.gasQueue.pending()).toBe(pendingBefore + 1)
-    expect(await indexer.fillGas({ chainId: indexer.chainId, fromBlock: before.block, toBlock: before.block })).toEqual({ filled: 1, left: 0 })
+    expect(await indexer.fillGas({ chainId: indexer.chainId, fromBlock: before.block, toBlock: before.block })).toEqual({
+      filled: 1,
+      left: 0,
+    })
     const after = await gasOf(before.hash)
     expect(after).toMatchObject({ tx: Number(receipt.gasUsed), attribution: Number(receipt.gasUsed), blockHash: receipt.blockHash })
     expect(after.rollup).toBe(Number(receipt.gasUsed))
@@ -134,7 +179,13 @@ describe('the gas fill', () => {
     expect(await sweep()).toEqual([mined.block, mined.block])
     // A fill on its way: the next sweep queues nothing more.
     expect(await sweep()).toBeNull()
-    const worker = createGasWorker({ redisUrl: REDIS_URL, prefix: redisPrefix, lockDurationMs: 30_000, logger: silentLogger, process: indexer.fillGas })
+    const worker = createGasWorker({
+      redisUrl: REDIS_URL,
+      prefix: redisPrefix,
+      lockDurationMs: 30_000,
+      logger: silentLogger,
+      process: indexer.fillGas,
+    })
     try {
       await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
     } finally {

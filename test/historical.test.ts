@@ -39,12 +39,18 @@ describe('a range job', () => {
       pool: db.store.pool,
       logger: silentLogger,
       chain: { chainId: CHAIN_ID, verify: async () => {} },
-      fetchLogs: ([fromBlock, toBlock], filter) => getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
+      fetchLogs: ([fromBlock, toBlock], filter) =>
+        getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 }) as Promise<LogInput[]>,
       fetchBlocks: () => Promise.reject(new Error('every block is final: no header is needed')),
       finalizedBlock: async () => lastBlock,
       logsPerRequest,
     })
-    const plan = await planBackfill(db.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range: [0, lastBlock], chunkBlocks: 1000 })
+    const plan = await planBackfill(db.store.pool, {
+      chainId: CHAIN_ID,
+      filter: { addresses: [], topics: [] },
+      range: [0, lastBlock],
+      chunkBlocks: 1000,
+    })
     expect(plan.jobs).toHaveLength(1)
     proxy.resetStats()
 
@@ -74,18 +80,30 @@ describe('a range job', () => {
         chain: { chainId: CHAIN_ID, verify: async () => {} },
         // A node whose logs have no blockTimestamp (some geth builds).
         fetchLogs: async ([fromBlock, toBlock], filter) =>
-          (await getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 })).map(({ blockTimestamp: _, ...log }) => log) as LogInput[],
+          (await getLogs(rpc, { fromBlock, toBlock, ...toRpcFilter(filter), maxBlocks: 1000 })).map(
+            ({ blockTimestamp: _, ...log }) => log,
+          ) as LogInput[],
         fetchBlocks: async (numbers) => {
           asked.push(...numbers)
           const headers = await rpc.batch<{ number: string; hash: string; parentHash: string; timestamp: string }>(
             numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] })),
           )
-          return headers.map((header) => ({ number: Number(header.number), hash: header.hash, parentHash: header.parentHash, timestamp: Number(header.timestamp) }))
+          return headers.map((header) => ({
+            number: Number(header.number),
+            hash: header.hash,
+            parentHash: header.parentHash,
+            timestamp: Number(header.timestamp),
+          }))
         },
         finalizedBlock: async () => lastBlock,
         logsPerRequest: 30,
       })
-      const plan = await planBackfill(other.store.pool, { chainId: CHAIN_ID, filter: { addresses: [], topics: [] }, range: [0, lastBlock], chunkBlocks: 1000 })
+      const plan = await planBackfill(other.store.pool, {
+        chainId: CHAIN_ID,
+        filter: { addresses: [], topics: [] },
+        range: [0, lastBlock],
+        chunkBlocks: 1000,
+      })
 
       await processRange(plan.jobs[0]!)
 

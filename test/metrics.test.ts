@@ -14,8 +14,20 @@ beforeAll(async () => {
   anvil = await startAnvil()
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
-  env = { RPC_URL: anvil.url, DATABASE_URL: db.url, REDIS_URL, REDIS_PREFIX: redis.prefix, START_BLOCK: '0', HEAD_POLL_MS: '100', PENDING_POLL_MS: '0' }
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
+  env = {
+    RPC_URL: anvil.url,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: redis.prefix,
+    START_BLOCK: '0',
+    HEAD_POLL_MS: '100',
+    PENDING_POLL_MS: '0',
+  }
   await buildChain(anvil.url, { blocks: 4, txsPerBlock: 2, senders: [1] })
 })
 
@@ -46,7 +58,10 @@ describe('/metrics of the roles without the API', () => {
     const worker = await startRole('worker')
     const enqueued = await runTs('scripts/backfill.ts', ['--from', '0', '--to', 'latest', '--no-wait'], env)
     expect(enqueued.code).toBe(0)
-    await waitFor(async () => (sample(await worker.scrape(), /^codetrail_range_jobs_total\{.*outcome="completed"/) ?? 0) > 0, 'a completed range job')
+    await waitFor(
+      async () => (sample(await worker.scrape(), /^codetrail_range_jobs_total\{.*outcome="completed"/) ?? 0) > 0,
+      'a completed range job',
+    )
     const text = await worker.scrape()
     expect(sample(text, /^codetrail_logs_ingested_total\{.*status="confirmed"/)).toBeGreaterThan(0)
     expect(sample(text, /^codetrail_rpc_calls_total\{method="eth_getLogs"\}/)).toBeGreaterThan(0)

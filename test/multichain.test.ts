@@ -19,7 +19,10 @@ let anvilB: Anvil
 
 beforeAll(async () => {
   ;[anvilA, anvilB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
-  cleanups.push(() => anvilA.stop(), () => anvilB.stop())
+  cleanups.push(
+    () => anvilA.stop(),
+    () => anvilB.stop(),
+  )
   await Promise.all([buildChain(anvilA.url, { blocks: 3, txsPerBlock: 2 }), buildChain(anvilB.url, { blocks: 3, txsPerBlock: 2 })])
 })
 
@@ -47,15 +50,28 @@ describe('the chain id guard', () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
     const queue = createRangeQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
-    cleanups.push(() => db.drop(), () => redis.cleanup(), () => queue.close())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+      () => queue.close(),
+    )
     const metricsPort = await freePort()
     // A worker whose node serves chain B, sharing Redis with a deployment of chain A.
-    const worker: Spawned = spawnTs('src/main.ts', ['--role', 'worker'], await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: String(metricsPort) }))
+    const worker: Spawned = spawnTs(
+      'src/main.ts',
+      ['--role', 'worker'],
+      await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: String(metricsPort) }),
+    )
     cleanups.push(() => worker.kill('SIGKILL'))
     await waitFor(async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => null))?.ok === true, 'the worker')
 
     const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
-    const plan = await planBackfill(db.store.pool, { chainId: CHAIN_A, filter: { addresses: [], topics: [] }, range: [0, head], chunkBlocks: 1000 })
+    const plan = await planBackfill(db.store.pool, {
+      chainId: CHAIN_A,
+      filter: { addresses: [], topics: [] },
+      range: [0, head],
+      chunkBlocks: 1000,
+    })
     await queue.enqueue(plan.jobs)
     const id = rangeJobId(plan.jobs[0]!)
     await waitFor(async () => (await queue.queue.getJobState(id)) === 'failed', 'the refused job')
@@ -77,11 +93,17 @@ describe('the chain id guard', () => {
   it('stops at start with one line naming both ids when the node serves another chain than CHAIN_ID', async () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, anvilB.url, { CHAIN_ID: String(CHAIN_A) }))
     cleanups.push(() => daemon.kill('SIGKILL'))
     expect(await daemon.exited).toBe(1)
-    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail could not start'))
+    const lines = daemon
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('codetrail could not start'))
     expect(lines).toHaveLength(1)
     expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
   })
@@ -89,14 +111,22 @@ describe('the chain id guard', () => {
   it('stops every role when the node comes back from an outage serving another chain', async () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const node = await startAnvil({ chainId: CHAIN_A })
     cleanups.push(() => node.stop())
     const env = await daemonEnv(db, redis.prefix, node.url)
     const daemon = spawnTs('src/main.ts', [], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
     await waitFor(async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok === true, 'the daemon')
-    await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM chain_state WHERE chain_id = $1 AND live_block IS NOT NULL`, [CHAIN_A])).rows.length === 1, 'the head follower')
+    await waitFor(
+      async () =>
+        (await db.store.pool.query(`SELECT 1 FROM chain_state WHERE chain_id = $1 AND live_block IS NOT NULL`, [CHAIN_A])).rows.length ===
+        1,
+      'the head follower',
+    )
 
     await node.stop()
     const swapped = await startAnvil({ chainId: CHAIN_B, port: node.port })
@@ -104,7 +134,10 @@ describe('the chain id guard', () => {
     await buildChain(swapped.url, { blocks: 2, txsPerBlock: 1 })
 
     expect(await daemon.exited).toBe(1)
-    const lines = daemon.output().split('\n').filter((line) => line.startsWith('codetrail: '))
+    const lines = daemon
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('codetrail: '))
     expect(lines).toHaveLength(1)
     expect(lines[0]).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
     // The first node held no logs: any row is the second node's, stored as the first chain's.
@@ -117,21 +150,40 @@ describe('two chains in one deployment', () => {
   it("indexes each chain from its own node, and one chain's node hanging for 30 s leaves the other's tip moving", async () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const [nodeA, nodeB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
-    cleanups.push(() => nodeA.stop(), () => nodeB.stop())
-    const [builtA, builtB] = await Promise.all([buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2 }), buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1 })])
+    cleanups.push(
+      () => nodeA.stop(),
+      () => nodeB.stop(),
+    )
+    const [builtA, builtB] = await Promise.all([
+      buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2 }),
+      buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1 }),
+    ])
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
     const configFile = join(dir, 'codetrail.config.yaml')
-    const chain = (id: number, name: string, url: string) => `  - { id: ${id}, name: ${name}, rpc: "${url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`
+    const chain = (id: number, name: string, url: string) =>
+      `  - { id: ${id}, name: ${name}, rpc: "${url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`
     writeFileSync(configFile, `rpcTimeoutMs: 3000\nchains:\n${chain(CHAIN_A, 'alpha', nodeA.url)}${chain(CHAIN_B, 'beta', nodeB.url)}`)
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1')
     const daemon = spawnTs('src/main.ts', ['--config', configFile], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
 
     const storedHead = async (chainId: number) =>
-      Number((await db.store.pool.query<{ n: string | null }>(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [chainId])).rows[0]!.n ?? -1)
-    await waitFor(async () => (await storedHead(CHAIN_A)) >= Number(builtA.toBlock) && (await storedHead(CHAIN_B)) >= Number(builtB.toBlock), 'both chains')
+      Number(
+        (
+          await db.store.pool.query<{ n: string | null }>(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [
+            chainId,
+          ])
+        ).rows[0]!.n ?? -1,
+      )
+    await waitFor(
+      async () => (await storedHead(CHAIN_A)) >= Number(builtA.toBlock) && (await storedHead(CHAIN_B)) >= Number(builtB.toBlock),
+      'both chains',
+    )
     await expectIndexMatchesNode(db.store.pool, nodeA.url, [0, Number(builtA.toBlock)], undefined, CHAIN_A)
     await expectIndexMatchesNode(db.store.pool, nodeB.url, [0, Number(builtB.toBlock)], undefined, CHAIN_B)
 
@@ -143,13 +195,17 @@ describe('two chains in one deployment', () => {
       [CHAIN_A, 'alpha'],
       [CHAIN_B, 'beta'],
     ])
-    const status = (await (await fetch(`${api}/v1/status?chainId=${CHAIN_B}`)).json()) as { chainId: number; chains: { chainId: number; name: string }[] }
+    const status = (await (await fetch(`${api}/v1/status?chainId=${CHAIN_B}`)).json()) as {
+      chainId: number
+      chains: { chainId: number; name: string }[]
+    }
     expect(status.chainId).toBe(CHAIN_B)
     expect(status.chains.map((c) => [c.chainId, c.name])).toEqual([
       [CHAIN_A, 'alpha'],
       [CHAIN_B, 'beta'],
     ])
-    const logsOf = async (query: string) => ((await (await fetch(`${api}/v1/logs?limit=1000&${query}`)).json()) as { items: { chainId: number }[] }).items
+    const logsOf = async (query: string) =>
+      ((await (await fetch(`${api}/v1/logs?limit=1000&${query}`)).json()) as { items: { chainId: number }[] }).items
     const [logsA, logsB] = await Promise.all([logsOf(''), logsOf(`chainId=${CHAIN_B}`)])
     expect(new Set(logsA.map((log) => log.chainId))).toEqual(new Set([CHAIN_A]))
     expect(new Set(logsB.map((log) => log.chainId))).toEqual(new Set([CHAIN_B]))
@@ -170,14 +226,17 @@ describe('two chains in one deployment', () => {
       const { toBlock } = await buildChain(nodeB.url, { blocks: 1, txsPerBlock: 1, emitter: builtB.emitter })
       const minedAt = Date.now()
       lastDuringOutage = Number(toBlock)
-      while ((await storedHead(CHAIN_B)) < lastDuringOutage && Date.now() - minedAt < 30_000) await new Promise((resolve) => setTimeout(resolve, 20))
+      while ((await storedHead(CHAIN_B)) < lastDuringOutage && Date.now() - minedAt < 30_000)
+        await new Promise((resolve) => setTimeout(resolve, 20))
       delays.push(Date.now() - minedAt)
     }
     const storedDuringOutage = await storedHead(CHAIN_B)
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - hungAt))))
     process.kill(nodeA.process.pid!, 'SIGCONT')
     delays.sort((a, b) => a - b)
-    console.log(`chain ${CHAIN_B} tip delay while chain ${CHAIN_A}'s node hung: ${delays.length} blocks, median ${delays[Math.floor(delays.length / 2)]} ms, max ${delays.at(-1)} ms`)
+    console.log(
+      `chain ${CHAIN_B} tip delay while chain ${CHAIN_A}'s node hung: ${delays.length} blocks, median ${delays[Math.floor(delays.length / 2)]} ms, max ${delays.at(-1)} ms`,
+    )
     // Every block chain B mined while A hung was stored before A came back.
     expect(storedDuringOutage).toBe(lastDuringOutage)
 
@@ -192,7 +251,10 @@ describe('two chains in one deployment', () => {
   it("starts and indexes the other chains while one chain's node is down at start", async () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const dead = `http://127.0.0.1:${await freePort()}`
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
     const configFile = join(dir, 'codetrail.config.yaml')
@@ -205,16 +267,26 @@ describe('two chains in one deployment', () => {
     cleanups.push(() => daemon.kill('SIGKILL'))
     const head = Number(await fixtureClient(anvilB.url).getBlockNumber())
     await waitFor(
-      async () => Number((await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows[0]!.n ?? -1) >= head,
+      async () =>
+        Number(
+          (await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows[0]!.n ?? -1,
+        ) >= head,
       'chain B while chain A is down',
     )
     expect(daemon.child.exitCode).toBeNull()
     expect(daemon.output()).toContain('node not reachable at start: its chain waits for it')
     // Node calls are counted per chain: the serving node's reads and the dead node's failures apart.
     let metrics = ''
-    await waitFor(async () => ((metrics = (await (await fetch(`http://127.0.0.1:${env.PORT}/metrics`).catch(() => null))?.text()) ?? ''), metrics !== ''), 'the API')
+    await waitFor(
+      async () => (
+        (metrics = (await (await fetch(`http://127.0.0.1:${env.PORT}/metrics`).catch(() => null))?.text()) ?? ''), metrics !== ''
+      ),
+      'the API',
+    )
     expect(metrics).toMatch(new RegExp(`^codetrail_rpc_calls_total\\{chain_id="${CHAIN_B}",method="eth_getLogs"\\} [1-9]`, 'm'))
-    expect(metrics).toMatch(new RegExp(`^codetrail_rpc_errors_total\\{chain_id="${CHAIN_A}",method="eth_chainId",kind="[a-z_]+"\\} [1-9]`, 'm'))
+    expect(metrics).toMatch(
+      new RegExp(`^codetrail_rpc_errors_total\\{chain_id="${CHAIN_A}",method="eth_chainId",kind="[a-z_]+"\\} [1-9]`, 'm'),
+    )
     expect(metrics).not.toMatch(/^codetrail_rpc_calls_total\{method=/m)
   })
 })

@@ -43,7 +43,9 @@ describe('newHeads subscription', () => {
         socket.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, result: `0xs${index}` }))
         const first = index === 0 ? 1 : 10
         for (let n = first; n < first + 3; n++) {
-          socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: `0xs${index}`, result: header(n) } }))
+          socket.send(
+            JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: `0xs${index}`, result: header(n) } }),
+          )
         }
       })
     })
@@ -53,7 +55,14 @@ describe('newHeads subscription', () => {
     const moving = setInterval(() => httpHead++, 50)
     cleanups.push(async () => clearInterval(moving))
     const stop = new AbortController()
-    const following = followNewHeads({ url, logger: silentLogger, signal: stop.signal, onHead: (h) => heads.push(h), silentAfterMs: () => 300, httpHead: () => httpHead })
+    const following = followNewHeads({
+      url,
+      logger: silentLogger,
+      signal: stop.signal,
+      onHead: (h) => heads.push(h),
+      silentAfterMs: () => 300,
+      httpHead: () => httpHead,
+    })
 
     await waitFor(async () => heads.some((h) => h.number === 12), 'heads from a second subscription', 20_000, 50)
     stop.abort()
@@ -78,7 +87,14 @@ describe('newHeads subscription', () => {
     const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`
     const stop = new AbortController()
     let heads = 0
-    const following = followNewHeads({ url, logger: silentLogger, signal: stop.signal, onHead: () => heads++, silentAfterMs: () => 100, httpHead: () => 5 })
+    const following = followNewHeads({
+      url,
+      logger: silentLogger,
+      signal: stop.signal,
+      onHead: () => heads++,
+      silentAfterMs: () => 100,
+      httpHead: () => 5,
+    })
     await waitFor(async () => heads === 1, 'the first head', 10_000, 20)
     // Many watchdog periods pass with the chain standing still: nothing to reopen for.
     await new Promise((resolve) => setTimeout(resolve, 1_000))

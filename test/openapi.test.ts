@@ -56,7 +56,10 @@ describe('the OpenAPI document', () => {
   it('passes redocly lint with the recommended rules, and a client on the generated types compiles', async () => {
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const dir = await mkdtemp(join(tmpdir(), 'codetrail-openapi-'))
     cleanups.push(() => rm(dir, { recursive: true, force: true }))
 
@@ -83,8 +86,13 @@ describe('the OpenAPI document', () => {
       await writeFile(file, document)
 
       const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
-      const lint = await run(bin('redocly'), ['lint', file, '--extends=recommended', '--format=json'], { env, cwd: dir }).catch((error) => error)
-      const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] }
+      const lint = await run(bin('redocly'), ['lint', file, '--extends=recommended', '--format=json'], { env, cwd: dir }).catch(
+        (error) => error,
+      )
+      const report = JSON.parse(lint.stdout) as {
+        totals: { errors: number; warnings: number }
+        problems: { ruleId: string; message: string }[]
+      }
       expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([])
       expect(report.totals).toMatchObject({ errors: 0, warnings: 0 })
       expect(JSON.parse(document).paths['/admin/queues'] !== undefined).toBe(admin)
@@ -95,7 +103,19 @@ describe('the OpenAPI document', () => {
     await writeFile(join(dir, 'client.ts'), CLIENT)
     const compiled = await run(
       bin('tsc'),
-      ['--noEmit', '--strict', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', join(dir, 'client.ts')],
+      [
+        '--noEmit',
+        '--strict',
+        '--target',
+        'es2022',
+        '--module',
+        'esnext',
+        '--moduleResolution',
+        'bundler',
+        '--lib',
+        'es2022,dom',
+        join(dir, 'client.ts'),
+      ],
       { cwd: dir },
     ).catch((error) => error)
     expect(`${compiled.stdout ?? ''}${compiled.stderr ?? ''}`).toBe('')

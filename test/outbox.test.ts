@@ -38,9 +38,31 @@ const dispatcher = () => createDispatcher({ pool: db.store.pool, logger: silentL
 /** Attributions of transactions `txs` (one code each) at `block` with `status`, through the write path of range jobs and the tip. */
 async function store(txs: number[], code: string, block: number, status: TransactionPosition['status']) {
   const positions = new Map(
-    txs.map((n) => [hash(n), { hash: hash(n), blockNumber: block, blockHash: hash(block + 1_000_000), blockTimestamp: 1_700_000_000 + block, transactionIndex: n, status }]),
+    txs.map((n) => [
+      hash(n),
+      {
+        hash: hash(n),
+        blockNumber: block,
+        blockHash: hash(block + 1_000_000),
+        blockTimestamp: 1_700_000_000 + block,
+        transactionIndex: n,
+        status,
+      },
+    ]),
   )
-  const rows = txs.map((n) => ({ txHash: hash(n), userOpHash: '', builderCode: code, codeIndex: 0, role: null, registry: null, sender: wallet, schemaId: 0, codes: [code], from: wallet, to: null }))
+  const rows = txs.map((n) => ({
+    txHash: hash(n),
+    userOpHash: '',
+    builderCode: code,
+    codeIndex: 0,
+    role: null,
+    registry: null,
+    sender: wallet,
+    schemaId: 0,
+    codes: [code],
+    from: wallet,
+    to: null,
+  }))
   await withTransaction(db.store.pool, (client) => upsertAttributions(client, CHAIN, rows, positions, new Map()))
 }
 
@@ -50,20 +72,35 @@ async function allEvents(): Promise<WebhookEvent[]> {
 }
 
 const listeners = async () =>
-  (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rows[0].n as number
+  (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`))
+    .rows[0].n as number
 
 const summary = (events: WebhookEvent[]) => events.map((e) => `${e.txHash.slice(-2)} ${e.type}`)
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  await db.store.pool.query(`INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, 'bc_owned', $2, 'local')`, [CHAIN, wallet])
+  await db.store.pool.query(
+    `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, 'bc_owned', $2, 'local')`,
+    [CHAIN, wallet],
+  )
   // As if a stream client were always around: the outbox records every event type.
   await db.store.pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity')`)
   api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', streamMaxClients: MAX_CLIENTS },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: 'unused',
+      streamMaxClients: MAX_CLIENTS,
+    },
     chainId: CHAIN,
     store: db.store,
-    logger: pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (apiLog.push(JSON.parse(String(chunk)).msg), done()) })),
+    logger: pino(
+      { level: 'info' },
+      new Writable({ write: (chunk, _encoding, done) => (apiLog.push(JSON.parse(String(chunk)).msg), done()) }),
+    ),
     host: '127.0.0.1',
   })
   base = `http://${(await api.listen()).replace('http://', '')}`
@@ -110,8 +147,32 @@ describe('the attribution outbox', () => {
     await dispatcher().step()
     await store([501, 502], 'bc_tip', 80, 'pending')
     // The tip's transaction: pending rows up to the block are marked removed, then the sealed ones confirm them.
-    const positions = new Map([501, 502].map((n) => [hash(n), { hash: hash(n), blockNumber: 80, blockHash: hash(80 + 1_000_000), blockTimestamp: 1_700_000_080, transactionIndex: n, status: 'confirmed' as const }]))
-    const rows = [501, 502].map((n) => ({ txHash: hash(n), userOpHash: '', builderCode: 'bc_tip', codeIndex: 0, role: null, registry: null, sender: wallet, schemaId: 0, codes: ['bc_tip'], from: wallet, to: null }))
+    const positions = new Map(
+      [501, 502].map((n) => [
+        hash(n),
+        {
+          hash: hash(n),
+          blockNumber: 80,
+          blockHash: hash(80 + 1_000_000),
+          blockTimestamp: 1_700_000_080,
+          transactionIndex: n,
+          status: 'confirmed' as const,
+        },
+      ]),
+    )
+    const rows = [501, 502].map((n) => ({
+      txHash: hash(n),
+      userOpHash: '',
+      builderCode: 'bc_tip',
+      codeIndex: 0,
+      role: null,
+      registry: null,
+      sender: wallet,
+      schemaId: 0,
+      codes: ['bc_tip'],
+      from: wallet,
+      to: null,
+    }))
     await storeTipBlocks(db.store.pool, {
       chainId: CHAIN,
       filterId: 'tip-test',
@@ -171,7 +232,9 @@ describe('the attribution outbox', () => {
     const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM attribution_changes WHERE builder_code = 'bc_bulk'`)
     expect(rows[0].n).toBe(txs.length)
     await dispatcher().step()
-    const { rows: events } = await db.store.pool.query(`SELECT count(*)::int AS n FROM webhook_events WHERE builder_code = 'bc_bulk' AND type = 'attribution.finalized'`)
+    const { rows: events } = await db.store.pool.query(
+      `SELECT count(*)::int AS n FROM webhook_events WHERE builder_code = 'bc_bulk' AND type = 'attribution.finalized'`,
+    )
     expect(events[0].n).toBe(txs.length)
   })
 })
@@ -182,7 +245,15 @@ describe('the dispatcher', () => {
     const redis = createTestRedisPrefix()
     const queue = createWebhookQueue({ redisUrl: REDIS_URL, prefix: redis.prefix })
     try {
-      await insertSubscription(db.store.pool, { id: 'wh_00000000000000aa', url: 'http://127.0.0.1:9/', secret: 's', events: ['attribution.confirmed'], builderCodes: ['bc_crash'], walletAddresses: null, roles: null })
+      await insertSubscription(db.store.pool, {
+        id: 'wh_00000000000000aa',
+        url: 'http://127.0.0.1:9/',
+        secret: 's',
+        events: ['attribution.confirmed'],
+        builderCodes: ['bc_crash'],
+        walletAddresses: null,
+        roles: null,
+      })
       await store([301, 302, 303], 'bc_crash', 60, 'confirmed')
       await store([304], 'bc_elsewhere', 60, 'confirmed')
       const before = await getDispatchCursor(db.store.pool)
@@ -196,9 +267,13 @@ describe('the dispatcher', () => {
       await expect(dying.step()).rejects.toThrow('killed before queueing')
       // The events are owed (and the cursor past them) though no job was queued.
       expect(await getDispatchCursor(db.store.pool)).toBe(await latestEventId(db.store.pool))
-      const wanted = (await readEvents(db.store.pool, { after: before, limit: 100, filter: { builderCodes: ['bc_crash'] } })).map((e) => e.id)
+      const wanted = (await readEvents(db.store.pool, { after: before, limit: 100, filter: { builderCodes: ['bc_crash'] } })).map(
+        (e) => e.id,
+      )
       expect(wanted).toHaveLength(3)
-      const owed = await db.store.pool.query(`SELECT event_id AS "eventId" FROM webhook_outstanding WHERE subscription_id = 'wh_00000000000000aa' ORDER BY event_id`)
+      const owed = await db.store.pool.query(
+        `SELECT event_id AS "eventId" FROM webhook_outstanding WHERE subscription_id = 'wh_00000000000000aa' ORDER BY event_id`,
+      )
       expect(owed.rows.map((r) => r.eventId)).toEqual(wanted)
       expect(await queue.queue.getJobs(['waiting'])).toHaveLength(0)
       const reconciling = createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: queue.enqueue })
@@ -231,9 +306,12 @@ describe('GET /v1/stream', () => {
       await store([203], 'bc_other', 50, 'confirmed')
       await withTransaction(db.store.pool, (client) => markRemovedAbove(client, CHAIN, 49))
       await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM attribution_changes`)).rows.length === 0, 'publication')
-      const resumed = openSse(`${base}/v1/stream?builderCode=bc_live&events=attribution.pending,attribution.confirmed,attribution.removed`, {
-        lastEventId: first.lastId(),
-      })
+      const resumed = openSse(
+        `${base}/v1/stream?builderCode=bc_live&events=attribution.pending,attribution.confirmed,attribution.removed`,
+        {
+          lastEventId: first.lastId(),
+        },
+      )
       await store([204], 'bc_live', 51, 'pending')
       await waitFor(async () => resumed.messages.length === 5, 'the missed events and the new one')
       await resumed.close()
@@ -269,7 +347,9 @@ describe('GET /v1/stream', () => {
     const running = dispatcher().run(run.signal)
     try {
       await waitFor(async () => (await listeners()) === 2, 'the stream and the dispatcher listening')
-      await db.store.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+      await db.store.pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+      )
       await store([401], 'bc_relisten', 70, 'pending')
       await waitFor(async () => client.messages.length === 1, 'the event after the connections were killed', 30_000)
       await waitFor(async () => (await listeners()) === 2, 'both listening again')
@@ -292,9 +372,19 @@ describe('GET /v1/stream', () => {
 
 describe('the outbox cost and retention', () => {
   const changesOf = async (code: string) =>
-    (await db.store.pool.query<{ type: string }>(`SELECT type FROM attribution_changes WHERE builder_code = $1 ORDER BY id`, [code])).rows.map((r) => r.type)
+    (
+      await db.store.pool.query<{ type: string }>(`SELECT type FROM attribution_changes WHERE builder_code = $1 ORDER BY id`, [code])
+    ).rows.map((r) => r.type)
   const subscription = (id: string, events: string[]) =>
-    insertSubscription(db.store.pool, { id, url: 'http://127.0.0.1:9/', secret: 's', events, builderCodes: null, walletAddresses: null, roles: null })
+    insertSubscription(db.store.pool, {
+      id,
+      url: 'http://127.0.0.1:9/',
+      secret: 's',
+      events,
+      builderCodes: null,
+      walletAddresses: null,
+      roles: null,
+    })
 
   it('records only the event types an enabled subscription or a recent stream client can want', async () => {
     await db.store.pool.query(`DELETE FROM outbox_demand`)
@@ -318,20 +408,27 @@ describe('the outbox cost and retention', () => {
       // A stream client that connects says so: from then on (and for a while after) every type is recorded.
       const client = openSse(`${base}/v1/stream?builderCode=bc_streamed`)
       await client.opened
-      await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM outbox_demand WHERE until > now()`)).rows.length === 1, 'the stream demand')
+      await waitFor(
+        async () => (await db.store.pool.query(`SELECT 1 FROM outbox_demand WHERE until > now()`)).rows.length === 1,
+        'the stream demand',
+      )
       await client.close()
       await store([704], 'bc_streamed', 100, 'pending')
       expect(await changesOf('bc_streamed')).toEqual(['attribution.pending'])
     } finally {
       await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
-      await db.store.pool.query(`INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity') ON CONFLICT (name) DO UPDATE SET until = 'infinity'`)
+      await db.store.pool.query(
+        `INSERT INTO outbox_demand (name, until) VALUES ('stream', 'infinity') ON CONFLICT (name) DO UPDATE SET until = 'infinity'`,
+      )
     }
   })
 
   it('prunes events and delivery records past WEBHOOK_RETENTION_DAYS, never an event still owed to an enabled subscription', async () => {
     await store([801, 802, 803], 'bc_old_events', 110, 'confirmed')
     await dispatcher().step()
-    const [owed, gone, recent] = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map((e) => e.id)
+    const [owed, gone, recent] = (
+      await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })
+    ).map((e) => e.id)
     await subscription('wh_00000000000000d1', ['attribution.confirmed'])
     await subscription('wh_00000000000000d2', ['attribution.confirmed'])
     await db.store.pool.query(`UPDATE webhook_subscriptions SET disabled_at = now() WHERE id = 'wh_00000000000000d2'`)
@@ -346,11 +443,20 @@ describe('the outbox cost and retention', () => {
       [gone, recent],
     )
     try {
-      const pruned = await createDispatcher({ pool: db.store.pool, logger: silentLogger, enqueue: async () => {}, retentionDays: 30 }).prune()
+      const pruned = await createDispatcher({
+        pool: db.store.pool,
+        logger: silentLogger,
+        enqueue: async () => {},
+        retentionDays: 30,
+      }).prune()
       expect(pruned).toEqual({ events: 1, deliveries: 1 })
-      const left = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map((e) => e.id)
+      const left = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map(
+        (e) => e.id,
+      )
       expect(left).toEqual([owed, recent])
-      const deliveries = await db.store.pool.query(`SELECT event_id AS "eventId" FROM webhook_deliveries WHERE subscription_id = 'wh_00000000000000d1'`)
+      const deliveries = await db.store.pool.query(
+        `SELECT event_id AS "eventId" FROM webhook_deliveries WHERE subscription_id = 'wh_00000000000000d1'`,
+      )
       expect(deliveries.rows).toEqual([{ eventId: recent }])
     } finally {
       await db.store.pool.query(`DELETE FROM webhook_subscriptions`)
@@ -363,7 +469,14 @@ describe('the stream under load', () => {
 
   it('serves every live client from one query per wake-up, and refuses clients beyond STREAM_MAX_CLIENTS with 503', async () => {
     const from = await latest()
-    const filters = ['builderCode=bc_fan', 'builderCode=bc_fan,bc_none', 'events=attribution.pending', '', 'builderCode=bc_fan&events=attribution.pending', 'events=attribution.pending,attribution.confirmed']
+    const filters = [
+      'builderCode=bc_fan',
+      'builderCode=bc_fan,bc_none',
+      'events=attribution.pending',
+      '',
+      'builderCode=bc_fan&events=attribution.pending',
+      'events=attribution.pending,attribution.confirmed',
+    ]
     const clients = filters.map((f) => openSse(`${base}/v1/stream?${f}`, { lastEventId: from }))
     await Promise.all(clients.map((c) => c.opened))
     await store([901], 'bc_fan', 120, 'pending')
@@ -402,7 +515,9 @@ describe('the stream under load', () => {
     const txs = Array.from({ length: 20_000 }, (_, i) => 200_000 + i)
     await store(txs, 'bc_slow', 130, 'finalized')
     await dispatcher().step()
-    const expected = (await readEvents(db.store.pool, { after: 0, limit: 100_000, filter: { builderCodes: ['bc_slow'] } })).map((e) => String(e.id))
+    const expected = (await readEvents(db.store.pool, { after: 0, limit: 100_000, filter: { builderCodes: ['bc_slow'] } })).map((e) =>
+      String(e.id),
+    )
     expect(expected).toHaveLength(txs.length)
 
     // A client that asks for the whole history and reads nothing.

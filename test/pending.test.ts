@@ -33,7 +33,10 @@ beforeAll(async () => {
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const head = await client.getBlockNumber()
   env = {
     RPC_URL: devnet.url,
@@ -46,7 +49,10 @@ beforeAll(async () => {
   }
   const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
   cleanups.push(() => daemon.kill('SIGKILL'))
-  await waitFor(async () => (await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block === Number(head), 'the follower to start')
+  await waitFor(
+    async () => (await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block === Number(head),
+    'the follower to start',
+  )
 })
 
 afterAll(async () => {
@@ -94,7 +100,10 @@ describe('pre-confirmed logs', () => {
     }, 'the pending rows')
     await devnet.mine()
     const head = Number(await fixtureClient(devnet.url).getBlockNumber())
-    await waitFor(async () => (await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block === head, 'the follower')
+    await waitFor(
+      async () => (await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block === head,
+      'the follower',
+    )
     await expectIndexMatchesNode(db.store.pool, devnet.anvilUrl, [Number(env.START_BLOCK) + 1, head])
     const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM logs WHERE status = 'pending' AND NOT removed`)
     expect(rows[0].n).toBe(0)
@@ -105,7 +114,10 @@ describe('the pending poll', () => {
   it('also reads the head, so a new block is stored without waiting for the head poll', async () => {
     const quiet = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => quiet.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => quiet.drop(),
+      () => redis.cleanup(),
+    )
     const client = fixtureClient(devnet.url)
     const start = Number(await client.getBlockNumber())
     const liveBlock = async () => (await quiet.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block
@@ -129,7 +141,7 @@ describe('the pending poll', () => {
 })
 
 describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth of them guessed wrong', () => {
-  it('confirms each block\'s rows as the node seals it, the sealed content winning, counted by the metric', async () => {
+  it("confirms each block's rows as the node seals it, the sealed content winning, counted by the metric", async () => {
     const lagging = await createDevnet({ profile: 'op', blockTimeMs: 0, canonicalLag: 3, divergence: 0.2 })
     cleanups.push(() => lagging.stop())
     const target = await deployOnDevnet(lagging, artifacts.Emitter)
@@ -138,7 +150,10 @@ describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth
     const start = Number(await node.getBlockNumber())
     const database = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => database.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => database.drop(),
+      () => redis.cleanup(),
+    )
     const port = await freePort()
     const daemon = spawnTs('src/main.ts', ['--role', 'all'], {
       ...env,
@@ -160,7 +175,12 @@ describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth
     for (let b = 0; b < 4; b++) {
       const hashes: Hash[] = []
       for (let i = 0; i < 5; i++) {
-        const raw = await rawSignedTx(lagging.url, { from: 1 + i, to: target, data: encodeEmitMany(1 + ((b + i) % 3), 5000 + b * 10 + i, '0xbeef'), gas: 500_000n })
+        const raw = await rawSignedTx(lagging.url, {
+          from: 1 + i,
+          to: target,
+          data: encodeEmitMany(1 + ((b + i) % 3), 5000 + b * 10 + i, '0xbeef'),
+          gas: 500_000n,
+        })
         hashes.push(await node.sendRawTransaction({ serializedTransaction: raw }))
       }
       blocks.push(hashes)
@@ -198,9 +218,9 @@ describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth
       const rows = await rowsOfBlock(b)
       expect(rows).toHaveLength(logCount(b))
       const byPosition = (a: { log_index: number }, c: { log_index: number }) => a.log_index - c.log_index
-      expect(rows.sort(byPosition).map((r) => [r.transaction_hash, r.block_hash, r.transaction_index, r.log_index, r.data, r.status, r.removed])).toEqual(
-        sealed.map((log) => [log.transactionHash, log.blockHash, log.transactionIndex, log.logIndex, log.data, 'confirmed', false]),
-      )
+      expect(
+        rows.sort(byPosition).map((r) => [r.transaction_hash, r.block_hash, r.transaction_index, r.log_index, r.data, r.status, r.removed]),
+      ).toEqual(sealed.map((log) => [log.transactionHash, log.blockHash, log.transactionIndex, log.logIndex, log.data, 'confirmed', false]))
       for (let later = b + 1; later < 4; later++) {
         const pending = await rowsOfBlock(later)
         expect(pending).toHaveLength(logCount(later))
@@ -223,10 +243,14 @@ describe('a node whose canonical chain lags the flashblocks by 3 blocks, a fifth
       })
     }
     const sealedByKey = new Map(ordinalKey([...sealed].sort((a, c) => a.blockNumber - c.blockNumber || a.logIndex - c.logIndex)))
-    const pendingByKey = ordinalKey([...served].sort((a, c) => a.blockNumber - c.blockNumber || a.transactionIndex - c.transactionIndex || a.logIndex - c.logIndex))
+    const pendingByKey = ordinalKey(
+      [...served].sort((a, c) => a.blockNumber - c.blockNumber || a.transactionIndex - c.transactionIndex || a.logIndex - c.logIndex),
+    )
     expect(pendingByKey).toHaveLength(sealedByKey.size)
     const content = (log: ComparableLog) => [log.blockNumber, log.transactionIndex, log.logIndex, log.address, log.topics, log.data]
-    const changed = pendingByKey.filter(([key, log]) => JSON.stringify(content(log)) !== JSON.stringify(content(sealedByKey.get(key)!))).length
+    const changed = pendingByKey.filter(
+      ([key, log]) => JSON.stringify(content(log)) !== JSON.stringify(content(sealedByKey.get(key)!)),
+    ).length
     expect(changed).toBeGreaterThan(0)
     expect(changed).toBeLessThan(sealed.length)
 

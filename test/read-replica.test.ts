@@ -37,7 +37,15 @@ afterAll(async () => {
 async function startApi(config: Partial<ApiConfig>, logger: Logger = silentLogger, host?: string): Promise<Api> {
   const api = await createApi({
     ...(host && { host }),
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', ...config },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: 'unused',
+      ...config,
+    },
     chainId: CHAIN_ID,
     store: db.store,
     logger,
@@ -91,7 +99,10 @@ describe('read replica (DATABASE_READ_URL)', () => {
       await insertLog(2)
       const written = Date.now()
       // The primary has block 2; the replica, behind but within its allowed lag, does not, and serves the reads.
-      const status = await until(() => readReplica(api), (value) => Date.parse(value?.checkedAt ?? '') > written)
+      const status = await until(
+        () => readReplica(api),
+        (value) => Date.parse(value?.checkedAt ?? '') > written,
+      )
       expect(status).toMatchObject({ state: 'serving' })
       expect(status!.lagMs).toBeGreaterThan(0)
       expect(await blocksServed(api, 1, 2)).toEqual([1])
@@ -108,7 +119,10 @@ describe('read replica (DATABASE_READ_URL)', () => {
     await replica.pauseReplay()
     try {
       await insertLog(3)
-      const status = await until(() => readReplica(api), (value) => value?.state === 'lagging')
+      const status = await until(
+        () => readReplica(api),
+        (value) => value?.state === 'lagging',
+      )
       expect(status!.lagMs).toBeGreaterThan(300)
       // The replica has not replayed block 3; the primary answers.
       expect(await replica.query(db.name, 'SELECT 1 FROM logs WHERE block_number = 3')).toEqual([])
@@ -116,13 +130,18 @@ describe('read replica (DATABASE_READ_URL)', () => {
     } finally {
       await replica.resumeReplay()
     }
-    expect((await until(() => readReplica(api), (value) => value?.state === 'serving'))!.lagMs).toBeLessThanOrEqual(300)
+    expect(
+      (await until(
+        () => readReplica(api),
+        (value) => value?.state === 'serving',
+      ))!.lagMs,
+    ).toBeLessThanOrEqual(300)
     expect(await blocksServed(api, 3, 3)).toEqual([3])
   }, 120_000)
 
   it('registration reads its own write: register, then GET the wallet and its code at once while replay is paused', async () => {
     const api = await startApi({ databaseReadUrl: replica.urlOf(db.name), readMaxLagMs: PATIENT_MS })
-    const wallet = '0x' + 'c4'.repeat(20)
+    const wallet = `0x${'c4'.repeat(20)}`
     await replica.pauseReplay()
     try {
       const registered = await api.app.inject({ method: 'POST', url: '/v1/agents/builder-codes', payload: { walletAddress: wallet } })
@@ -152,7 +171,10 @@ describe('read replica (DATABASE_READ_URL)', () => {
       }),
     )
     const password = 'replica-pw-7f3k2q'
-    const api = await startApi({ databaseReadUrl: `postgres://postgres:${password}@127.0.0.1:${await freePort()}/${db.name}`, readMaxLagMs: 1_000 }, logger)
+    const api = await startApi(
+      { databaseReadUrl: `postgres://postgres:${password}@127.0.0.1:${await freePort()}/${db.name}`, readMaxLagMs: 1_000 },
+      logger,
+    )
     await insertLog(4)
     expect(await blocksServed(api, 4, 4)).toEqual([4])
     const status = await api.app.inject({ url: '/v1/status' })
@@ -169,7 +191,9 @@ describe('read replica (DATABASE_READ_URL)', () => {
       expect((await client.opened).status).toBe(200)
       // A standby cannot LISTEN: the stream's one listening connection is on the primary.
       await until(
-        async () => (await db.store.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rowCount,
+        async () =>
+          (await db.store.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`))
+            .rowCount,
         (listeners) => listeners === 1,
       )
       await replica.pauseReplay()
@@ -186,7 +210,10 @@ describe('read replica (DATABASE_READ_URL)', () => {
       } finally {
         await replica.resumeReplay()
       }
-      await until(async () => client.messages.length, (received) => received > 0)
+      await until(
+        async () => client.messages.length,
+        (received) => received > 0,
+      )
       expect(client.messages.map((message) => [message.id, message.data.type, message.data.data.builderCode])).toEqual([
         [String(id), 'attribution.pending', 'bc_replica1'],
       ])
@@ -196,12 +223,24 @@ describe('read replica (DATABASE_READ_URL)', () => {
   }, 120_000)
 
   it('a read the replica cancels in a conflict with replay is answered by the primary', async () => {
-    const routing = createReadRouting({ primary: db.store.pool, replicaUrl: replica.urlOf(db.name), maxLagMs: PATIENT_MS, logger: silentLogger })
+    const routing = createReadRouting({
+      primary: db.store.pool,
+      replicaUrl: replica.urlOf(db.name),
+      maxLagMs: PATIENT_MS,
+      logger: silentLogger,
+    })
     cleanups.push(() => routing.close())
     expect(await routing.check()).toMatchObject({ state: 'serving' })
-    const conflicts = () => replica.query<{ n: number }>(db.name, `SELECT confl_lock::int AS n FROM pg_stat_database_conflicts WHERE datname = current_database()`)
+    const conflicts = () =>
+      replica.query<{ n: number }>(
+        db.name,
+        `SELECT confl_lock::int AS n FROM pg_stat_database_conflicts WHERE datname = current_database()`,
+      )
     const [before] = await conflicts()
-    const read = routing.pool.query<{ n: number }>(`SELECT count(*)::int AS n, pg_sleep(2)::text AS slept FROM logs WHERE chain_id = $1 AND block_number = 1`, [CHAIN_ID])
+    const read = routing.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n, pg_sleep(2)::text AS slept FROM logs WHERE chain_id = $1 AND block_number = 1`,
+      [CHAIN_ID],
+    )
     await until(
       () => replica.query(db.name, `SELECT 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()`),
       (rows) => rows.length === 1,

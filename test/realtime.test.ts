@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import type { Hex } from 'viem'
 import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { anvilAccount, buildChain, encodeEmitMany, fixtureClient, rawSignedTx } from '../harness/fixtures/chain.js'
@@ -15,7 +15,11 @@ async function setup() {
   const anvil = await startAnvil()
   const db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const env = {
     RPC_URL: anvil.url,
     DATABASE_URL: db.url,
@@ -43,10 +47,15 @@ async function head(anvil: Anvil) {
 
 /** Waits until the follower has stored the node's current head (same number and hash). */
 async function caughtUp(db: TestDatabase, anvil: Anvil) {
-  await waitFor(async () => {
-    const [node, { rows }] = await Promise.all([head(anvil), db.store.pool.query('SELECT live_block, live_hash FROM chain_state')])
-    return rows[0]?.live_block === node.number && rows[0]?.live_hash === node.hash
-  }, 'the follower to reach the head', 60_000, 100)
+  await waitFor(
+    async () => {
+      const [node, { rows }] = await Promise.all([head(anvil), db.store.pool.query('SELECT live_block, live_hash FROM chain_state')])
+      return rows[0]?.live_block === node.number && rows[0]?.live_hash === node.hash
+    },
+    'the follower to reach the head',
+    60_000,
+    100,
+  )
 }
 
 describe('head follower', () => {
@@ -72,10 +81,9 @@ describe('head follower', () => {
       })
       await client.request({ method: 'anvil_reorg' as never, params: [depth, [[replacement, 0]]] as never })
       await caughtUp(db, anvil)
-      const { rows } = await db.store.pool.query(
-        `SELECT count(*) AS n FROM logs WHERE removed AND block_hash = ANY($1::text[])`,
-        [[...new Set(orphaned.map((log) => log.blockHash))]],
-      )
+      const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM logs WHERE removed AND block_hash = ANY($1::text[])`, [
+        [...new Set(orphaned.map((log) => log.blockHash))],
+      ])
       expect(rows[0].n).toBe(orphaned.length)
     }
 
@@ -83,10 +91,9 @@ describe('head follower', () => {
     await expectIndexMatchesNode(db.store.pool, anvil.url, [0, tip.number])
     const reorgs = await db.store.pool.query('SELECT depth FROM reorgs ORDER BY id')
     expect(reorgs.rows.map((row) => row.depth)).toEqual([1, 2, 3, 4, 5])
-    const blocks = await db.store.pool.query(
-      `SELECT count(*) AS n FROM blocks WHERE NOT removed AND number <= $1 AND number >= 0`,
-      [tip.number],
-    )
+    const blocks = await db.store.pool.query(`SELECT count(*) AS n FROM blocks WHERE NOT removed AND number <= $1 AND number >= 0`, [
+      tip.number,
+    ])
     expect(blocks.rows[0].n).toBe(tip.number + 1)
 
     // anvil's finalized block is head − 64: rows at or below it move to finalized, the rest stay confirmed.
@@ -94,7 +101,10 @@ describe('head follower', () => {
     await buildChain(anvil.url, { blocks: 2, txsPerBlock: 1, emitter })
     await caughtUp(db, anvil)
     const finalized = Number((await client.getBlock({ blockTag: 'finalized' })).number)
-    await waitFor(async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block === finalized, 'finality')
+    await waitFor(
+      async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block === finalized,
+      'finality',
+    )
     const statuses = await db.store.pool.query(
       `SELECT block_number <= $1 AS below, status, count(*) AS n FROM logs WHERE NOT removed GROUP BY 1, 2 ORDER BY 1, 2`,
       [finalized],
@@ -124,7 +134,10 @@ describe('head follower', () => {
     daemon({ ...env, START_BLOCK: String(backfilled.number + 1) })
     await client.request({ method: 'anvil_mine' as never, params: ['0x48'] as never })
     await caughtUp(db, anvil)
-    await waitFor(async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block >= backfilled.number, 'finality over the backfilled range')
+    await waitFor(
+      async () => (await db.store.pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block >= backfilled.number,
+      'finality over the backfilled range',
+    )
     // The orphan check records a repair of those blocks with its marks; the scheduler reads them again.
     await waitFor(async () => (await db.store.pool.query('SELECT count(*) AS n FROM sync_repairs')).rows[0].n === 0, 'the repair to close')
     const tip = await head(anvil)

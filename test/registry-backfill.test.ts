@@ -23,7 +23,11 @@ describe('the registry backfill', () => {
     const anvil = await startAnvil()
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => anvil.stop(),
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     const registry = await deployContract(anvil.url, BuilderCodes)
     const lower = (index: number) => anvilAccount(index).address.toLowerCase()
     const data = encodeFunctionData({ abi: BuilderCodes.abi, functionName: 'register', args: ['seller', lower(1), lower(3)] })
@@ -44,14 +48,19 @@ describe('the registry backfill', () => {
     // A scheduler without workers: its backfill jobs wait in Redis…
     const scheduler = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
     cleanups.push(() => scheduler.kill('SIGKILL'))
-    await waitFor(async () => scheduler.output().includes('builder codes registry backfill enqueued'), 'the registry backfill to be enqueued', 120_000)
+    await waitFor(
+      async () => scheduler.output().includes('builder codes registry backfill enqueued'),
+      'the registry backfill to be enqueued',
+      120_000,
+    )
     // …until Redis loses every key of the deployment (as a FLUSHALL or a new Redis would), the lease too.
     expect(await clearRedisPrefix(REDIS_URL, redis.prefix)).toBeGreaterThan(0)
 
     const worker = spawnTs('src/main.ts', ['--role', 'worker'], env)
     cleanups.push(() => worker.kill('SIGKILL'))
     const registered = async () =>
-      (await db.store.pool.query(`SELECT 1 FROM analytics.builder_codes WHERE builder_code = 'seller' AND source = 'registry'`)).rowCount === 1
+      (await db.store.pool.query(`SELECT 1 FROM analytics.builder_codes WHERE builder_code = 'seller' AND source = 'registry'`))
+        .rowCount === 1
     await waitFor(registered, 'the registration to be backfilled', 150_000)
     expect(scheduler.child.exitCode).toBeNull()
   }, 300_000)

@@ -7,7 +7,16 @@ import { Attribution } from 'ox/erc8021'
 import { encodeFunctionData, type Address, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
-import { anvilAccount, deployContract, encodeEmitMany, fixtureClient, loadArtifact, rawSignedTx, sendWithSuffix, artifacts } from '../harness/fixtures/chain.js'
+import {
+  anvilAccount,
+  deployContract,
+  encodeEmitMany,
+  fixtureClient,
+  loadArtifact,
+  rawSignedTx,
+  sendWithSuffix,
+  artifacts,
+} from '../harness/fixtures/chain.js'
 import { laterSchemaSuffix } from '../harness/fixtures/erc8021-vectors.js'
 import { waitFor } from './helpers/compare.js'
 import { spawnTs, type Spawned } from '../harness/processes.js'
@@ -28,9 +37,17 @@ let registry: Address
 let emitter: Address
 
 const call = (functionName: string, args: readonly unknown[]): Hex => encodeFunctionData({ abi: BuilderCodes.abi, functionName, args })
-const send = (from: number, to: Address, data: Hex, suffix?: Hex) => sendWithSuffix(anvil.url, { from, to, data, ...(suffix ? { suffix } : {}) })
+const send = (from: number, to: Address, data: Hex, suffix?: Hex) =>
+  sendWithSuffix(anvil.url, { from, to, data, ...(suffix ? { suffix } : {}) })
 
-type CodeRow = { builder_code: string; source: string; owner: string | null; payout_address: string | null; token_id: string | null; registered_block: string | null }
+type CodeRow = {
+  builder_code: string
+  source: string
+  owner: string | null
+  payout_address: string | null
+  token_id: string | null
+  registered_block: string | null
+}
 async function builderCodes(): Promise<Map<string, CodeRow>> {
   const { rows } = await db.store.pool.query<CodeRow>(
     `SELECT builder_code, source, owner, payout_address, token_id::text, registered_block::text FROM analytics.builder_codes`,
@@ -48,7 +65,11 @@ beforeAll(async () => {
   anvil = await startAnvil()
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   registry = await deployContract(anvil.url, BuilderCodes)
   emitter = await deployContract(anvil.url, artifacts.Emitter)
   // Registered before the daemon starts: only the registry's backfill can find it.
@@ -86,11 +107,17 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
     })
 
     await send(OWNER, registry, call('updatePayoutAddress', ['seller', lower(4)]))
-    await send(OWNER, registry, call('transferFrom', [lower(OWNER), lower(NEW_OWNER), BigInt(`0x${Buffer.from('seller').toString('hex')}`)]))
+    await send(
+      OWNER,
+      registry,
+      call('transferFrom', [lower(OWNER), lower(NEW_OWNER), BigInt(`0x${Buffer.from('seller').toString('hex')}`)]),
+    )
     await waitFor(async () => (await builderCodes()).get('seller')?.owner === lower(NEW_OWNER), 'the transfer')
     expect((await builderCodes()).get('seller')).toMatchObject({ owner: lower(NEW_OWNER), payout_address: lower(4) })
 
-    const page = await getJson<{ source: string; registry: { owner: string; payoutAddress: string; tokenId: string } }>('/v1/builder-codes/seller')
+    const page = await getJson<{ source: string; registry: { owner: string; payoutAddress: string; tokenId: string } }>(
+      '/v1/builder-codes/seller',
+    )
     expect(page).toMatchObject({ source: 'registry', registry: { owner: lower(NEW_OWNER), payoutAddress: lower(4) } })
     expect((await fetch(`${api}/v1/builder-codes/nobody_knows`)).status).toBe(404)
   })
@@ -106,7 +133,13 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
     const hash = await send(6, emitter, encodeEmitMany(1, 1, '0x'), suffix)
     await send(6, emitter, encodeEmitMany(1, 2, '0x'), laterSchemaSuffix(3, 'cafe'))
 
-    type Item = { txHash: string; builderCode: string; role: string | null; registry: { address: string; chainId: string } | null; codes: string[] }
+    type Item = {
+      txHash: string
+      builderCode: string
+      role: string | null
+      registry: { address: string; chainId: string } | null
+      codes: string[]
+    }
     await waitFor(async () => (await getJson<{ items: Item[] }>(`/v1/attributions`)).items.length === 3, 'the three attributions')
     const { items } = await getJson<{ items: Item[] }>(`/v1/attributions`)
     expect(items.map((item) => [item.txHash, item.builderCode, item.role, item.registry]).sort()).toEqual(
@@ -128,10 +161,15 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
       { builder_code: 'client', role: 'service', registered: false, code_owner: null, payout_address: null },
       { builder_code: 'facilitator', role: 'wallet', registered: false, code_owner: null, payout_address: null },
     ])
-    const { rows: decoded } = await db.store.pool.query(`SELECT schema_id, codes, cbor->'metadata' AS metadata FROM transactions WHERE hash = $1`, [hash])
+    const { rows: decoded } = await db.store.pool.query(
+      `SELECT schema_id, codes, cbor->'metadata' AS metadata FROM transactions WHERE hash = $1`,
+      [hash],
+    )
     expect(decoded).toEqual([{ schema_id: 2, codes: ['seller', 'facilitator', 'client'], metadata: { scheme: 'exact' } }])
 
-    const stats = await getJson<{ registry: { owner: string }; total: { attributions: number; roles: unknown[] } }>('/v1/builder-codes/seller/stats?interval=hour')
+    const stats = await getJson<{ registry: { owner: string }; total: { attributions: number; roles: unknown[] } }>(
+      '/v1/builder-codes/seller/stats?interval=hour',
+    )
     expect(stats.registry).toMatchObject({ owner: lower(NEW_OWNER) })
     expect(stats.total.roles).toEqual([{ role: 'app', attributions: 1, confirmed: 1, pending: 0 }])
     // The leaderboard splits each code by role the same way.
@@ -142,23 +180,36 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
     expect(byCode.get('client')).toEqual([{ role: 'service', attributions: 1, confirmed: 1, pending: 0 }])
 
     // The schema 3 suffix is stored with its id and no codes, and counted.
-    await waitFor(async () => (await db.store.pool.query(`SELECT 1 FROM transactions WHERE schema_id = 3`)).rowCount === 1, 'the schema 3 transaction')
+    await waitFor(
+      async () => (await db.store.pool.query(`SELECT 1 FROM transactions WHERE schema_id = 3`)).rowCount === 1,
+      'the schema 3 transaction',
+    )
     const { rows: later } = await db.store.pool.query(`SELECT codes, malformed_reason FROM transactions WHERE schema_id = 3`)
     expect(later).toEqual([{ codes: [], malformed_reason: null }])
-    expect(await (await fetch(`${api}/metrics`)).text()).toMatch(/codetrail_attribution_later_schema_suffixes_total\{[^}]*schema_id="3"[^}]*\} 1/)
+    expect(await (await fetch(`${api}/metrics`)).text()).toMatch(
+      /codetrail_attribution_later_schema_suffixes_total\{[^}]*schema_id="3"[^}]*\} 1/,
+    )
   })
 
   it('a reorg that undoes a registration takes the code back, and the replacing block’s registration in', async () => {
     await send(REGISTRAR, registry, call('register', ['facilitator', lower(OWNER), lower(OWNER)]))
     await waitFor(async () => (await builderCodes()).has('facilitator'), 'the new registration')
-    const { rows: before } = await db.store.pool.query(`SELECT registered FROM analytics.attributed_transactions WHERE builder_code = 'facilitator'`)
+    const { rows: before } = await db.store.pool.query(
+      `SELECT registered FROM analytics.attributed_transactions WHERE builder_code = 'facilitator'`,
+    )
     expect(before).toEqual([{ registered: true }])
 
     // The replacement takes the registration's nonce, so the orphaned transaction cannot come back.
     const client = fixtureClient(anvil.url)
     const head = await client.getBlockNumber()
     const nonce = await client.getTransactionCount({ address: anvilAccount(REGISTRAR).address, blockNumber: head - 1n })
-    const replacement = await rawSignedTx(anvil.url, { from: REGISTRAR, to: registry, data: call('register', ['other_code', lower(OWNER), lower(OWNER)]), nonce, gas: 300_000n })
+    const replacement = await rawSignedTx(anvil.url, {
+      from: REGISTRAR,
+      to: registry,
+      data: call('register', ['other_code', lower(OWNER), lower(OWNER)]),
+      nonce,
+      gas: 300_000n,
+    })
     await client.request({ method: 'anvil_reorg', params: [1, [[replacement, 0]]] })
 
     await waitFor(async () => {
@@ -170,7 +221,9 @@ describe('the BuilderCodes registry and schema-2 roles, end to end', () => {
       [registry.toLowerCase(), Number(head)],
     )
     expect(removed[0].n).toBe(3)
-    const { rows: after } = await db.store.pool.query(`SELECT registered FROM analytics.attributed_transactions WHERE builder_code = 'facilitator'`)
+    const { rows: after } = await db.store.pool.query(
+      `SELECT registered FROM analytics.attributed_transactions WHERE builder_code = 'facilitator'`,
+    )
     expect(after).toEqual([{ registered: false }])
     expect((await builderCodes()).get('seller')).toMatchObject({ owner: lower(NEW_OWNER) })
   })

@@ -11,7 +11,11 @@ import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 const CHAIN_ID = 8453
 const REGISTRY = '0x00000000000000000000000000000000000b0c0d'
 const OTHER_CONTRACT = '0x00000000000000000000000000000000000e0e0e'
-const [CODE_REGISTERED, PAYOUT_UPDATED, TRANSFER] = builderCodesRegistryAbi.map((event) => toEventSelector(event)) as [string, string, string]
+const [CODE_REGISTERED, PAYOUT_UPDATED, TRANSFER] = builderCodesRegistryAbi.map((event) => toEventSelector(event)) as [
+  string,
+  string,
+  string,
+]
 const ZERO_ADDRESS = `0x${'0'.repeat(40)}`
 /** Valid codes, and one the registry's decoding refuses (upper case and a dash). */
 const CODES = ['bc_alpha', 'bc_beta', 'gamma_9', 'Bad-Code']
@@ -34,9 +38,17 @@ function eventLog(event: Event, contract: string): Pick<LogRow, 'address' | 'top
     case 'register':
       return { address: contract, topics: [CODE_REGISTERED, token], data: encodeAbiParameters([{ type: 'string' }], [CODES[event.code]!]) }
     case 'payout':
-      return { address: contract, topics: [PAYOUT_UPDATED, token], data: encodeAbiParameters([{ type: 'address' }], [address(event.to) as `0x${string}`]) }
+      return {
+        address: contract,
+        topics: [PAYOUT_UPDATED, token],
+        data: encodeAbiParameters([{ type: 'address' }], [address(event.to) as `0x${string}`]),
+      }
     case 'transfer':
-      return { address: contract, topics: [TRANSFER, topicOfAddress(address(event.from)), topicOfAddress(address(event.to)), token], data: '0x' }
+      return {
+        address: contract,
+        topics: [TRANSFER, topicOfAddress(address(event.from)), topicOfAddress(address(event.to)), token],
+        data: '0x',
+      }
   }
 }
 
@@ -77,7 +89,16 @@ class Chain {
 
   row(number: number, hash: string, logIndex: number, event: Event, contract = REGISTRY): LogRow {
     this.tx += 1
-    return { blockNumber: number, blockHash: hash, blockTimestamp: T0 + number * 2, transactionHash: word(this.tx), transactionIndex: logIndex, logIndex, txLogOrdinal: 0, ...eventLog(event, contract) }
+    return {
+      blockNumber: number,
+      blockHash: hash,
+      blockTimestamp: T0 + number * 2,
+      transactionHash: word(this.tx),
+      transactionIndex: logIndex,
+      logIndex,
+      txLogOrdinal: 0,
+      ...eventLog(event, contract),
+    }
   }
 
   async block(events: { event: Event; foreign: boolean }[]) {
@@ -89,13 +110,25 @@ class Chain {
   }
 
   async write(rows: LogRow[]) {
-    await withTransaction(db.store.pool, (client) => insertCanonicalLogs(client, toCopyData(rows, CHAIN_ID, () => 'confirmed')))
+    await withTransaction(db.store.pool, (client) =>
+      insertCanonicalLogs(
+        client,
+        toCopyData(rows, CHAIN_ID, () => 'confirmed'),
+      ),
+    )
   }
 
   async reorg(back: number) {
     const fork = Math.max(0, this.head - back)
     this.fork += 1
-    await applyReorg(db.store.pool, { chainId: CHAIN_ID, followerFilterId: 'all', forkBlock: { number: fork, hash: word(fork) }, depth: this.head - fork, oldHash: 'x', newHash: 'y' })
+    await applyReorg(db.store.pool, {
+      chainId: CHAIN_ID,
+      followerFilterId: 'all',
+      forkBlock: { number: fork, hash: word(fork) },
+      depth: this.head - fork,
+      oldHash: 'x',
+      newHash: 'y',
+    })
     this.head = fork
   }
 
@@ -144,7 +177,13 @@ type Step =
   | { kind: 'restore'; pick: number }
   | { kind: 'pending'; event: Event; move: number }
 const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('block' as const), events: fc.array(fc.record({ event: eventArbitrary, foreign: fc.boolean() }), { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('block' as const),
+      events: fc.array(fc.record({ event: eventArbitrary, foreign: fc.boolean() }), { minLength: 1, maxLength: 3 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('reorg' as const), back: fc.integer({ min: 0, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('orphan' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('restore' as const), pick: fc.nat() }) },
@@ -204,7 +243,15 @@ describe('registry_tokens', () => {
     ])
     expect(await registryCodes()).toEqual([])
     await saveBuilderCodeRegistry(db.store.pool, { chainId: CHAIN_ID, address: REGISTRY, startBlock: 0 })
-    expect(await registryCodes()).toEqual([{ token_id: BigInt(tokenTopic(3)).toString(), builder_code: 'gamma_9', owner: address(2), payout_address: null, registered_block: '1' }])
+    expect(await registryCodes()).toEqual([
+      {
+        token_id: BigInt(tokenTopic(3)).toString(),
+        builder_code: 'gamma_9',
+        owner: address(2),
+        payout_address: null,
+        registered_block: '1',
+      },
+    ])
     await db.store.pool.query('DELETE FROM builder_code_registries')
     expect(await registryCodes()).toEqual([])
   })

@@ -41,9 +41,17 @@ async function reset(filterId: string, intervals: [number, number][], repair: [n
   await db.store.pool.query('DELETE FROM sync_repairs; DELETE FROM sync_intervals')
   await saveFilter(db.store.pool, { chainId: CHAIN_ID, filterId, addresses: [], topics: [] })
   for (const [from, to] of intervals) {
-    await db.store.pool.query('INSERT INTO sync_intervals (chain_id, filter_id, from_block, to_block) VALUES ($1, $2, $3, $4)', [CHAIN_ID, filterId, from, to])
+    await db.store.pool.query('INSERT INTO sync_intervals (chain_id, filter_id, from_block, to_block) VALUES ($1, $2, $3, $4)', [
+      CHAIN_ID,
+      filterId,
+      from,
+      to,
+    ])
   }
-  await db.store.pool.query(`INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, $2, $3, $4, 'reorg')`, [CHAIN_ID, filterId, ...repair])
+  await db.store.pool.query(
+    `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, $2, $3, $4, 'reorg')`,
+    [CHAIN_ID, filterId, ...repair],
+  )
 }
 
 async function repairRow(filterId: string, [from, to]: [number, number]) {
@@ -83,7 +91,12 @@ describe('closing a repair', () => {
       const running = runner.run()
       // The runner has read the intervals and now waits on the mark's locks to close the repair.
       await waitFor(
-        async () => (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n > 0,
+        async () =>
+          (
+            await db.store.pool.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n > 0,
         'the runner to wait for the mark',
       )
       await mark.query('COMMIT')
@@ -133,7 +146,11 @@ describe('repairs whose jobs keep failing', () => {
         throw new FatalError('the node refuses the filter')
       },
     })
-    cleanups.push(() => redis.cleanup(), () => queue.close(), () => worker.close())
+    cleanups.push(
+      () => redis.cleanup(),
+      () => queue.close(),
+      () => worker.close(),
+    )
   })
 
   it('a fatal repair job is retried with backoff, then quarantined and left alone until a new mark (finding 23.5: retried every 2 s for ever)', async () => {
@@ -148,7 +165,8 @@ describe('repairs whose jobs keep failing', () => {
       chunkBlocks: 100,
       processRange: async () => ({ logs: 0, inserted: 0, stored: true }),
       enqueue: queue.enqueue,
-      failedJobs: async (jobs) => (await queue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
+      failedJobs: async (jobs) =>
+        (await queue.failedJobs(jobs.map(rangeJobId))).map((job) => ({ reason: job.failedReason, at: job.finishedOn ?? 0 })),
       maxFailures: 2,
       retryBaseMs: 3_600_000,
     })
@@ -159,7 +177,11 @@ describe('repairs whose jobs keep failing', () => {
     await failed()
     // The failure is counted, and the retry waits.
     await runner.run()
-    expect(await repairRow(OTHER, range)).toMatchObject({ failures: 1, quarantined_at: null, last_error: 'fatal: the node refuses the filter' })
+    expect(await repairRow(OTHER, range)).toMatchObject({
+      failures: 1,
+      quarantined_at: null,
+      last_error: 'fatal: the node refuses the filter',
+    })
     expect(lines.some((line) => line.msg === 'repair failed: retrying later' && line.failures === 1)).toBe(true)
     await runner.run()
     expect(await queue.queue.getJobState(jobId)).toBe('failed')
@@ -184,7 +206,7 @@ describe('repairs whose jobs keep failing', () => {
     expect(await runner.run()).toMatchObject({ enqueued: 1, quarantined: 0 })
   })
 
-  it('a fatal error of the follower filter\'s own repair is counted too, a retryable one is not', async () => {
+  it("a fatal error of the follower filter's own repair is counted too, a retryable one is not", async () => {
     const range: [number, number] = [0, 9]
     await reset('follower', [], range)
     let error: Error = new Error('connection refused')

@@ -17,7 +17,11 @@ async function setup() {
   const anvil = await startAnvil()
   const db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => anvil.stop(), () => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => anvil.stop(),
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const { emitter: followed } = await buildChain(anvil.url, { blocks: 3, txsPerBlock: 2, largeDataEvery: 0 })
   const { emitter: other } = await buildChain(anvil.url, { blocks: 3, txsPerBlock: 2, largeDataEvery: 0 })
   const env = {
@@ -54,7 +58,9 @@ async function matchesNode(db: TestDatabase, anvil: Anvil, address: Address, ran
   )
   return (
     rows.length === expected.length &&
-    rows.every((row, i) => row.blockHash === expected[i]!.blockHash && row.logIndex === expected[i]!.logIndex && row.data === expected[i]!.data)
+    rows.every(
+      (row, i) => row.blockHash === expected[i]!.blockHash && row.logIndex === expected[i]!.logIndex && row.data === expected[i]!.data,
+    )
   )
 }
 
@@ -79,7 +85,10 @@ describe('repairs after a reorg', () => {
 
     await reorg(anvil, other, 3, 7)
     const after = [0, await head(anvil)] as const
-    await waitFor(async () => (await matchesNode(db, anvil, other, after)) && (await matchesNode(db, anvil, followed, after)), 'both filters to equal the node')
+    await waitFor(
+      async () => (await matchesNode(db, anvil, other, after)) && (await matchesNode(db, anvil, followed, after)),
+      'both filters to equal the node',
+    )
     const { rows } = await db.store.pool.query(`SELECT count(*) AS n FROM logs WHERE address = $1 AND removed`, [other.toLowerCase()])
     expect(rows[0].n).toBeGreaterThan(0)
     await waitFor(async () => (await db.store.pool.query(`SELECT count(*) AS n FROM sync_repairs`)).rows[0].n === 0, 'the repair to close')
@@ -105,6 +114,9 @@ describe('repairs after a reorg', () => {
 
     daemon(env)
     const after = [0, await head(anvil)] as const
-    await waitFor(async () => (await matchesNode(db, anvil, other, after)) && (await matchesNode(db, anvil, followed, after)), 'both filters to equal the node')
+    await waitFor(
+      async () => (await matchesNode(db, anvil, other, after)) && (await matchesNode(db, anvil, followed, after)),
+      'both filters to equal the node',
+    )
   })
 })

@@ -16,7 +16,8 @@ let db: TestDatabase
 const hash = (expression: string) => `'0x' || md5(${expression}) || md5('x' || ${expression})`
 
 /** Blocks 1–100 are 40 days old, 101–120 one day old; block n holds logs n·10 … n·10+4 and transaction n. */
-const ageOf = (block: string) => `to_timestamp(CASE WHEN ${block} <= 100 THEN ${NOW - 40 * DAY} + ${block} ELSE ${NOW - DAY} + ${block} END)`
+const ageOf = (block: string) =>
+  `to_timestamp(CASE WHEN ${block} <= 100 THEN ${NOW - 40 * DAY} + ${block} ELSE ${NOW - DAY} + ${block} END)`
 
 beforeAll(async () => {
   db = await createTestDatabase()
@@ -50,7 +51,9 @@ beforeAll(async () => {
      FROM generate_series(10, 120, 10) b`,
   )
   // An open repair over blocks 40–42: their rows may be read again.
-  await pool.query(`INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, 'f', 40, 42, 'reorg')`, [CHAIN_ID])
+  await pool.query(`INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, 'f', 40, 42, 'reorg')`, [
+    CHAIN_ID,
+  ])
 }, 60_000)
 
 afterAll(async () => {
@@ -58,7 +61,13 @@ afterAll(async () => {
 })
 
 async function snapshot() {
-  const { rows } = await db.store.pool.query<{ logs: string; transactions: string; attributions: string; buckets: string; kept_blocks: number[] }>(
+  const { rows } = await db.store.pool.query<{
+    logs: string
+    transactions: string
+    attributions: string
+    buckets: string
+    kept_blocks: number[]
+  }>(
     `SELECT (SELECT count(*) FROM logs) AS logs, (SELECT count(*) FROM transactions) AS transactions, (SELECT count(*) FROM attributions) AS attributions,
        (SELECT sum(attributions) FROM builder_code_buckets WHERE bucket = 'day') AS buckets,
        (SELECT array_agg(DISTINCT block_number::int ORDER BY block_number::int) FROM logs WHERE block_number <= 100) AS kept_blocks`,
@@ -83,7 +92,9 @@ describe('retention of raw history', () => {
     expect(Number(after.logs)).toBe(Number(before.logs) - pruned.logs)
     expect(after.attributions).toBe(before.attributions)
     expect(after.buckets).toBe(before.buckets)
-    const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM transactions t WHERE EXISTS (SELECT 1 FROM attributions a WHERE a.tx_hash = t.hash)`)
+    const { rows } = await db.store.pool.query(
+      `SELECT count(*)::int AS n FROM transactions t WHERE EXISTS (SELECT 1 FROM attributions a WHERE a.tx_hash = t.hash)`,
+    )
     expect(rows[0].n).toBe(12)
 
     // A second pass finds nothing more to delete.

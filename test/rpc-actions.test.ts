@@ -18,13 +18,17 @@ describe('node calls', () => {
     // The devnet, which serves these methods rather than calls them, lives in harness/, outside src.
     const outside = productFiles(join(ROOT, 'src')).filter((file) => !file.startsWith(join('src', 'rpc')))
     expect(outside.length).toBeGreaterThan(50)
-    const named = outside.flatMap((file) => [...readFileSync(join(ROOT, file), 'utf8').matchAll(METHOD_LITERAL)].map((match) => `${file}: ${match[0]}`))
+    const named = outside.flatMap((file) =>
+      [...readFileSync(join(ROOT, file), 'utf8').matchAll(METHOD_LITERAL)].map((match) => `${file}: ${match[0]}`),
+    )
     expect(named).toEqual([])
   })
 
   it('have one file each in src/rpc/actions', () => {
     const actions = productFiles(join(ROOT, 'src', 'rpc', 'actions'))
-    const methodsPerFile = actions.map((file) => new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(METHOD_LITERAL)].map((match) => match[0].slice(1, -1))))
+    const methodsPerFile = actions.map(
+      (file) => new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(METHOD_LITERAL)].map((match) => match[0].slice(1, -1))),
+    )
     const everywhere = methodsPerFile.flatMap((methods) => [...methods])
     expect(everywhere.length).toBeGreaterThan(10)
     // A method named in two action files is a node call with two homes.

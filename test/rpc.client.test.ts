@@ -81,18 +81,23 @@ describe('createRpcClient over HTTP', () => {
       json(response, 200, calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: { number: call.params[0] } })).reverse())
     }
     const numbers = Array.from({ length: 1_999 }, (_, i) => `0x${(5_000 + i).toString(16)}`)
-    const headers = await createRpcClient({ url }).batch<{ number: string }>(numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })))
+    const headers = await createRpcClient({ url }).batch<{ number: string }>(
+      numbers.map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })),
+    )
     expect(headers.map((header) => header.number)).toEqual(numbers)
     expect(sizes).toEqual([...Array<number>(19).fill(100), 99])
 
     sizes.length = 0
-    const answers = await createRpcClient({ url, batchSize: 7 }).batch<{ number: string }>(numbers.slice(0, 20).map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })))
+    const answers = await createRpcClient({ url, batchSize: 7 }).batch<{ number: string }>(
+      numbers.slice(0, 20).map((n) => ({ method: 'eth_getBlockByNumber', params: [n, false] })),
+    )
     expect(answers.map((header) => header.number)).toEqual(numbers.slice(0, 20))
     expect(sizes).toEqual([7, 7, 6])
   })
 
   it('fails every call of a batch the node rejects with one bare error', async () => {
-    handler = (_request, _body, response) => json(response, 200, { jsonrpc: '2.0', id: null, error: { code: -32005, message: 'limit exceeded' } })
+    handler = (_request, _body, response) =>
+      json(response, 200, { jsonrpc: '2.0', id: null, error: { code: -32005, message: 'limit exceeded' } })
     const error = await createRpcClient({ url })
       .batch([{ method: 'eth_blockNumber' }, { method: 'eth_chainId' }])
       .catch((e: unknown) => e)
@@ -101,7 +106,12 @@ describe('createRpcClient over HTTP', () => {
 
   it('reads a JSON-RPC error in a non-2xx answer as the RPC error, with the status and headers', async () => {
     handler = (_request, body, response) =>
-      json(response, 429, { jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'rate limited' } }, { 'retry-after': '7' })
+      json(
+        response,
+        429,
+        { jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'rate limited' } },
+        { 'retry-after': '7' },
+      )
     const error = await createRpcClient({ url })
       .request('eth_blockNumber')
       .catch((e: unknown) => e)

@@ -154,7 +154,9 @@ describe('getLogs behind a faulty provider', () => {
     expect(await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 100, retry: FAST_RETRY }, hooks)).toEqual(expected)
     // Refused once; every later range was cut to the cap before it was asked for.
     expect(proxy.faultCount('fixedCap')).toBe(1)
-    expect(events.splits).toEqual([expect.objectContaining({ fromBlock: 0, toBlock: 99, parts: 4, reason: { kind: 'cap', maxBlocks: 25, pattern: 'max-is' } })])
+    expect(events.splits).toEqual([
+      expect.objectContaining({ fromBlock: 0, toBlock: 99, parts: 4, reason: { kind: 'cap', maxBlocks: 25, pattern: 'max-is' } }),
+    ])
     expectAnsweredOnce(0, head)
   })
 
@@ -229,18 +231,35 @@ describe('getLogs behind a faulty provider', () => {
       },
     }
     proxy.setFaults(faults)
-    const logs = await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 300, concurrency: 3, retry: { ...FAST_RETRY, maxBackoffs: 20 } })
+    const logs = await getLogs(throughProxy(), {
+      fromBlock: 0,
+      toBlock: head,
+      maxBlocks: 300,
+      concurrency: 3,
+      retry: { ...FAST_RETRY, maxBackoffs: 20 },
+    })
     expect(logs).toEqual(expected)
-    for (const fault of ['fixedCap', 'maxResults', 'rateLimit', 'malformed', 'unavailable'] as const) expect(proxy.faultCount(fault)).toBeGreaterThan(0)
+    for (const fault of ['fixedCap', 'maxResults', 'rateLimit', 'malformed', 'unavailable'] as const)
+      expect(proxy.faultCount(fault)).toBeGreaterThan(0)
     expectAnsweredOnce(0, head)
   })
 
   it('narrows a range that keeps failing down to one block, then throws a retryable error', async () => {
     proxy.setFaults({ eth_getLogs: { malformed: {} } })
     const { events, hooks } = recordHooks()
-    const error = await getLogs(throughProxy(), { fromBlock: 10, toBlock: 13, maxBlocks: 100, retry: { ...FAST_RETRY, maxRetries: 1 } }, hooks).catch((e: unknown) => e)
+    const error = await getLogs(
+      throughProxy(),
+      { fromBlock: 10, toBlock: 13, maxBlocks: 100, retry: { ...FAST_RETRY, maxRetries: 1 } },
+      hooks,
+    ).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(GetLogsError)
-    expect(error).toMatchObject({ fromBlock: 10, toBlock: 10, retryable: true, attempts: 2, reason: { kind: 'retry', pattern: 'malformed-json' } })
+    expect(error).toMatchObject({
+      fromBlock: 10,
+      toBlock: 10,
+      retryable: true,
+      attempts: 2,
+      reason: { kind: 'retry', pattern: 'malformed-json' },
+    })
     expect(events.splits.map((s) => [s.fromBlock, s.toBlock])).toEqual([
       [10, 13],
       [10, 11],
@@ -249,13 +268,20 @@ describe('getLogs behind a faulty provider', () => {
 
   it('gives up on a rate limit that outlasts its budget, retryable', async () => {
     proxy.setFaults({ eth_getLogs: { rateLimit: { retryAfterSeconds: 0 } } })
-    const error = await getLogs(throughProxy(), { fromBlock: 0, toBlock: 99, maxBlocks: 100, retry: { ...FAST_RETRY, maxBackoffs: 3 } }).catch((e: unknown) => e)
+    const error = await getLogs(throughProxy(), {
+      fromBlock: 0,
+      toBlock: 99,
+      maxBlocks: 100,
+      retry: { ...FAST_RETRY, maxBackoffs: 3 },
+    }).catch((e: unknown) => e)
     expect(error).toMatchObject({ name: 'GetLogsError', fromBlock: 0, toBlock: 99, retryable: true, reason: { kind: 'backoff' } })
     expect(proxy.faultCount('rateLimit')).toBe(4)
   })
 
   it('fails at once, not retryable, on a request the node cannot serve', async () => {
-    const error = await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 100, address: '0x12' as Address }).catch((e: unknown) => e)
+    const error = await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 100, address: '0x12' as Address }).catch(
+      (e: unknown) => e,
+    )
     expect(error).toMatchObject({ name: 'GetLogsError', retryable: false, reason: { kind: 'fatal', pattern: 'invalid-params' } })
     expect(proxy.stats.calls.eth_getLogs).toBe(1)
   })
@@ -264,7 +290,11 @@ describe('getLogs behind a faulty provider', () => {
     proxy.setFaults({ eth_getLogs: { unavailable: { retryAfterSeconds: 20 } } })
     const controller = new AbortController()
     const reason = new Error('shutting down')
-    const pending = getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 100, signal: controller.signal }, { onBackoff: () => controller.abort(reason) })
+    const pending = getLogs(
+      throughProxy(),
+      { fromBlock: 0, toBlock: head, maxBlocks: 100, signal: controller.signal },
+      { onBackoff: () => controller.abort(reason) },
+    )
     await expect(pending).rejects.toBe(reason)
     expect(proxy.faultCount('unavailable')).toBe(1)
   })
@@ -275,7 +305,9 @@ describe('getLogs behind a faulty provider', () => {
     const direct = await node.request<RpcLog[]>('eth_getLogs', [{ fromBlock: '0x0', toBlock: hex(head), address: emitter, topics }])
     expect(direct.length).toBeGreaterThan(0)
     proxy.setFaults({ eth_getLogs: { fixedCap: { maxBlocks: 16 } } })
-    expect(await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 200, address: [emitter], topics, retry: FAST_RETRY })).toEqual(direct)
+    expect(
+      await getLogs(throughProxy(), { fromBlock: 0, toBlock: head, maxBlocks: 200, address: [emitter], topics, retry: FAST_RETRY }),
+    ).toEqual(direct)
   })
 
   it('passes pending through as one request', async () => {
@@ -299,7 +331,9 @@ describe('createRpcClient', () => {
     const events: RpcRequestEvent[] = []
     const client = createRpcClient({ url: proxy.url, onRequest: (e) => events.push(e) })
     const hashes = [...new Set(expected.map((log) => log.transactionHash!))].slice(0, 100)
-    const txs = await client.batch<{ hash: Hex; input: Hex }>(hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+    const txs = await client.batch<{ hash: Hex; input: Hex }>(
+      hashes.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })),
+    )
     expect(txs.map((tx) => tx.hash)).toEqual(hashes)
     expect(proxy.stats.httpRequests).toBe(1)
     expect(proxy.stats.calls.eth_getTransactionByHash).toBe(hashes.length)

@@ -44,7 +44,12 @@ describe('several RPC endpoints for a chain', () => {
     const config = loadConfig({ DATABASE_URL: db.url, RPC_TIMEOUT_MS: '2000' }, { file })
     const indexer = await createIndexer(config, silentLogger, undefined, { migrate: false })
     try {
-      const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter: indexer.filter, range: [0, head], chunkBlocks: 10 })
+      const plan = await planBackfill(indexer.store.pool, {
+        chainId: indexer.chainId,
+        filter: indexer.filter,
+        range: [0, head],
+        chunkBlocks: 10,
+      })
       for (const job of plan.jobs) await indexer.processRange(job)
       await expectIndexMatchesNode(db.store.pool, good.url, [0, head])
     } finally {
@@ -63,7 +68,10 @@ describe('several RPC endpoints for a chain', () => {
       ],
       clientOf: (url) => {
         const client = createRpcClient({ url })
-        return { ...client, request: (method, params, options) => (asked.set(url, (asked.get(url) ?? 0) + 1), client.request(method, params, options)) }
+        return {
+          ...client,
+          request: (method, params, options) => (asked.set(url, (asked.get(url) ?? 0) + 1), client.request(method, params, options)),
+        }
       },
       logger: silentLogger,
       maxLagBlocks: 1_000,

@@ -58,7 +58,8 @@ function startFaultyNode(): Promise<Server> {
         const answers = calls.map((call) => ({ jsonrpc: '2.0', id: call.id, result: '0x2105' }))
         return response.end(JSON.stringify(Array.isArray(JSON.parse(body)) ? answers : answers[0]))
       }
-      if (mode === 'server_error') return response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: echo }))
+      if (mode === 'server_error')
+        return response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: echo }))
       if (mode === 'rpc_error') {
         const answers = calls.map((call) => ({ jsonrpc: '2.0', id: call.id, error: { code: -32000, message: echo } }))
         return response.end(JSON.stringify(Array.isArray(JSON.parse(body)) ? answers : answers[0]))
@@ -147,7 +148,10 @@ beforeAll(async () => {
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
   redisPrefix = redis.prefix
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   nodePort = ((await startFaultyNode()).address() as { port: number }).port
   refusedPort = await freePort()
   fakeDatabasePort = await startPasswordRefusingDatabase()
@@ -162,7 +166,12 @@ describe('no secret in any output', () => {
     // Start-up asks the node the same way in every role: each fault meets one role, and every role one fault.
     const runs = NODE_FAULTS.flatMap((fault, i) => {
       const env = environment({ RPC_URL: fault === 'refused' ? rpcUrl('refused', refusedPort) : rpcUrl(fault) })
-      const daemon = { name: `daemon --role ${ROLES[i % ROLES.length]} (${fault})`, entry: 'src/main.ts', args: ['--role', ROLES[i % ROLES.length]!], env }
+      const daemon = {
+        name: `daemon --role ${ROLES[i % ROLES.length]} (${fault})`,
+        entry: 'src/main.ts',
+        args: ['--role', ROLES[i % ROLES.length]!],
+        env,
+      }
       return [daemon, { name: `backfill (${fault})`, entry: 'scripts/backfill.ts', args: ['--from', '0', '--to', '5'], env }]
     })
     for (const result of await runAll(runs)) {
@@ -193,7 +202,12 @@ describe('no secret in any output', () => {
     ])
     for (const result of results) {
       if (result.name === 'migrate') expect([result.code, result.output]).toEqual([0, `migrations applied to ${db.name}\n`])
-      else expect([result.name, result.code, result.output]).toEqual([result.name, 1, expect.stringContaining(`Redis is not reachable at 127.0.0.1:${refusedPort}`)])
+      else
+        expect([result.name, result.code, result.output]).toEqual([
+          result.name,
+          1,
+          expect.stringContaining(`Redis is not reachable at 127.0.0.1:${refusedPort}`),
+        ])
       expectNoSecret(result.name, result.output)
     }
   })
@@ -202,11 +216,25 @@ describe('no secret in any output', () => {
     const results = await runAll([
       { name: 'RPC_URL', entry: 'src/main.ts', args: [], env: environment({ RPC_URL: rpcUrl('refused').replace('http:', 'ftp:') }) },
       { name: 'RPC_WS_URL', entry: 'src/main.ts', args: [], env: environment({ RPC_WS_URL: rpcUrl('refused') }) },
-      { name: 'DATABASE_URL', entry: 'scripts/migrate.ts', args: [], env: environment({ DATABASE_URL: `mysql://root:${SECRET.database}@127.0.0.1/x` }) },
-      { name: 'ADMIN_TOKEN', entry: 'scripts/backfill.ts', args: ['--from', '0', '--to', '1'], env: environment({ ADMIN_TOKEN: `${SECRET.admin} x` }) },
+      {
+        name: 'DATABASE_URL',
+        entry: 'scripts/migrate.ts',
+        args: [],
+        env: environment({ DATABASE_URL: `mysql://root:${SECRET.database}@127.0.0.1/x` }),
+      },
+      {
+        name: 'ADMIN_TOKEN',
+        entry: 'scripts/backfill.ts',
+        args: ['--from', '0', '--to', '1'],
+        env: environment({ ADMIN_TOKEN: `${SECRET.admin} x` }),
+      },
     ])
     for (const result of results) {
-      expect([result.name, result.code, result.output]).toEqual([result.name, expect.anything(), expect.stringContaining(`invalid ${result.name}=`)])
+      expect([result.name, result.code, result.output]).toEqual([
+        result.name,
+        expect.anything(),
+        expect.stringContaining(`invalid ${result.name}=`),
+      ])
       expect(result.code).not.toBe(0)
       expectNoSecret(result.name, result.output)
     }
@@ -232,8 +260,14 @@ describe('no secret in any output', () => {
     expect(enqueued.code).toBe(0)
     const ranges = createRangeQueue({ redisUrl: REDIS_URL, prefix: redisPrefix })
     cleanups.push(() => ranges.close())
-    await waitFor(async () => (await ranges.queue.getJobs(['delayed', 'failed'])).some((job) => job.failedReason), 'a failed range job attempt')
-    await waitFor(async () => /rpc_errors_total\{[^}]*\} [1-9]/.test((await get(`http://127.0.0.1:${schedulerPort}/metrics`)).body), 'the follower to fail')
+    await waitFor(
+      async () => (await ranges.queue.getJobs(['delayed', 'failed'])).some((job) => job.failedReason),
+      'a failed range job attempt',
+    )
+    await waitFor(
+      async () => /rpc_errors_total\{[^}]*\} [1-9]/.test((await get(`http://127.0.0.1:${schedulerPort}/metrics`)).body),
+      'the follower to fail',
+    )
     await waitFor(async () => /pendingLogs subscription/.test(daemons.scheduler!.output()), 'the subscription to fail')
 
     const readiness = await get(`${api}/readyz`)

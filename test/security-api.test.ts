@@ -35,7 +35,15 @@ afterAll(async () => {
 async function startApi(overrides: Partial<CreateApiParameters> & { dashboardDir?: string; prefix?: string } = {}) {
   const { dashboardDir, prefix = 'unused', ...rest } = overrides
   const api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: prefix, dashboardDir },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: prefix,
+      dashboardDir,
+    },
     chainId: CHAIN_ID,
     store: db.store,
     logger: silentLogger,
@@ -169,7 +177,9 @@ describe('timeouts and the connection cap', () => {
     const { port } = await startApi({ edges: { requestTimeoutMs: 1_000, headersTimeoutMs: 500, checkIntervalMs: 100 } })
     const slowBody = await openSocket(port)
     const bodyAnswer = untilClosed(slowBody)
-    slowBody.write('POST /v1/agents/builder-codes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"wa')
+    slowBody.write(
+      'POST /v1/agents/builder-codes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"wa',
+    )
     const answer = await bodyAnswer
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
     expect(answer).toContain('"code":"request_timeout"')
@@ -245,7 +255,10 @@ describe('rate limits per client', () => {
       })
     const answers = [await register('203.0.113.9', 1), await register('203.0.113.9', 2), await register('203.0.113.9', 3)]
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 429])
-    expect((await answers[2]!.json()).error).toEqual({ code: 'rate_limited', message: expect.stringMatching(/at most 2 per minute per client/) })
+    expect((await answers[2]!.json()).error).toEqual({
+      code: 'rate_limited',
+      message: expect.stringMatching(/at most 2 per minute per client/),
+    })
     expect((await register('203.0.113.10', 4)).status).toBe(200)
     // Reading stays open to the client that may not register any more.
     expect(await statuses(url, [{ 'x-forwarded-for': '203.0.113.9' }])).toEqual([200])
@@ -325,14 +338,26 @@ describe('configuration', () => {
   it('reads TRUST_PROXY, CORS_ORIGINS and REGISTRATION_RATE_LIMIT, with one clear line per bad value', () => {
     expect(loadConfig({})).toMatchObject({ trustProxy: undefined, corsOrigins: [], registrationRateLimit: 30 })
     expect(
-      loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.1,::1', CORS_ORIGINS: 'https://a.example, http://localhost:5173/', REGISTRATION_RATE_LIMIT: '5' }),
-    ).toMatchObject({ trustProxy: ['10.0.0.0/8', '192.168.1.1', '::1'], corsOrigins: ['https://a.example', 'http://localhost:5173'], registrationRateLimit: 5 })
+      loadConfig({
+        TRUST_PROXY: '10.0.0.0/8, 192.168.1.1,::1',
+        CORS_ORIGINS: 'https://a.example, http://localhost:5173/',
+        REGISTRATION_RATE_LIMIT: '5',
+      }),
+    ).toMatchObject({
+      trustProxy: ['10.0.0.0/8', '192.168.1.1', '::1'],
+      corsOrigins: ['https://a.example', 'http://localhost:5173'],
+      registrationRateLimit: 5,
+    })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
     expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow(
       'invalid TRUST_PROXY="10.0.0.0/33": expected a hop count from 1 to 32, or comma-separated IP addresses and CIDR ranges',
     )
-    expect(() => loadConfig({ CORS_ORIGINS: 'https://a.example/app' })).toThrow(/^invalid CORS_ORIGINS="https:\/\/a.example\/app": expected comma-separated origins/)
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://a.example/app' })).toThrow(
+      /^invalid CORS_ORIGINS="https:\/\/a.example\/app": expected comma-separated origins/,
+    )
     expect(() => loadConfig({ CORS_ORIGINS: '*' })).toThrow(/^invalid CORS_ORIGINS="\*"/)
-    expect(() => loadConfig({ REGISTRATION_RATE_LIMIT: '0' })).toThrow('invalid REGISTRATION_RATE_LIMIT="0": expected an integer from 1 to 1000000')
+    expect(() => loadConfig({ REGISTRATION_RATE_LIMIT: '0' })).toThrow(
+      'invalid REGISTRATION_RATE_LIMIT="0": expected an integer from 1 to 1000000',
+    )
   })
 })

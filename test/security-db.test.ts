@@ -59,7 +59,13 @@ describe('analytics_reader', () => {
     expect((await reader.query('SELECT current_user AS who')).rows[0].who).toBe('analytics_reader')
     expect(await asReader('SELECT * FROM analytics.builder_code_daily LIMIT 1')).toBe('ok')
     expect(await asReader('SELECT * FROM analytics.wallet_coverage LIMIT 1')).toBe('ok')
-    for (const table of ['public.logs', 'public.attributions', 'public.webhook_subscriptions', 'public.builder_codes', 'public.chain_state'])
+    for (const table of [
+      'public.logs',
+      'public.attributions',
+      'public.webhook_subscriptions',
+      'public.builder_codes',
+      'public.chain_state',
+    ])
       expect(await asReader(`SELECT * FROM ${table} LIMIT 1`), table).toBe('42501')
     expect(await asReader(`INSERT INTO public.chain_state (chain_id) VALUES (99)`)).toBe('25006')
   })
@@ -116,7 +122,9 @@ describe('writers', () => {
     try {
       await reader.query('SELECT count(*) FROM analytics.builder_code_daily')
       // DDL needs ACCESS EXCLUSIVE, which the report's ACCESS SHARE blocks.
-      await expect(writer.pool.query('BEGIN; LOCK TABLE attributions IN ACCESS EXCLUSIVE MODE; COMMIT')).rejects.toMatchObject({ code: '55P03' })
+      await expect(writer.pool.query('BEGIN; LOCK TABLE attributions IN ACCESS EXCLUSIVE MODE; COMMIT')).rejects.toMatchObject({
+        code: '55P03',
+      })
     } finally {
       await reader.query('ROLLBACK')
     }

@@ -40,25 +40,29 @@ describe('wallet nonce refresh', () => {
     await insert(41, 45, '2 days')
     await insert(46, 95, '2 days')
     for (let n = 41; n <= 45; n++)
-      await pool.query(`INSERT INTO builder_code_senders (chain_id, builder_code, sender, n, last_seen) VALUES ($1, $2, $3, 1, now() - interval '1 hour')`, [
-        CHAIN_ID,
-        code(n),
-        wallet(n),
-      ])
+      await pool.query(
+        `INSERT INTO builder_code_senders (chain_id, builder_code, sender, n, last_seen) VALUES ($1, $2, $3, 1, now() - interval '1 hour')`,
+        [CHAIN_ID, code(n), wallet(n)],
+      )
     // An idle wallet that did send, but long ago.
-    await pool.query(`INSERT INTO builder_code_senders (chain_id, builder_code, sender, n, last_seen) VALUES ($1, $2, $3, 1, now() - interval '3 days')`, [
-      CHAIN_ID,
-      code(46),
-      wallet(46),
-    ])
+    await pool.query(
+      `INSERT INTO builder_code_senders (chain_id, builder_code, sender, n, last_seen) VALUES ($1, $2, $3, 1, now() - interval '3 days')`,
+      [CHAIN_ID, code(46), wallet(46)],
+    )
 
     let calls = 0
-    const rpc = createRpcClient({ url: anvil.url, onRequest: (event) => (calls += event.method === 'eth_getTransactionCount' ? event.calls : 0) })
+    const rpc = createRpcClient({
+      url: anvil.url,
+      onRequest: (event) => (calls += event.method === 'eth_getTransactionCount' ? event.calls : 0),
+    })
     const context = { pool, chainId: CHAIN_ID, batch: <T>(batch: Parameters<typeof rpc.batch>[0]) => rpc.batch<T>(batch) }
     const checked = async () =>
-      (await pool.query<{ wallet_address: string }>(`SELECT wallet_address FROM wallet_nonces WHERE chain_id = $1 ORDER BY wallet_address`, [CHAIN_ID])).rows.map(
-        (row) => row.wallet_address,
-      )
+      (
+        await pool.query<{ wallet_address: string }>(
+          `SELECT wallet_address FROM wallet_nonces WHERE chain_id = $1 ORDER BY wallet_address`,
+          [CHAIN_ID],
+        )
+      ).rows.map((row) => row.wallet_address)
 
     const perRefresh = Math.ceil(NONCE_WALLETS_PER_MINUTE / 4)
     expect(await refreshWalletNonces(context, perRefresh)).toBe(perRefresh)

@@ -96,7 +96,11 @@ describe('RPC_MAX_RESPONSE_BYTES', () => {
   it('cuts a 200 MB answer off at the default limit, unread beyond it, and splits the range until the parts fit', async () => {
     const node = await fakeNode((from, to) => (to - from + 1 > 5 ? { streamBytes: 200 * 1024 * 1024 } : { logs: logsOf(from, to) }))
     const splits: GetLogsSplitEvent[] = []
-    const logs = await getLogs(createRpcClient({ url: node.url }), { fromBlock: 0, toBlock: 9, address: ADDRESS, maxBlocks: 10 }, { onSplit: (event) => splits.push(event) })
+    const logs = await getLogs(
+      createRpcClient({ url: node.url }),
+      { fromBlock: 0, toBlock: 9, address: ADDRESS, maxBlocks: 10 },
+      { onSplit: (event) => splits.push(event) },
+    )
     expect(logs.map((entry) => Number(entry.blockNumber))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     expect(splits).toEqual([{ fromBlock: 0, toBlock: 9, parts: 2, reason: { kind: 'halve', pattern: 'response-body-too-large' } }])
     expect(node.stats.getLogs).toEqual([
@@ -112,7 +116,9 @@ describe('RPC_MAX_RESPONSE_BYTES', () => {
   it('is read from the environment, with one clear line for a bad value', () => {
     expect(loadConfig({}).rpcMaxResponseBytes).toBe(DEFAULT_MAX_RESPONSE_BYTES)
     expect(loadConfig({ RPC_MAX_RESPONSE_BYTES: '1048576' }).rpcMaxResponseBytes).toBe(1_048_576)
-    expect(() => loadConfig({ RPC_MAX_RESPONSE_BYTES: '10' })).toThrow('invalid RPC_MAX_RESPONSE_BYTES="10": expected an integer from 65536 to 536870912')
+    expect(() => loadConfig({ RPC_MAX_RESPONSE_BYTES: '10' })).toThrow(
+      'invalid RPC_MAX_RESPONSE_BYTES="10": expected an integer from 65536 to 536870912',
+    )
   })
 
   it('refuses at once an answer whose Content-Length is over the limit', async () => {
@@ -128,8 +134,15 @@ describe('RPC_MAX_RESPONSE_BYTES', () => {
           server.close(resolve)
         }),
     )
-    const client = createRpcClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, maxResponseBytes: 1024 * 1024 })
-    await expect(client.request('eth_getLogs', [{}])).rejects.toMatchObject({ name: 'ResponseBodyTooLargeError', maxSize: 1_048_576, size: 10 * 1024 * 1024 })
+    const client = createRpcClient({
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      maxResponseBytes: 1024 * 1024,
+    })
+    await expect(client.request('eth_getLogs', [{}])).rejects.toMatchObject({
+      name: 'ResponseBodyTooLargeError',
+      maxSize: 1_048_576,
+      size: 10 * 1024 * 1024,
+    })
   })
 })
 
@@ -142,7 +155,14 @@ describe('logs outside the request', () => {
     it(`are a bad answer, asked for again: ${what}`, async () => {
       // The first two answers carry the stray log; the third is right.
       const node = await fakeNode((from, to, attempt) => ({ logs: attempt <= 2 ? [...logsOf(from, to), wrong(from)] : logsOf(from, to) }))
-      const logs = await getLogs(createRpcClient({ url: node.url }), { fromBlock: 0, toBlock: 3, address: ADDRESS, topics: [TOPIC], maxBlocks: 10, retry: FAST_RETRY })
+      const logs = await getLogs(createRpcClient({ url: node.url }), {
+        fromBlock: 0,
+        toBlock: 3,
+        address: ADDRESS,
+        topics: [TOPIC],
+        maxBlocks: 10,
+        retry: FAST_RETRY,
+      })
       expect(logs).toEqual(logsOf(0, 3))
       expect(node.stats.getLogs).toEqual([
         [0, 3],
@@ -154,7 +174,13 @@ describe('logs outside the request', () => {
 
   it('fail the call, retryable, when the node keeps sending them', async () => {
     const node = await fakeNode((from) => ({ logs: [log(from, OTHER as Address)] }))
-    const failure = await getLogs(createRpcClient({ url: node.url }), { fromBlock: 7, toBlock: 7, address: [ADDRESS], maxBlocks: 1, retry: FAST_RETRY }).catch((error: unknown) => error)
+    const failure = await getLogs(createRpcClient({ url: node.url }), {
+      fromBlock: 7,
+      toBlock: 7,
+      address: [ADDRESS],
+      maxBlocks: 1,
+      retry: FAST_RETRY,
+    }).catch((error: unknown) => error)
     expect(failure).toBeInstanceOf(GetLogsError)
     expect(failure).toMatchObject({ retryable: true, reason: { kind: 'retry', pattern: 'inconsistent-answer' } })
     expect((failure as GetLogsError).details).toMatch(/a log of 0xcdcd.* in block 0x7 was not asked for \(address\)/)

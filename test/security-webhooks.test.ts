@@ -47,7 +47,16 @@ async function receiver(answer: (path: string) => { status: number; headers?: Re
 
 async function startApi(webhookAllowPrivate: boolean) {
   const api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: 'unused', adminToken: ADMIN_TOKEN, webhookAllowPrivate },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: 'unused',
+      adminToken: ADMIN_TOKEN,
+      webhookAllowPrivate,
+    },
     chainId: 1,
     store: db.store,
     logger: silentLogger,
@@ -91,9 +100,14 @@ describe('the subscription route', () => {
     ]) {
       const response = await subscribe(url)
       expect(response.statusCode, url).toBe(400)
-      expect(response.json().error, url).toEqual({ code: 'webhook_url_refused', message: expect.stringMatching(/^Body field url is refused: .+\.$/) })
+      expect(response.json().error, url).toEqual({
+        code: 'webhook_url_refused',
+        message: expect.stringMatching(/^Body field url is refused: .+\.$/),
+      })
     }
-    expect((await subscribe(`http://localhost:${port}/hook`)).json().error.message).toMatch(/localhost: 127\.0\.0\.1 is a loopback address \(set WEBHOOK_ALLOW_PRIVATE=1/)
+    expect((await subscribe(`http://localhost:${port}/hook`)).json().error.message).toMatch(
+      /localhost: 127\.0\.0\.1 is a loopback address \(set WEBHOOK_ALLOW_PRIVATE=1/,
+    )
     expect((await subscribe('http://169.254.169.254/')).json().error.message).toMatch(/169\.254\.169\.254 is link-local/)
     expect(seen.connections).toBe(0)
   })
@@ -101,7 +115,8 @@ describe('the subscription route', () => {
   it('accepts loopback and private URLs with WEBHOOK_ALLOW_PRIVATE=1, never link-local or metadata ones', async () => {
     const { port } = await receiver()
     const subscribe = await startApi(true)
-    for (const url of [`http://127.0.0.1:${port}/hook`, `http://localhost:${port}/hook`, 'http://10.1.2.3/hook']) expect((await subscribe(url)).statusCode, url).toBe(201)
+    for (const url of [`http://127.0.0.1:${port}/hook`, `http://localhost:${port}/hook`, 'http://10.1.2.3/hook'])
+      expect((await subscribe(url)).statusCode, url).toBe(201)
     for (const url of ALWAYS_REFUSED) expect((await subscribe(url)).statusCode, url).toBe(400)
   })
 
@@ -150,7 +165,9 @@ describe('delivery sockets', () => {
 
     const { agents: allowed } = webhookTargets({ allowPrivate: true })
     const delivered = await new Promise<number>((resolve, reject) => {
-      const request = httpRequest(`http://localhost:${port}/hook`, { method: 'POST', agent: allowed['http:'] }, (response) => resolve(response.statusCode!))
+      const request = httpRequest(`http://localhost:${port}/hook`, { method: 'POST', agent: allowed['http:'] }, (response) =>
+        resolve(response.statusCode!),
+      )
       request.on('error', reject)
       request.end('{}')
     })
@@ -162,7 +179,15 @@ describe('the delivery job', () => {
   /** A subscription to `url` with one outstanding event; runs one delivery job and returns what it recorded. */
   async function deliverOnce(url: string, allowPrivate: boolean) {
     const id = `wh_${randomBytes(8).toString('hex')}`
-    await insertSubscription(db.store.pool, { id, url, secret: 'whsec_test', events: ['attribution.confirmed'], builderCodes: null, walletAddresses: null, roles: null })
+    await insertSubscription(db.store.pool, {
+      id,
+      url,
+      secret: 'whsec_test',
+      events: ['attribution.confirmed'],
+      builderCodes: null,
+      walletAddresses: null,
+      roles: null,
+    })
     const txHash = `0x${randomBytes(32).toString('hex')}`
     const { rows } = await db.store.pool.query<{ id: number }>(
       `INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, sender, block_number, block_timestamp, status, removed)
@@ -192,7 +217,11 @@ describe('the delivery job', () => {
     const { port, seen } = await receiver()
     const { outcome, delivery } = await deliverOnce(`http://127.0.0.1:${port}/hook`, false)
     expect(outcome).toBe('failed')
-    expect(delivery).toMatchObject({ ok: false, httpStatus: null, error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback address/) })
+    expect(delivery).toMatchObject({
+      ok: false,
+      httpStatus: null,
+      error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback address/),
+    })
     const byName = await deliverOnce(`http://localhost:${port}/hook`, false)
     expect(byName.delivery).toMatchObject({ ok: false, httpStatus: null, error: expect.stringMatching(/loopback address/) })
     expect(seen.connections).toBe(0)

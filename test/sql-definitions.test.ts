@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyDefinitions, readDefinitions, runMigrations } from '../src/store/migrate.js'
 import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
-const JOURNAL = JSON.parse(readFileSync(new URL('../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: { tag: string }[] }
+const JOURNAL = JSON.parse(readFileSync(new URL('../migrations/meta/_journal.json', import.meta.url), 'utf8')) as {
+  entries: { tag: string }[]
+}
 
 /** Every definition in codetrail's schemas as PostgreSQL prints it back, with its privileges and comments. */
 async function definitionsOf(pool: pg.Pool) {
@@ -39,7 +41,9 @@ async function definitionsOf(pool: pg.Pool) {
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
       WHERE n.nspname = 'pg_catalog' AND (p.proname LIKE 'pg\\_%advisory\\_%' OR p.proname = 'pg_notify')
       ORDER BY 1`),
-    schemas: await query(`SELECT nspname AS name, nspacl::text AS privileges FROM pg_namespace WHERE nspname IN ('public', 'analytics') ORDER BY 1`),
+    schemas: await query(
+      `SELECT nspname AS name, nspacl::text AS privileges FROM pg_namespace WHERE nspname IN ('public', 'analytics') ORDER BY 1`,
+    ),
     defaultPrivileges: await query(`
       SELECT n.nspname AS schema, d.defaclobjtype AS kind, d.defaclacl::text AS privileges
       FROM pg_default_acl d JOIN pg_namespace n ON n.oid = d.defaclnamespace ORDER BY 1, 2`),
@@ -53,7 +57,10 @@ async function definitionsOf(pool: pg.Pool) {
 async function databaseWith(prepare: (pool: pg.Pool) => Promise<void>): Promise<pg.Pool> {
   const { name, url } = await createEmptyDatabase()
   const pool = new pg.Pool({ connectionString: url, max: 3 })
-  cleanups.push(() => dropDatabase(name), () => pool.end())
+  cleanups.push(
+    () => dropDatabase(name),
+    () => pool.end(),
+  )
   await prepare(pool)
   return pool
 }
@@ -73,11 +80,23 @@ afterAll(async () => {
 /** The migrations that create views, functions or triggers: those written before src/store/sql held them. */
 const DEFINING_MIGRATIONS = JOURNAL.entries
   .map((entry) => entry.tag)
-  .filter((tag) => /CREATE (OR REPLACE )?(VIEW|FUNCTION|TRIGGER)/i.test(readFileSync(new URL(`../migrations/${tag}.sql`, import.meta.url), 'utf8')))
+  .filter((tag) =>
+    /CREATE (OR REPLACE )?(VIEW|FUNCTION|TRIGGER)/i.test(readFileSync(new URL(`../migrations/${tag}.sql`, import.meta.url), 'utf8')),
+  )
 
 describe('definitions of src/store/sql', () => {
   it('are created by no migration but those written before they lived here', () => {
-    expect(DEFINING_MIGRATIONS.map((tag) => tag.slice(0, 4))).toEqual(['0001', '0004', '0007', '0012', '0013', '0016', '0017', '0021', '0023'])
+    expect(DEFINING_MIGRATIONS.map((tag) => tag.slice(0, 4))).toEqual([
+      '0001',
+      '0004',
+      '0007',
+      '0012',
+      '0013',
+      '0016',
+      '0017',
+      '0021',
+      '0023',
+    ])
   })
 
   it('leave a database upgraded from before each migration that defined any the same as a fresh one', async () => {
@@ -117,7 +136,10 @@ describe('definitions of src/store/sql', () => {
       await writer.query('BEGIN')
       await writer.query('LOCK TABLE logs IN ROW EXCLUSIVE MODE')
       const watch = new AbortController()
-      const outcome = await Promise.race([runMigrations(pool).then(() => 'migrated'), waitingForALock(pool, watch.signal).then(() => 'waited for the writer')])
+      const outcome = await Promise.race([
+        runMigrations(pool).then(() => 'migrated'),
+        waitingForALock(pool, watch.signal).then(() => 'waited for the writer'),
+      ])
       watch.abort()
       expect(outcome).toBe('migrated')
 
@@ -148,7 +170,9 @@ describe('definitions of src/store/sql', () => {
 /** Resolves once a session of the database waits for a lock another holds (or once `signal` aborts). */
 async function waitingForALock(pool: pg.Pool, signal?: AbortSignal): Promise<void> {
   while (!signal?.aborted) {
-    const { rows } = await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`)
+    const { rows } = await pool.query(
+      `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`,
+    )
     if (rows.length > 0) return
     await new Promise((resolve) => setTimeout(resolve, 20))
   }

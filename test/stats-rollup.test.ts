@@ -116,7 +116,17 @@ async function upsertThroughStore(): Promise<string> {
     })
   }
   const unique = [...new Map(rows.map((row) => [`${row.txHash}|${row.userOpHash}|${row.builderCode}`, row])).values()]
-  const entries = unique.map((row) => ({ ...row, codeIndex: 0, role: null, registry: null, sender: pick(SENDERS), schemaId: 0, codes: [row.builderCode], from: pick(SENDERS), to: null }))
+  const entries = unique.map((row) => ({
+    ...row,
+    codeIndex: 0,
+    role: null,
+    registry: null,
+    sender: pick(SENDERS),
+    schemaId: 0,
+    codes: [row.builderCode],
+    from: pick(SENDERS),
+    to: null,
+  }))
   const gasUsed = new Map(rows.filter(() => random() < 0.5).map((row) => [row.txHash, 30_000 + int(1000)]))
   // All new rows go in by COPY, a batch meeting stored ones by the upsert: the walk takes both paths.
   await withTransaction(db.store.pool, (client) => upsertAttributions(client, CHAIN_ID, entries, positions, gasUsed))
@@ -148,7 +158,8 @@ async function randomWrite(forced?: number): Promise<string> {
       await onKeys(
         pool,
         keys,
-        (where) => `UPDATE attributions SET status = '${status}', block_timestamp = block_timestamp + interval '${shift} seconds' WHERE ${where}`,
+        (where) =>
+          `UPDATE attributions SET status = '${status}', block_timestamp = block_timestamp + interval '${shift} seconds' WHERE ${where}`,
       )
       return `move ${keys.length} to ${status} ${shift}s`
     }
@@ -157,7 +168,14 @@ async function randomWrite(forced?: number): Promise<string> {
       return `delete ${keys.length}`
     case 6: {
       const fork = BLOCKS - 1 - int(20)
-      await applyReorg(pool, { chainId: CHAIN_ID, followerFilterId: 'all', forkBlock: { number: fork, hash: hex(fork, 64, 'b') }, depth: 1, oldHash: 'x', newHash: 'y' })
+      await applyReorg(pool, {
+        chainId: CHAIN_ID,
+        followerFilterId: 'all',
+        forkBlock: { number: fork, hash: hex(fork, 64, 'b') },
+        depth: 1,
+        oldHash: 'x',
+        newHash: 'y',
+      })
       return `reorg above ${fork}`
     }
     case 7: {
@@ -188,7 +206,10 @@ async function randomWrite(forced?: number): Promise<string> {
       try {
         await client.query('BEGIN')
         await onKeys(client, keys, (where) => `UPDATE attributions SET removed = NOT removed WHERE ${where}`)
-        await insertRows(client, Array.from({ length: 1 + int(5) }, () => randomRow()))
+        await insertRows(
+          client,
+          Array.from({ length: 1 + int(5) }, () => randomRow()),
+        )
         await onKeys(client, keys.slice(0, 2), (where) => `UPDATE attributions SET sender = '${pick(SENDERS)}' WHERE ${where}`)
         await client.query('COMMIT')
       } finally {
@@ -302,7 +323,10 @@ async function expectStatsMatchRows(context: string): Promise<void> {
 describe('stats rollup', () => {
   it('equals a recomputation from the rows after every random multi-row write', async () => {
     random = seededRandom(8021)
-    await insertRows(db.store.pool, Array.from({ length: 60 }, () => randomRow()))
+    await insertRows(
+      db.store.pool,
+      Array.from({ length: 60 }, () => randomRow()),
+    )
     await expectRollupExact('initial insert')
     const done: string[] = []
     for (let step = 0; step < STEPS; step++) {
@@ -312,7 +336,9 @@ describe('stats rollup', () => {
       await expectStatsMatchRows(context)
     }
     // The walk must have met every kind of change, not only inserts.
-    const { rows } = await db.store.pool.query(`SELECT count(*) FILTER (WHERE removed)::int AS removed, count(*)::int AS total FROM attributions`)
+    const { rows } = await db.store.pool.query(
+      `SELECT count(*) FILTER (WHERE removed)::int AS removed, count(*)::int AS total FROM attributions`,
+    )
     expect(rows[0].removed).toBeGreaterThan(0)
     expect(rows[0].total).toBeGreaterThan(rows[0].removed)
     expect(new Set(done.map((entry) => entry.split(' ')[0])).size).toBe(9)
@@ -324,7 +350,10 @@ describe('stats rollup', () => {
       fc.asyncProperty(fc.integer(), fc.array(write, { minLength: 1, maxLength: 12 }), async (seed, writes) => {
         await db.store.pool.query('TRUNCATE attributions')
         random = seededRandom(seed)
-        await insertRows(db.store.pool, Array.from({ length: 1 + int(30) }, () => ({ ...randomRow(), role: pick(['', 'app', 'wallet']) })))
+        await insertRows(
+          db.store.pool,
+          Array.from({ length: 1 + int(30) }, () => ({ ...randomRow(), role: pick(['', 'app', 'wallet']) })),
+        )
         const done: string[] = []
         for (const { choice, seed } of writes) {
           random = seededRandom(seed)
@@ -400,7 +429,10 @@ describe('stats rollup', () => {
     const { rows } = await db.store.pool.query(`SELECT count(*)::int AS n FROM builder_code_buckets`)
     expect(rows).toEqual([{ n: 0 }])
     random = seededRandom(1)
-    await insertRows(db.store.pool, Array.from({ length: 20 }, () => randomRow()))
+    await insertRows(
+      db.store.pool,
+      Array.from({ length: 20 }, () => randomRow()),
+    )
     await expectRollupExact('insert after TRUNCATE')
   })
 
@@ -410,7 +442,10 @@ describe('stats rollup', () => {
     try {
       await migrateBefore(pool, '0007')
       random = seededRandom(7)
-      await insertRows(pool, Array.from({ length: 200 }, () => randomRow()))
+      await insertRows(
+        pool,
+        Array.from({ length: 200 }, () => randomRow()),
+      )
       await runMigrations(pool)
       await expectRollupExact('after the migration', pool)
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM builder_code_senders`)

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
-import { getIntervals, prepareLogs, storeLogChunk, toLogRows, updateChainState, withTransaction, type LogInput } from '../src/store/index.js'
+import {
+  getIntervals,
+  prepareLogs,
+  storeLogChunk,
+  toLogRows,
+  updateChainState,
+  withTransaction,
+  type LogInput,
+} from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -30,15 +38,33 @@ describe('storeLogChunk', () => {
     const chainId = 31337
     const first = toLogRows([log(5, 0, 0), log(5, 0, 1), log(7, 1, 0)])
     expect(first.map((row) => row.txLogOrdinal)).toEqual([0, 1, 0])
-    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(first, chainId, 6), finalizedBlock: 6 })
+    const stored = await storeLogChunk(db.store.pool, {
+      chainId,
+      filterId: 'all',
+      range: [0, 9],
+      logs: prepareLogs(first, chainId, 6),
+      finalizedBlock: 6,
+    })
     expect(stored).toEqual({ stored: true, inserted: 3 })
 
-    const again = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(first, chainId, 6), finalizedBlock: 6 })
+    const again = await storeLogChunk(db.store.pool, {
+      chainId,
+      filterId: 'all',
+      range: [0, 9],
+      logs: prepareLogs(first, chainId, 6),
+      finalizedBlock: 6,
+    })
     expect(again).toEqual({ stored: false, inserted: 0 })
 
     // An overlapping range for another filter meets rows already there: only the new one is added.
     const overlapping = toLogRows([log(7, 1, 0), log(12, 0, 0)])
-    const other = await storeLogChunk(db.store.pool, { chainId, filterId: 'other', range: [7, 12], logs: prepareLogs(overlapping, chainId, 6), finalizedBlock: 6 })
+    const other = await storeLogChunk(db.store.pool, {
+      chainId,
+      filterId: 'other',
+      range: [7, 12],
+      logs: prepareLogs(overlapping, chainId, 6),
+      finalizedBlock: 6,
+    })
     expect(other).toEqual({ stored: true, inserted: 1 })
 
     await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [10, 19], logs: prepareLogs([], chainId, 6), finalizedBlock: 6 })
@@ -67,9 +93,18 @@ describe('storeLogChunk', () => {
   it('stores a chunk of several COPY pieces whole, every row as the node served it', async () => {
     const chainId = 31338
     const logs = Array.from({ length: 4_501 }, (_, i) =>
-      log(100 + Math.floor(i / 10), i % 10, i % 10, { topics: Array.from({ length: i % 5 }, (_, k) => hash(i * 10 + k)), data: `0x${'ab'.repeat(i % 40)}` }),
+      log(100 + Math.floor(i / 10), i % 10, i % 10, {
+        topics: Array.from({ length: i % 5 }, (_, k) => hash(i * 10 + k)),
+        data: `0x${'ab'.repeat(i % 40)}`,
+      }),
     )
-    const stored = await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [100, 550], logs: prepareLogs(toLogRows(logs), chainId, 200), finalizedBlock: 200 })
+    const stored = await storeLogChunk(db.store.pool, {
+      chainId,
+      filterId: 'all',
+      range: [100, 550],
+      logs: prepareLogs(toLogRows(logs), chainId, 200),
+      finalizedBlock: 200,
+    })
     expect(stored).toEqual({ stored: true, inserted: 4_501 })
     const { rows } = await db.store.pool.query(
       `SELECT block_number, log_index, topics, data, status FROM analytics.logs WHERE chain_id = $1 ORDER BY block_number, log_index`,
@@ -95,7 +130,9 @@ describe('a range job that commits after finality passed its blocks', () => {
     await updateChainState(db.store.pool, chainId, { finalizedBlock: 8 })
     const rows = toLogRows([log(4, 0, 0), log(6, 0, 0), log(8, 0, 0), log(9, 0, 0)])
     await storeLogChunk(db.store.pool, { chainId, filterId: 'all', range: [0, 9], logs: prepareLogs(rows, chainId, 5), finalizedBlock: 5 })
-    const { rows: stored } = await db.store.pool.query(`SELECT block_number, status FROM logs WHERE chain_id = $1 ORDER BY block_number`, [chainId])
+    const { rows: stored } = await db.store.pool.query(`SELECT block_number, status FROM logs WHERE chain_id = $1 ORDER BY block_number`, [
+      chainId,
+    ])
     expect(stored.map((row) => [row.block_number, row.status])).toEqual([
       [4, 'finalized'],
       [6, 'finalized'],
@@ -125,8 +162,32 @@ describe('transactions and attributions', () => {
       userOperations: 0,
     }
     const at = (blockNumber: number, status: 'confirmed' | 'pending'): Map<string, TransactionPosition> =>
-      new Map([[decoded.hash, { hash: decoded.hash, blockNumber, blockHash: hash(blockNumber), blockTimestamp: 1_700_000_000 + blockNumber, transactionIndex: 3, status }]])
-    const entries = codes.map((builderCode, codeIndex) => ({ txHash: decoded.hash, userOpHash: '', builderCode, codeIndex, role: null, registry: null, sender: decoded.from, schemaId: 2, codes, from: decoded.from, to: null }))
+      new Map([
+        [
+          decoded.hash,
+          {
+            hash: decoded.hash,
+            blockNumber,
+            blockHash: hash(blockNumber),
+            blockTimestamp: 1_700_000_000 + blockNumber,
+            transactionIndex: 3,
+            status,
+          },
+        ],
+      ])
+    const entries = codes.map((builderCode, codeIndex) => ({
+      txHash: decoded.hash,
+      userOpHash: '',
+      builderCode,
+      codeIndex,
+      role: null,
+      registry: null,
+      sender: decoded.from,
+      schemaId: 2,
+      codes,
+      from: decoded.from,
+      to: null,
+    }))
     const store = (positions: Map<string, TransactionPosition>, gasUsed: Map<string, number>) =>
       withTransaction(db.store.pool, async (client) => {
         await upsertTransactions(client, chainId, [decoded], positions, gasUsed)
@@ -140,13 +201,29 @@ describe('transactions and attributions', () => {
           [chainId],
         )
       ).rows,
-      attributions: (await db.store.pool.query(`SELECT builder_code, block_number, gas_used, codes FROM attributions WHERE chain_id = $1 ORDER BY code_index`, [chainId])).rows,
+      attributions: (
+        await db.store.pool.query(
+          `SELECT builder_code, block_number, gas_used, codes FROM attributions WHERE chain_id = $1 ORDER BY code_index`,
+          [chainId],
+        )
+      ).rows,
     })
 
     await store(at(7, 'pending'), new Map())
     const first = await read()
     expect(first.tx).toEqual([
-      { block_number: 7, to_address: null, codes, registry_chain_id: '8453', registry_verified: null, cbor: decoded.cbor, malformed_reason: decoded.malformedReason, gas_used: null, status: 'pending', ts: 1_700_000_007 },
+      {
+        block_number: 7,
+        to_address: null,
+        codes,
+        registry_chain_id: '8453',
+        registry_verified: null,
+        cbor: decoded.cbor,
+        malformed_reason: decoded.malformedReason,
+        gas_used: null,
+        status: 'pending',
+        ts: 1_700_000_007,
+      },
     ])
     expect(first.attributions).toEqual(codes.map((builderCode) => ({ builder_code: builderCode, block_number: 7, gas_used: null, codes })))
 
@@ -154,7 +231,9 @@ describe('transactions and attributions', () => {
     await store(at(9, 'confirmed'), new Map([[decoded.hash, 21_000]]))
     const moved = await read()
     expect(moved.tx).toEqual([{ ...first.tx[0], block_number: 9, gas_used: 21_000, status: 'confirmed', ts: 1_700_000_009 }])
-    expect(moved.attributions).toEqual(codes.map((builderCode) => ({ builder_code: builderCode, block_number: 9, gas_used: 21_000, codes })))
+    expect(moved.attributions).toEqual(
+      codes.map((builderCode) => ({ builder_code: builderCode, block_number: 9, gas_used: 21_000, codes })),
+    )
   })
   it('store every column as written, numeric chain ids of up to 32 bytes and empty code lists included', async () => {
     const chainId = 31340
@@ -178,10 +257,33 @@ describe('transactions and attributions', () => {
     const rows = [
       row(0, {}),
       row(1, { hasSuffix: true, schemaId: 0, codes: [] }),
-      ...chainIds.map((registryChainId, i) => row(2 + i, { hasSuffix: true, schemaId: 1, codes: ['a'], registryAddress: '0x00000000000000000000000000000000000000f2', registryChainId, registryVerified: i % 2 === 0 })),
+      ...chainIds.map((registryChainId, i) =>
+        row(2 + i, {
+          hasSuffix: true,
+          schemaId: 1,
+          codes: ['a'],
+          registryAddress: '0x00000000000000000000000000000000000000f2',
+          registryChainId,
+          registryVerified: i % 2 === 0,
+        }),
+      ),
     ]
-    const positions = new Map(rows.map((r, i): [string, TransactionPosition] => [r.hash, { hash: r.hash, blockNumber: 2 ** 40 + i, blockHash: hash(i), blockTimestamp: 1_700_000_000 + i, transactionIndex: i, status: 'finalized' }]))
-    await withTransaction(db.store.pool, (client) => upsertTransactions(client, chainId, rows, positions, new Map([[rows[0]!.hash, 2 ** 40]])))
+    const positions = new Map(
+      rows.map((r, i): [string, TransactionPosition] => [
+        r.hash,
+        {
+          hash: r.hash,
+          blockNumber: 2 ** 40 + i,
+          blockHash: hash(i),
+          blockTimestamp: 1_700_000_000 + i,
+          transactionIndex: i,
+          status: 'finalized',
+        },
+      ]),
+    )
+    await withTransaction(db.store.pool, (client) =>
+      upsertTransactions(client, chainId, rows, positions, new Map([[rows[0]!.hash, 2 ** 40]])),
+    )
     const { rows: stored } = await db.store.pool.query(
       `SELECT hash, block_number, block_hash, extract(epoch FROM block_timestamp)::int AS ts, transaction_index, from_address, to_address, input_size,
          has_suffix, schema_id, codes, registry_address, registry_chain_id::text, registry_verified, cbor, malformed_reason, user_operations, gas_used, status

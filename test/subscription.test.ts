@@ -55,7 +55,10 @@ beforeAll(async () => {
 
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], {
     RPC_URL: devnet.url,
     RPC_WS_URL: relayUrl,

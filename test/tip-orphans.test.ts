@@ -11,7 +11,16 @@ import { advanceToFinalized } from '../src/reorg/index.js'
 import { startAnvil } from '../harness/devnet/anvil.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient } from '../src/rpc/index.js'
-import { advanceFinality, getIntervals, insertBlocks, listRepairs, lockForkMarks, recordInterval, storeTipBlocks, withTransaction } from '../src/store/index.js'
+import {
+  advanceFinality,
+  getIntervals,
+  insertBlocks,
+  listRepairs,
+  lockForkMarks,
+  recordInterval,
+  storeTipBlocks,
+  withTransaction,
+} from '../src/store/index.js'
 import { finalizeBehindFinality } from '../src/store/finality.js'
 import { waitFor } from './helpers/compare.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
@@ -19,7 +28,12 @@ import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 /** Block `n` of fork `fork`. */
-const header = (n: number, fork: number) => ({ number: n, hash: hash(fork * 1_000 + n), parentHash: hash(fork * 1_000 + n - 1), timestamp: 1_700_000_000 + n })
+const header = (n: number, fork: number) => ({
+  number: n,
+  hash: hash(fork * 1_000 + n),
+  parentHash: hash(fork * 1_000 + n - 1),
+  timestamp: 1_700_000_000 + n,
+})
 
 let db: TestDatabase
 beforeAll(async () => {
@@ -42,11 +56,20 @@ async function rangeJobRows(client: pg.PoolClient, n: number, fork: number) {
 }
 
 const lockWaits = async () =>
-  (await db.store.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n
+  (
+    await db.store.pool.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    )
+  ).rows[0].n
 
 const rowsAt = async (n: number) =>
-  (await db.store.pool.query(`SELECT 'log' AS kind, block_hash AS hash, removed FROM logs WHERE chain_id = $1 AND block_number = $2
-     UNION ALL SELECT 'block', hash, removed FROM blocks WHERE chain_id = $1 AND number = $2 ORDER BY 1, 2`, [CHAIN, n])).rows
+  (
+    await db.store.pool.query(
+      `SELECT 'log' AS kind, block_hash AS hash, removed FROM logs WHERE chain_id = $1 AND block_number = $2
+     UNION ALL SELECT 'block', hash, removed FROM blocks WHERE chain_id = $1 AND number = $2 ORDER BY 1, 2`,
+      [CHAIN, n],
+    )
+  ).rows
 
 describe('the tip orphans rows of another fork at its heights in its own transaction', () => {
   it('marks a range job’s block of the old fork removed with a repair for its filter in the very commit that stores the canonical block', async () => {
@@ -118,7 +141,13 @@ describe('finality against range jobs committing beside it (finding 23.4)', () =
 
   it('checks rows a range job committed after the step read its blocks: a block of another fork is orphaned, never finalized', async () => {
     const pool = db.store.pool
-    await storeTipBlocks(pool, { chainId: CHAIN, filterId: 'f', blocks: [header(51, 2), header(52, 2), header(53, 2)], rows: [], finalizedBlock: 50 })
+    await storeTipBlocks(pool, {
+      chainId: CHAIN,
+      filterId: 'f',
+      blocks: [header(51, 2), header(52, 2), header(53, 2)],
+      rows: [],
+      finalizedBlock: 50,
+    })
     const steps = await advanceToFinalized(pool, {
       chainId: CHAIN,
       finalized: { number: 53 },
@@ -141,7 +170,9 @@ describe('finality against range jobs committing beside it (finding 23.4)', () =
       { hash: header(52, 1).hash, status: 'confirmed', removed: true },
       { hash: header(52, 2).hash, status: 'finalized', removed: false },
     ])
-    expect((await pool.query(`SELECT status, removed FROM logs WHERE chain_id = $1 AND block_number = 52`, [CHAIN])).rows).toEqual([{ status: 'confirmed', removed: true }])
+    expect((await pool.query(`SELECT status, removed FROM logs WHERE chain_id = $1 AND block_number = 52`, [CHAIN])).rows).toEqual([
+      { status: 'confirmed', removed: true },
+    ])
   })
 })
 
@@ -167,7 +198,9 @@ describe('blocks scope against a backend on another fork (finding 23.3)', () => 
       const current = await rpc.request<{ hash: string }>('eth_getBlockByNumber', ['0x1', false])
       expect(current.hash).not.toBe(old.hash)
       await expect(attributor.attribute([], () => 'confirmed', [1, 1], new Map(), new Map([[1, old.hash]]))).rejects.toThrow('block 1 (')
-      await expect(attributor.attribute([], () => 'confirmed', [1, 1], new Map(), new Map([[1, current.hash]]))).resolves.toBeTypeOf('function')
+      await expect(attributor.attribute([], () => 'confirmed', [1, 1], new Map(), new Map([[1, current.hash]]))).resolves.toBeTypeOf(
+        'function',
+      )
     } finally {
       await anvil.stop()
     }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPendingPoller } from '../src/sync/pendingPoller.js'
 import { createPendingLogBuffer } from '../src/sync/subscription.js'
-import { lockTipWrites, toLogRows, upsertPendingLogs, updateChainState, withTransaction, ZERO_HASH, type LogInput } from '../src/store/index.js'
+import { lockTipWrites, toLogRows, upsertPendingLogs, updateChainState, ZERO_HASH, type LogInput } from '../src/store/index.js'
 import { createLogger } from '../src/internal/logger.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
@@ -37,7 +37,12 @@ async function pendingRows(tx: number) {
 
 describe('pending identity', () => {
   it('keeps one row per log when a transaction’s pendingLogs notifications are split across flushes (defect: ordinals restarted per batch)', async () => {
-    const poller = createPendingPoller({ pool: db.store.pool, logger: createLogger('silent'), chainId: CHAIN_ID, fetchPendingLogs: async () => ({ logs: [], head: 0 }) })
+    const poller = createPendingPoller({
+      pool: db.store.pool,
+      logger: createLogger('silent'),
+      chainId: CHAIN_ID,
+      fetchPendingLogs: async () => ({ logs: [], head: 0 }),
+    })
     const buffer = createPendingLogBuffer(16)
     buffer.add(pendingLog(1, 4))
     await poller.store(buffer.take())
@@ -103,7 +108,11 @@ describe('tip writes and pending polls', () => {
     const tip = await db.store.pool.connect()
     await tip.query('BEGIN')
     await lockTipWrites(tip, chainId)
-    await tip.query(`UPDATE logs SET status = 'confirmed', block_hash = $3 WHERE chain_id = $1 AND transaction_hash = $2`, [chainId, hash(7), hash(0x10)])
+    await tip.query(`UPDATE logs SET status = 'confirmed', block_hash = $3 WHERE chain_id = $1 AND transaction_hash = $2`, [
+      chainId,
+      hash(7),
+      hash(0x10),
+    ])
     await tip.query(
       `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
        VALUES ($1, $2, 10, $3, now(), 0, '0x00000000000000000000000000000000000000bb', 4, false, 'confirmed')`,
@@ -141,7 +150,12 @@ describe('tip writes and pending polls', () => {
       const plan = async (sql: string, params: unknown[]) =>
         (await client.query(`EXPLAIN ${sql}`, params)).rows.map((row) => row['QUERY PLAN']).join('\n')
       // Dropping pending rows at a new block reads only live pending rows.
-      expect(await plan(`UPDATE logs SET removed = true WHERE chain_id = $1 AND status = 'pending' AND NOT removed AND block_number <= $2`, [1, 10])).toMatch(/logs_live_pending/)
+      expect(
+        await plan(
+          `UPDATE logs SET removed = true WHERE chain_id = $1 AND status = 'pending' AND NOT removed AND block_number <= $2`,
+          [1, 10],
+        ),
+      ).toMatch(/logs_live_pending/)
       // Orphan marks are keyed by (number, hash), which the block-led unique key serves.
       expect(
         await plan(

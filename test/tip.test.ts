@@ -59,7 +59,10 @@ describe.each([
     emitter = await deployOnDevnet(devnet, artifacts.Emitter)
     db = await createTestDatabase()
     const redis = createTestRedisPrefix()
-    cleanups.push(() => db.drop(), () => redis.cleanup())
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
     start = Number(await createRpcClient({ url: devnet.anvilUrl }).request<string>('eth_blockNumber'))
     const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], {
       RPC_URL: devnet.url,
@@ -73,7 +76,10 @@ describe.each([
     })
     cleanups.push(async () => daemon.kill('SIGKILL'))
     output = daemon.output
-    await waitFor(async () => ((await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block ?? -1) >= start, 'the follower to start')
+    await waitFor(
+      async () => ((await db.store.pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block ?? -1) >= start,
+      'the follower to start',
+    )
   })
 
   it('follows 50+ blocks under load and a reorg with at most 3 calls per block, no pending row, and every log equal to the node', async () => {
@@ -100,7 +106,9 @@ describe.each([
           // One suffixed transaction every other block: Base's 2 % of 25 transactions.
           const suffix = from === 5 && seq % 2 === 0 ? { suffix: schema0Suffix('7069703031') } : {}
           // A reorg drops what the pool held; the next round sends on from the node's nonce.
-          round.push(sendWithSuffix(devnet.anvilUrl, { from, to: emitter, data, ...suffix, gas: 500_000n, wait: false }).catch(() => undefined))
+          round.push(
+            sendWithSuffix(devnet.anvilUrl, { from, to: emitter, data, ...suffix, gas: 500_000n, wait: false }).catch(() => undefined),
+          )
         }
         await Promise.all([...round, sleep(200)])
         pendingSeen += await pendingRows()
@@ -119,7 +127,9 @@ describe.each([
     const blocks = after.block - before.block
     const calls = totalCalls(after.calls.calls) - totalCalls(before.calls.calls)
     const requests = after.calls.requests - before.calls.requests
-    const byMethod = Object.fromEntries(Object.entries(after.calls.calls).map(([method, n]) => [method, n - (before.calls.calls[method] ?? 0)]))
+    const byMethod = Object.fromEntries(
+      Object.entries(after.calls.calls).map(([method, n]) => [method, n - (before.calls.calls[method] ?? 0)]),
+    )
     expect(calls / blocks).toBeLessThanOrEqual(3)
     expect(requests / blocks).toBeLessThanOrEqual(2.5)
     expect(byMethod.eth_getTransactionByHash ?? 0).toBe(0)

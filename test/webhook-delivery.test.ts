@@ -34,7 +34,10 @@ beforeAll(async () => {
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
   redisPrefix = redis.prefix
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const receiver = createServer((request, response) => {
     let body = ''
     request.on('data', (chunk: Buffer) => (body += chunk.toString()))
@@ -42,7 +45,12 @@ beforeAll(async () => {
       if (!healthy) return void response.writeHead(503).end()
       // A receiver that never answers: each attempt runs into the timeout.
       if (request.url === '/hook-dead') return
-      received.push({ id: String(request.headers['webhook-id']), headers: request.headers as Record<string, string>, body, path: request.url ?? '' })
+      received.push({
+        id: String(request.headers['webhook-id']),
+        headers: request.headers as Record<string, string>,
+        body,
+        path: request.url ?? '',
+      })
       response.writeHead(200).end('ok')
     })
   })
@@ -79,7 +87,17 @@ beforeAll(async () => {
     await dispatched
   })
   const api: Api = await createApi({
-    config: { port: 0, builderApiUrl: undefined, adminUi: false, databaseUrl: db.url, redisUrl: REDIS_URL, redisPrefix: redis.prefix, adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, secretsKey: SECRETS_KEY },
+    config: {
+      port: 0,
+      builderApiUrl: undefined,
+      adminUi: false,
+      databaseUrl: db.url,
+      redisUrl: REDIS_URL,
+      redisPrefix: redis.prefix,
+      adminToken: ADMIN_TOKEN,
+      webhookAllowPrivate: true,
+      secretsKey: SECRETS_KEY,
+    },
     chainId: 1,
     store: db.store,
     logger: silentLogger,
@@ -95,11 +113,16 @@ afterAll(async () => {
 })
 
 const admin = (path: string, init: RequestInit = {}) =>
-  fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.body ? { 'Content-Type': 'application/json' } : {}) } })
+  fetch(`${base}${path}`, {
+    ...init,
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.body ? { 'Content-Type': 'application/json' } : {}) },
+  })
 
 describe('a receiver that keeps failing', () => {
   it('gets its subscription disabled with the reason visible, and redeliver sends every event again once it answers', async () => {
-    const created = (await (await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: receiverUrl, events: ['attribution.confirmed'] }) })).json()) as {
+    const created = (await (
+      await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: receiverUrl, events: ['attribution.confirmed'] }) })
+    ).json()) as {
       id: string
       secret: string
     }
@@ -108,18 +131,47 @@ describe('a receiver that keeps failing', () => {
       upsertAttributions(
         client,
         1,
-        txs.map((tx) => ({ txHash: tx, userOpHash: '', builderCode: 'bc_x', codeIndex: 0, role: null, registry: null, sender: hash(9).slice(0, 42), schemaId: 0, codes: ['bc_x'], from: hash(9).slice(0, 42), to: null })),
-        new Map(txs.map((tx, i) => [tx, { hash: tx, blockNumber: 7, blockHash: hash(7), blockTimestamp: 1_700_000_000, transactionIndex: i, status: 'confirmed' as const }])),
+        txs.map((tx) => ({
+          txHash: tx,
+          userOpHash: '',
+          builderCode: 'bc_x',
+          codeIndex: 0,
+          role: null,
+          registry: null,
+          sender: hash(9).slice(0, 42),
+          schemaId: 0,
+          codes: ['bc_x'],
+          from: hash(9).slice(0, 42),
+          to: null,
+        })),
+        new Map(
+          txs.map((tx, i) => [
+            tx,
+            {
+              hash: tx,
+              blockNumber: 7,
+              blockHash: hash(7),
+              blockTimestamp: 1_700_000_000,
+              transactionIndex: i,
+              status: 'confirmed' as const,
+            },
+          ]),
+        ),
         new Map(),
       ),
     )
 
     type Shown = { status: string; consecutiveFailures: number; disabledReason: string | null }
-    await waitFor(async () => ((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status === 'disabled', 'the subscription to be disabled')
+    await waitFor(
+      async () => ((await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown).status === 'disabled',
+      'the subscription to be disabled',
+    )
     const shown = (await (await admin(`/v1/webhooks/${created.id}`)).json()) as Shown
     expect(shown.consecutiveFailures).toBe(MAX_FAILURES)
     expect(shown.disabledReason).toBe(`${MAX_FAILURES} consecutive failed deliveries; last: HTTP 503`)
-    const { items } = (await (await admin(`/v1/webhooks/${created.id}/deliveries`)).json()) as { items: { ok: boolean; httpStatus: number; durationMs: number }[] }
+    const { items } = (await (await admin(`/v1/webhooks/${created.id}/deliveries`)).json()) as {
+      items: { ok: boolean; httpStatus: number; durationMs: number }[]
+    }
     expect(items.length).toBeGreaterThanOrEqual(MAX_FAILURES)
     expect(items.every((d) => !d.ok && d.httpStatus === 503 && d.durationMs >= 0)).toBe(true)
     expect(received).toHaveLength(0)
@@ -142,21 +194,50 @@ async function commit(txs: string[], code: string) {
     upsertAttributions(
       client,
       1,
-      txs.map((tx) => ({ txHash: tx, userOpHash: '', builderCode: code, codeIndex: 0, role: null, registry: null, sender, schemaId: 0, codes: [code], from: sender, to: null })),
-      new Map(txs.map((tx, i) => [tx, { hash: tx, blockNumber: 8, blockHash: hash(8), blockTimestamp: 1_700_000_000, transactionIndex: i, status: 'confirmed' as const }])),
+      txs.map((tx) => ({
+        txHash: tx,
+        userOpHash: '',
+        builderCode: code,
+        codeIndex: 0,
+        role: null,
+        registry: null,
+        sender,
+        schemaId: 0,
+        codes: [code],
+        from: sender,
+        to: null,
+      })),
+      new Map(
+        txs.map((tx, i) => [
+          tx,
+          {
+            hash: tx,
+            blockNumber: 8,
+            blockHash: hash(8),
+            blockTimestamp: 1_700_000_000,
+            transactionIndex: i,
+            status: 'confirmed' as const,
+          },
+        ]),
+      ),
       new Map(),
     ),
   )
 }
 
 async function subscribe(path: string, code: string): Promise<string> {
-  const response = await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: `${receiverUrl}${path}`, events: ['attribution.confirmed'], builderCodes: [code] }) })
+  const response = await admin('/v1/webhooks', {
+    method: 'POST',
+    body: JSON.stringify({ url: `${receiverUrl}${path}`, events: ['attribution.confirmed'], builderCodes: [code] }),
+  })
   expect(response.status).toBe(201)
   return ((await response.json()) as { id: string }).id
 }
 
 const eventIdsOf = async (code: string) =>
-  (await db.store.pool.query<{ id: string }>(`SELECT id::text FROM webhook_events WHERE builder_code = $1 ORDER BY id`, [code])).rows.map((r) => r.id)
+  (await db.store.pool.query<{ id: string }>(`SELECT id::text FROM webhook_events WHERE builder_code = $1 ORDER BY id`, [code])).rows.map(
+    (r) => r.id,
+  )
 const receivedAt = (path: string) => received.filter((r) => r.path === `/hook${path}`).map((r) => r.id)
 
 describe('owed deliveries live in PostgreSQL', () => {
@@ -167,7 +248,10 @@ describe('owed deliveries live in PostgreSQL', () => {
     await worker.worker.pause()
     const txs = Array.from({ length: 40 }, (_, i) => hash(1_000 + i))
     await commit(txs, 'bc_flush')
-    await waitFor(async () => (await owed()) === txs.length && (await queue.queue.getWaitingCount()) > 0, 'the owed deliveries and their drain')
+    await waitFor(
+      async () => (await owed()) === txs.length && (await queue.queue.getWaitingCount()) > 0,
+      'the owed deliveries and their drain',
+    )
     // Every queued drain is gone, as after a Redis FLUSHALL (only this test's keys: the Redis is shared).
     await clearRedisPrefix(REDIS_URL, redisPrefix)
     worker.worker.resume()
@@ -198,7 +282,9 @@ describe('database errors', () => {
     const id = await subscribe('-dberror', 'bc_dberror')
     const owed = async () => (await db.store.pool.query(`SELECT 1 FROM webhook_outstanding WHERE subscription_id = $1`, [id])).rows.length
     // Recording this subscription's attempts fails while the constraint is there.
-    await db.store.pool.query(`ALTER TABLE webhook_deliveries ADD CONSTRAINT test_refuse_attempts CHECK (subscription_id <> '${id}') NOT VALID`)
+    await db.store.pool.query(
+      `ALTER TABLE webhook_deliveries ADD CONSTRAINT test_refuse_attempts CHECK (subscription_id <> '${id}') NOT VALID`,
+    )
     try {
       await commit([hash(5_001)], 'bc_dberror')
       await waitFor(async () => receivedAt('-dberror').length >= 2, 'attempts whose recording failed')
@@ -238,13 +324,20 @@ describe('signing secrets', () => {
   it('are sealed at rest, and after a rotation both the old and the new one sign until the overlap ends', async () => {
     healthy = true
     const created = (await (
-      await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: `${receiverUrl}-rotate`, events: ['attribution.confirmed'], builderCodes: ['bc_rotate'] }) })
+      await admin('/v1/webhooks', {
+        method: 'POST',
+        body: JSON.stringify({ url: `${receiverUrl}-rotate`, events: ['attribution.confirmed'], builderCodes: ['bc_rotate'] }),
+      })
     ).json()) as { id: string; secret: string }
-    const stored = (await db.store.pool.query(`SELECT secret FROM webhook_subscriptions WHERE id = $1`, [created.id])).rows[0].secret as string
+    const stored = (await db.store.pool.query(`SELECT secret FROM webhook_subscriptions WHERE id = $1`, [created.id])).rows[0]
+      .secret as string
     expect(stored).toMatch(/^enc:v1:/)
     expect(stored).not.toContain(created.secret.slice('whsec_'.length))
 
-    const rotated = await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: 3_600 }) })
+    const rotated = await admin(`/v1/webhooks/${created.id}/rotate-secret`, {
+      method: 'POST',
+      body: JSON.stringify({ overlapSeconds: 3_600 }),
+    })
     expect(rotated.status).toBe(200)
     const { secret, previousSecretExpiresAt } = (await rotated.json()) as { secret: string; previousSecretExpiresAt: string }
     expect(secret).toMatch(/^whsec_/)
@@ -256,10 +349,13 @@ describe('signing secrets', () => {
     await waitFor(async () => receivedAt('-rotate').length === 1, 'the delivery signed twice')
     const delivery = received.find((r) => r.path === '/hook-rotate')!
     expect(delivery.headers['webhook-signature']!.split(' ')).toHaveLength(2)
-    for (const s of [secret, created.secret]) expect(new Webhook(s).verify(delivery.body, delivery.headers)).toEqual(JSON.parse(delivery.body))
+    for (const s of [secret, created.secret])
+      expect(new Webhook(s).verify(delivery.body, delivery.headers)).toEqual(JSON.parse(delivery.body))
 
     // Without an overlap the old secret stops signing at once.
-    const again = (await (await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: 0 }) })).json()) as { secret: string }
+    const again = (await (
+      await admin(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', body: JSON.stringify({ overlapSeconds: 0 }) })
+    ).json()) as { secret: string }
     await commit([hash(3_002)], 'bc_rotate')
     await waitFor(async () => receivedAt('-rotate').length === 2, 'the delivery signed once')
     const last = received.filter((r) => r.path === '/hook-rotate').at(-1)!

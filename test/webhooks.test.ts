@@ -95,7 +95,14 @@ const admin = (path: string, init: RequestInit = {}) =>
   })
 
 async function send(from: number, code: string, seq: number, nonce?: number): Promise<Hex> {
-  return rawSignedTx(devnet.url, { from, to: emitter, data: encodeEmitMany(1, seq, '0x01'), suffix: Attribution.toDataSuffix({ codes: [code] }), gas: 300_000n, nonce })
+  return rawSignedTx(devnet.url, {
+    from,
+    to: emitter,
+    data: encodeEmitMany(1, seq, '0x01'),
+    suffix: Attribution.toDataSuffix({ codes: [code] }),
+    gas: 300_000n,
+    nonce,
+  })
 }
 
 async function submit(raw: Hex): Promise<Hash> {
@@ -114,7 +121,10 @@ beforeAll(async () => {
   emitter = await deployOnDevnet(devnet, artifacts.Emitter)
   db = await createTestDatabase()
   const redis = createTestRedisPrefix()
-  cleanups.push(() => db.drop(), () => redis.cleanup())
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
   const port = await freePort()
   api = `http://127.0.0.1:${port}`
   const env = {
@@ -135,7 +145,10 @@ beforeAll(async () => {
   }
   daemon = spawnTs('src/main.ts', [], env)
   worker = spawnTs('src/main.ts', ['--role', 'worker'], { ...env, PORT: '0' })
-  cleanups.push(() => daemon.kill('SIGKILL'), () => worker.kill('SIGKILL'))
+  cleanups.push(
+    () => daemon.kill('SIGKILL'),
+    () => worker.kill('SIGKILL'),
+  )
   await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
 }, 120_000)
 
@@ -163,10 +176,18 @@ describe('webhook subscriptions', () => {
     }
     expect((await admin('/v1/webhooks/wh_0000000000000000')).status).toBe(404)
 
-    const created = await admin('/v1/webhooks', { method: 'POST', body: JSON.stringify({ url: 'https://example.com/hook', events: ['attribution.confirmed'] }) })
+    const created = await admin('/v1/webhooks', {
+      method: 'POST',
+      body: JSON.stringify({ url: 'https://example.com/hook', events: ['attribution.confirmed'] }),
+    })
     expect(created.status).toBe(201)
     const subscription = (await created.json()) as { id: string; secret: string }
-    expect(subscription).toMatchObject({ id: expect.stringMatching(/^wh_/), secret: expect.stringMatching(/^whsec_/), status: 'active', builderCodes: null })
+    expect(subscription).toMatchObject({
+      id: expect.stringMatching(/^wh_/),
+      secret: expect.stringMatching(/^whsec_/),
+      status: 'active',
+      builderCodes: null,
+    })
     const shown = await (await admin(`/v1/webhooks/${subscription.id}`)).json()
     expect(shown).not.toHaveProperty('secret')
     expect((await admin(`/v1/webhooks/${subscription.id}`, { method: 'DELETE' })).status).toBe(204)
@@ -225,7 +246,10 @@ describe('webhook subscriptions', () => {
     // A pre-confirmed transaction that is dropped: pending, then removed.
     const dropped = await submit(await send(8, codeA, 4))
     const keptB = await submit(await send(6, codeB, 5))
-    await waitFor(async () => typesOf(await events(), dropped).includes('attribution.pending'), 'the pending event of the dropped transaction')
+    await waitFor(
+      async () => typesOf(await events(), dropped).includes('attribution.pending'),
+      'the pending event of the dropped transaction',
+    )
     expect(await devnet.dropTransaction(dropped)).toBe(true)
     await devnet.mine()
     await waitFor(async () => typesOf(await events(), dropped).includes('attribution.removed'), 'the removal of the dropped transaction')
@@ -264,12 +288,21 @@ describe('webhook subscriptions', () => {
     const sealed = (tx: Hash) => typesOf(published, tx).filter((type, i) => !(i === 0 && type === 'attribution.pending'))
     expect(sealed(keptB)).toEqual(['attribution.confirmed'])
     for (const tx of [orphanA, orphanB]) expect(sealed(tx)).toEqual(['attribution.confirmed', 'attribution.removed'])
-    expect(published.filter((e) => e.builderCode === codeA && e.type === 'attribution.confirmed' && e.sender === anvilAccount(9).address.toLowerCase())).toHaveLength(1)
+    expect(
+      published.filter(
+        (e) => e.builderCode === codeA && e.type === 'attribution.confirmed' && e.sender === anvilAccount(9).address.toLowerCase(),
+      ),
+    ).toHaveLength(1)
 
     for (const [receiver, subscription] of subscriptions) {
       const expected = published.filter((e) => matchesSubscription(subscription, e)).map((e) => String(e.id))
       expect(expected.length).toBeGreaterThan(0)
-      await waitFor(async () => new Set(receiver.received.map((r) => r.id)).size >= expected.length, `deliveries to ${receiver.url}`, 120_000, 500)
+      await waitFor(
+        async () => new Set(receiver.received.map((r) => r.id)).size >= expected.length,
+        `deliveries to ${receiver.url}`,
+        120_000,
+        500,
+      )
       const ids = new Set(receiver.received.map((r) => r.id))
       expect([...ids].sort()).toEqual([...expected].sort())
       for (const r of receiver.received) {
@@ -290,7 +323,9 @@ describe('webhook subscriptions', () => {
 
     // The failing receiver's attempts are recorded, with their errors.
     const flakyId = subscriptions.get(flaky)!.id
-    const { items } = (await (await admin(`/v1/webhooks/${flakyId}/deliveries?limit=500`)).json()) as { items: { ok: boolean; error: string | null }[] }
+    const { items } = (await (await admin(`/v1/webhooks/${flakyId}/deliveries?limit=500`)).json()) as {
+      items: { ok: boolean; error: string | null }[]
+    }
     expect(items.some((d) => d.ok)).toBe(true)
     expect(items.some((d) => !d.ok && d.error === 'HTTP 500')).toBe(true)
     expect(items.some((d) => !d.ok && d.error?.includes('no answer within'))).toBe(true)
@@ -304,7 +339,10 @@ describe('webhook subscriptions', () => {
     // Redelivery sends the healthy receiver's events again from an id on.
     const before = healthy.received.length
     const from = healthy.received.map((r) => Number(r.id)).sort((a, b) => a - b)[0]!
-    const redeliver = await admin(`/v1/webhooks/${subscriptions.get(healthy)!.id}/redeliver`, { method: 'POST', body: JSON.stringify({ fromEventId: from }) })
+    const redeliver = await admin(`/v1/webhooks/${subscriptions.get(healthy)!.id}/redeliver`, {
+      method: 'POST',
+      body: JSON.stringify({ fromEventId: from }),
+    })
     expect(redeliver.status).toBe(202)
     const { queued } = (await redeliver.json()) as { queued: number }
     expect(queued).toBe(new Set(healthy.received.map((r) => r.id)).size)

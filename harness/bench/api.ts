@@ -39,7 +39,17 @@ export async function runApiLatency({ adminDatabaseUrl, rows, clients, codes, se
     const seedMs = performance.now() - started
     say(`  ${clients} clients over ${codes} codes, ${sessions} sessions of up to ${pages} pages and the stats…`)
     let output: ApiBenchOutput | undefined
-    const args = ['--clients', String(clients), '--codes', String(codes), '--sessions', String(sessions), '--pages', String(pages), '--json']
+    const args = [
+      '--clients',
+      String(clients),
+      '--codes',
+      String(codes),
+      '--sessions',
+      String(sessions),
+      '--pages',
+      String(pages),
+      '--json',
+    ]
     await run('harness/bench/apiLoad.ts', args, env, (line) => {
       if (line.startsWith('{')) output = JSON.parse(line) as ApiBenchOutput
     })

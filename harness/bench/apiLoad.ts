@@ -93,7 +93,10 @@ async function startServer(chainId: number): Promise<{ base: string; pid: number
   let timer: NodeJS.Timeout | undefined
   const failed = new Promise<never>((_, reject) => {
     void server.exited.then((code) => reject(new Error(`the API server exited with ${code}:\n${server.stderrTail()}`)))
-    timer = setTimeout(() => reject(new Error(`the API server did not listen within ${SERVER_START_TIMEOUT_MS} ms:\n${server.stderrTail()}`)), SERVER_START_TIMEOUT_MS)
+    timer = setTimeout(
+      () => reject(new Error(`the API server did not listen within ${SERVER_START_TIMEOUT_MS} ms:\n${server.stderrTail()}`)),
+      SERVER_START_TIMEOUT_MS,
+    )
   })
   try {
     return { base: await Promise.race([base, failed]), pid: server.pid, stop: () => server.kill() }
@@ -141,14 +144,19 @@ async function main(): Promise<void> {
     await store.close()
   }
   if (seeded.length < codeCount) {
-    process.stderr.write(`bench-api: ${seeded.length} codes hold attributions on chain ${chainId}, ${codeCount} wanted; run harness/bench/seedAttributions.ts first\n`)
+    process.stderr.write(
+      `bench-api: ${seeded.length} codes hold attributions on chain ${chainId}, ${codeCount} wanted; run harness/bench/seedAttributions.ts first\n`,
+    )
     process.exit(1)
   }
   const rows = seeded.reduce((sum, code) => sum + Number(code.n), 0)
   // Evenly by rank, from the hottest code to the coldest ones; int8 counts arrive as strings.
   const used = Array.from({ length: codeCount }, (_, i) => seeded[Math.floor((i * seeded.length) / codeCount)]!)
   const random = seededRandom(50)
-  const order = used.map((code) => ({ code, key: random() })).sort((a, b) => a.key - b.key).map(({ code }) => code.builder_code)
+  const order = used
+    .map((code) => ({ code, key: random() }))
+    .sort((a, b) => a.key - b.key)
+    .map(({ code }) => code.builder_code)
 
   const server = await startServer(chainId)
   const base = server.base
@@ -191,7 +199,8 @@ async function main(): Promise<void> {
     const code = order[index % order.length]!
     const list = `/v1/attributions?builderCode=${code}`
     let cursor = nextCursorOf(await get(agent, API_ROUTES.firstPage, list))
-    for (let page = 1; page < pages && cursor; page++) cursor = nextCursorOf(await get(agent, API_ROUTES.nextPage, `${list}&cursor=${cursor}`))
+    for (let page = 1; page < pages && cursor; page++)
+      cursor = nextCursorOf(await get(agent, API_ROUTES.nextPage, `${list}&cursor=${cursor}`))
     await get(agent, API_ROUTES.statsByDay, `/v1/builder-codes/${code}/stats`)
     await get(agent, API_ROUTES.statsByHour, `/v1/builder-codes/${code}/stats?interval=hour`)
     if (index % LEADERBOARD_EVERY === LEADERBOARD_EVERY - 1) await get(agent, API_ROUTES.leaderboard, '/v1/leaderboard')
@@ -226,9 +235,17 @@ async function main(): Promise<void> {
       return { route, requests: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), maxMs: sorted.at(-1)! }
     }
     const routes = Object.values(API_ROUTES)
-      .map((route) => figures(route, samples.filter((s) => s.route === route).map((s) => s.ms)))
+      .map((route) =>
+        figures(
+          route,
+          samples.filter((s) => s.route === route).map((s) => s.ms),
+        ),
+      )
       .filter((r) => r.requests > 0)
-    const overall = figures('all', samples.map((s) => s.ms))
+    const overall = figures(
+      'all',
+      samples.map((s) => s.ms),
+    )
     output = {
       rows,
       codes: {
@@ -263,14 +280,14 @@ async function main(): Promise<void> {
   const count = (n: number) => Math.round(n).toLocaleString('en-US')
   const ms = (n: number) => `${n.toFixed(2).padStart(8)} ms`
   process.stdout.write(
-    [
+    `${[
       `codetrail API bench: ${count(rows)} attributions on chain ${chainId}; PostgreSQL ${version}; ${cpus().length} cores`,
       `${clients} clients, each its own keep-alive connection; ${sessions} sessions over ${used.length} of ${seeded.length} codes ` +
         `(rows per code: hottest ${count(output.codes.hottestRows)}, median ${count(output.codes.medianRows)}, coldest ${count(output.codes.coldestRows)}), up to ${pages} pages each`,
       ...output.routes.map((r) => `${r.route.padEnd(64)} p50 ${ms(r.p50Ms)}   p99 ${ms(r.p99Ms)}   max ${ms(r.maxMs)}   (n=${r.requests})`),
       `${'all requests'.padEnd(64)} p50 ${ms(output.overall.p50Ms)}   p99 ${ms(output.overall.p99Ms)}   ${count(output.requestsPerSec)} requests/s (${output.requests} in ${output.seconds.toFixed(1)} s)`,
       `CPU per request: API process ${output.cpuMsPerRequest.api.toFixed(2)} ms, PostgreSQL backends ${output.cpuMsPerRequest.postgres.toFixed(2)} ms`,
-    ].join('\n') + '\n',
+    ].join('\n')}\n`,
   )
 }
 

@@ -113,9 +113,16 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         if (event?.event === 'message' && event.done && event.nodeCalls) {
           nodeCalls = event.nodeCalls
           nodeRequests = event.nodeRequests ?? 0
-          if (event.gas) gas = { ms: event.gas.seconds * 1000, nodeCalls: event.gas.nodeCalls, nodeRequests: event.gas.nodeRequests, left: event.gas.left }
+          if (event.gas)
+            gas = {
+              ms: event.gas.seconds * 1000,
+              nodeCalls: event.gas.nodeCalls,
+              nodeRequests: event.gas.nodeRequests,
+              left: event.gas.left,
+            }
         }
-        if (event?.event === 'progress' && event.blocksDone !== undefined && event.blocksTotal) progress.push({ at, share: event.blocksDone / event.blocksTotal })
+        if (event?.event === 'progress' && event.blocksDone !== undefined && event.blocksTotal)
+          progress.push({ at, share: event.blocksDone / event.blocksTotal })
       },
       onStderrLine: (line, at) => {
         const entry = parseJson<StderrLine & { logs?: number }>(line)
@@ -126,7 +133,8 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
         }
       },
     })
-    if (parameters.cpus !== undefined && !pinToCpus(child.pid, parameters.cpus)) throw new Error(`could not pin the backfill to CPUs ${parameters.cpus} with taskset`)
+    if (parameters.cpus !== undefined && !pinToCpus(child.pid, parameters.cpus))
+      throw new Error(`could not pin the backfill to CPUs ${parameters.cpus} with taskset`)
     const watch = watchProcess(child.pid, { node: () => [parameters.nodePid], postgres: () => postgresBackendsOf(db.name) })
     const code = await child.exited
     const processMs = performance.now() - started
@@ -167,7 +175,10 @@ export async function runBackfill(parameters: BackfillRunParameters): Promise<Ba
 }
 
 /** One more backfill with a V8 CPU profile of its main thread, summarised over `functions` during its work. */
-export async function runProfiledBackfill(parameters: BackfillRunParameters, functions: readonly string[]): Promise<ProfileSummary & { path: string }> {
+export async function runProfiledBackfill(
+  parameters: BackfillRunParameters,
+  functions: readonly string[],
+): Promise<ProfileSummary & { path: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'codetrail-bench-profile-'))
   const profiled = await runBackfill({ ...parameters, cpuProfileDir: dir })
   if (!profiled.cpuProfile) throw new Error(`node wrote no CPU profile into ${dir}`)

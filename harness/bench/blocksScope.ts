@@ -95,7 +95,19 @@ export type BlocksScopeParameters = {
  * Every block of `range` with its transactions, `batchSize` blocks per JSON-RPC batch (a plain call
  * when 1), `inFlight` at once, each body parsed once: what any client reading whole blocks must do.
  */
-export async function fetchBlockBodies({ rpcUrl, range, batchSize, inFlight, nodePid }: { rpcUrl: string; range: [number, number]; batchSize: number; inFlight: number; nodePid?: number | undefined }): Promise<BlockBodyPass> {
+export async function fetchBlockBodies({
+  rpcUrl,
+  range,
+  batchSize,
+  inFlight,
+  nodePid,
+}: {
+  rpcUrl: string
+  range: [number, number]
+  batchSize: number
+  inFlight: number
+  nodePid?: number | undefined
+}): Promise<BlockBodyPass> {
   const rpc = createRawRpc(rpcUrl, inFlight)
   type Block = { transactions: unknown[] } | null
   const cpuSpent = startCpuCount(nodePid)
@@ -132,9 +144,14 @@ export async function fetchBlockBodies({ rpcUrl, range, batchSize, inFlight, nod
 }
 
 /** The block-body fetch limit: the range fetched once per batch size, the fastest taken. */
-export async function measureBlockBodyLimit(parameters: { rpcUrl: string; range: [number, number]; nodePid?: number | undefined }): Promise<BlockBodyLimit> {
+export async function measureBlockBodyLimit(parameters: {
+  rpcUrl: string
+  range: [number, number]
+  nodePid?: number | undefined
+}): Promise<BlockBodyLimit> {
   const passes: BlockBodyPass[] = []
-  for (const batchSize of BLOCK_BODY_BATCH_SIZES) passes.push(await fetchBlockBodies({ ...parameters, batchSize, inFlight: BLOCK_BODY_IN_FLIGHT }))
+  for (const batchSize of BLOCK_BODY_BATCH_SIZES)
+    passes.push(await fetchBlockBodies({ ...parameters, batchSize, inFlight: BLOCK_BODY_IN_FLIGHT }))
   const fastest = passes.reduce((best, pass) => (pass.txPerSec > best.txPerSec ? pass : best))
   return { passes, fastest }
 }
@@ -167,10 +184,20 @@ async function measureWithNodeOnOwnCore(
 }
 
 /** The `blocks` part: fixture, anvil, limit and backfill in turn, then the one-job backfill and the node on a core of its own. */
-export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobChunkBlocks, concurrency, rounds, profile, say }: BlocksScopeParameters): Promise<BlocksScopePart> {
+export async function runBlocksScope({
+  size,
+  adminDatabaseUrl,
+  redisUrl,
+  oneJobChunkBlocks,
+  concurrency,
+  rounds,
+  profile,
+  say,
+}: BlocksScopeParameters): Promise<BlocksScopePart> {
   const chunkBlocks = BLOCKS_SCOPE_CHUNK_BLOCKS
   const fixture = await ensureFixture({ size, kind: 'blocks', say })
-  if (fixture.blockTransactions === undefined) throw new Error(`${fixture.name}.meta.json does not say how many transactions its blocks hold: regenerate it (--force)`)
+  if (fixture.blockTransactions === undefined)
+    throw new Error(`${fixture.name}.meta.json does not say how many transactions its blocks hold: regenerate it (--force)`)
   const transactions = fixture.blockTransactions
   const range: [number, number] = [0, fixture.toBlock]
   say(
@@ -180,16 +207,24 @@ export async function runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobC
   try {
     const nodePid = anvil.process.pid!
     const client = createRawRpc(anvil.url, 1)
-    const finalized = await client.call<{ number: string } | null>('eth_getBlockByNumber', ['finalized', false]).finally(() => client.close())
+    const finalized = await client
+      .call<{ number: string } | null>('eth_getBlockByNumber', ['finalized', false])
+      .finally(() => client.close())
     // Blocks above it would be read with their headers first and stored as confirmed: not a backfill of history.
     if (!finalized || Number(finalized.number) < fixture.toBlock) {
-      throw new Error(`anvil's finalized block is ${finalized ? Number(finalized.number) : 'unknown'}, below the fixture's last block ${fixture.toBlock}`)
+      throw new Error(
+        `anvil's finalized block is ${finalized ? Number(finalized.number) : 'unknown'}, below the fixture's last block ${fixture.toBlock}`,
+      )
     }
-    if (oneJobChunkBlocks < range[1] - range[0] + 1) throw new Error(`CHUNK_BLOCKS=${oneJobChunkBlocks} cuts the fixture's ${range[1] - range[0] + 1} blocks into several jobs`)
+    if (oneJobChunkBlocks < range[1] - range[0] + 1)
+      throw new Error(`CHUNK_BLOCKS=${oneJobChunkBlocks} cuts the fixture's ${range[1] - range[0] + 1} blocks into several jobs`)
     const limit = async () => {
-      say(`block-body limit: eth_getBlockByNumber(n, true), batches of ${BLOCK_BODY_BATCH_SIZES.join(' / ')}, ${BLOCK_BODY_IN_FLIGHT} in flight…`)
+      say(
+        `block-body limit: eth_getBlockByNumber(n, true), batches of ${BLOCK_BODY_BATCH_SIZES.join(' / ')}, ${BLOCK_BODY_IN_FLIGHT} in flight…`,
+      )
       const measured = await measureBlockBodyLimit({ rpcUrl: anvil.url, range, nodePid })
-      if (measured.fastest.transactions !== transactions) throw new Error(`the blocks hold ${measured.fastest.transactions} transactions, the fixture ${transactions}`)
+      if (measured.fastest.transactions !== transactions)
+        throw new Error(`the blocks hold ${measured.fastest.transactions} transactions, the fixture ${transactions}`)
       return measured
     }
     const backfillParameters: BackfillRunParameters = {

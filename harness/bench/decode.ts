@@ -81,7 +81,9 @@ export function benchDecode(parameters: BenchDecodeParameters = {}): DecodeBench
     fromJson(
       calls
         .slice(0, HANDLE_OPS_PER_CASE)
-        .map((call) => rpcTransaction(random, 'eip1559', entryPoint, operations(`${call}${suffixes['schema 0, one code'].slice(2)}` as Hex))),
+        .map((call) =>
+          rpcTransaction(random, 'eip1559', entryPoint, operations(`${call}${suffixes['schema 0, one code'].slice(2)}` as Hex)),
+        ),
     )
 
   const cases: DecodeBenchCase[] = [
@@ -166,7 +168,18 @@ function rpcTransaction(random: Random, type: TransactionType, to: string, input
   const fees = { maxFeePerGas: quantity(1e10), maxPriorityFeePerGas: quantity(1e9) }
   const yParity = `0x${Math.floor(random() * 2)}`
   const authorizationList =
-    type === 'eip7702' ? [{ chainId, address: randomHex(random, 20), nonce: quantity(100), yParity: '0x1', r: randomHex(random, 32), s: randomHex(random, 32) }] : undefined
+    type === 'eip7702'
+      ? [
+          {
+            chainId,
+            address: randomHex(random, 20),
+            nonce: quantity(100),
+            yParity: '0x1',
+            r: randomHex(random, 32),
+            s: randomHex(random, 32),
+          },
+        ]
+      : undefined
   return {
     type: type === 'eip7702' ? '0x4' : '0x2',
     ...common,
@@ -223,5 +236,7 @@ function handleOps(version: '0.7' | '0.8', callDatas: Hex[], extra: Partial<User
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   for (const { name, transactionsPerSecond, averageBytes } of benchDecode())
-    process.stdout.write(`${name.padEnd(48)} ${transactionsPerSecond.toLocaleString('en-US').padStart(12)} transactions/s  (avg ${averageBytes} bytes)\n`)
+    process.stdout.write(
+      `${name.padEnd(48)} ${transactionsPerSecond.toLocaleString('en-US').padStart(12)} transactions/s  (avg ${averageBytes} bytes)\n`,
+    )
 }

@@ -104,7 +104,11 @@ export function fixtureSuffix(parameters: FixtureParameters, i: number): Hex | u
   return Attribution.toDataSuffix({ codes: [benchCode((i / parameters.suffixEvery) % parameters.codes)] })
 }
 
-export function fixtureName(size: FixtureSize, parameters: FixtureParameters = FIXTURE_PARAMETERS[size], kind: FixtureKind = 'logs'): string {
+export function fixtureName(
+  size: FixtureSize,
+  parameters: FixtureParameters = FIXTURE_PARAMETERS[size],
+  kind: FixtureKind = 'logs',
+): string {
   const key = createHash('sha256').update(JSON.stringify({ GENERATOR_VERSION, parameters })).digest('hex').slice(0, 10)
   return `${kind === 'logs' ? '' : `${kind}-`}${size}-${key}`
 }
@@ -147,7 +151,9 @@ export async function ensureFixture({ size, kind = 'logs', force = false, say = 
   renameSync(partialPath, statePath)
   writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`)
   const stateBytes = statSync(statePath).size
-  say(`fixture ${name}: ${meta.logs} logs, ${meta.transactions} transactions in blocks ${meta.fromBlock}–${meta.toBlock}, ${(stateBytes / 2 ** 20).toFixed(0)} MiB, ${(meta.generatedMs / 1000).toFixed(1)} s`)
+  say(
+    `fixture ${name}: ${meta.logs} logs, ${meta.transactions} transactions in blocks ${meta.fromBlock}–${meta.toBlock}, ${(stateBytes / 2 ** 20).toFixed(0)} MiB, ${(meta.generatedMs / 1000).toFixed(1)} s`,
+  )
   return { ...meta, statePath, stateBytes }
 }
 
@@ -173,19 +179,38 @@ async function generate(rpcUrl: string, name: string, parameters: FixtureParamet
     transactions += count
     suffixed += Math.ceil(count / parameters.suffixEvery)
     logs += count * segment.logsPerTx
-    if ((index + 1) % parameters.pattern.length === 0) say(`  round ${(index + 1) / parameters.pattern.length} of ${parameters.rounds} done (block ${toBlock})`)
+    if ((index + 1) % parameters.pattern.length === 0)
+      say(`  round ${(index + 1) / parameters.pattern.length} of ${parameters.rounds} done (block ${toBlock})`)
   }
   const client = fixtureClient(rpcUrl)
   if (parameters.tailBlocks) await client.mine({ blocks: parameters.tailBlocks })
-  const counts = await Promise.all(Array.from({ length: toBlock + 1 }, (_, n) => client.getBlockTransactionCount({ blockNumber: BigInt(n) })))
+  const counts = await Promise.all(
+    Array.from({ length: toBlock + 1 }, (_, n) => client.getBlockTransactionCount({ blockNumber: BigInt(n) })),
+  )
   const blockTransactions = counts.reduce((sum, c) => sum + c, 0)
   const chainId = await client.getChainId()
-  return { name, parameters, chainId, fromBlock: fromBlock!, toBlock, logs, transactions, suffixed, blockTransactions, emitter: emitter!, generatedMs: 0 }
+  return {
+    name,
+    parameters,
+    chainId,
+    fromBlock: fromBlock!,
+    toBlock,
+    logs,
+    transactions,
+    suffixed,
+    blockTransactions,
+    emitter: emitter!,
+    generatedMs: 0,
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
-    options: { quick: { type: 'boolean', default: false }, blocks: { type: 'boolean', default: false }, force: { type: 'boolean', default: false } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      blocks: { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
+    },
     strict: true,
   })
   const fixture = await ensureFixture({

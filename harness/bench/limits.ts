@@ -21,7 +21,6 @@ import { blockChunks, createRawRpc, hex } from './rawRpc.js'
 export type BodyRead = 'by-hash' | 'by-block' | 'by-share'
 const TRANSACTIONS_PER_BATCH = 100
 
-
 export type RpcLimitParameters = {
   rpcUrl: string
   range: [number, number]
@@ -69,13 +68,17 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
     const bodyBatches: Task[] = []
     const chunks = blockChunks(range[0], range[1], chunkBlocks)
     const readBodies = (blocks: Map<number, { hashes: Set<string>; leastSize: number }>) => {
-      const whole = [...blocks].filter(([, b]) => bodies === 'by-block' || (bodies === 'by-share' && readsWholeBlock(b.hashes.size, b.leastSize)))
+      const whole = [...blocks].filter(
+        ([, b]) => bodies === 'by-block' || (bodies === 'by-share' && readsWholeBlock(b.hashes.size, b.leastSize)),
+      )
       const sizeAt = new Map(whole.map(([n, b]) => [n, b.leastSize]))
       const hashes = [...blocks].filter(([n]) => !sizeAt.has(n)).flatMap(([, b]) => [...b.hashes])
       // Whole blocks in batches of about 100 transactions, as codetrail batches them.
       for (const slice of slicesOf([...sizeAt.keys()], TRANSACTIONS_PER_BATCH, (n) => sizeAt.get(n)!)) {
         bodyBatches.push(async () => {
-          const answers = await rpc.batch<{ transactions: { input: string }[] } | null>(slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })))
+          const answers = await rpc.batch<{ transactions: { input: string }[] } | null>(
+            slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [hex(n), true] })),
+          )
           calls += slice.length
           requests++
           for (const block of answers) for (const tx of block?.transactions ?? []) bodyBytes += tx.input.length
@@ -83,7 +86,9 @@ export async function measureRpcLimit({ rpcUrl, range, chunkBlocks, concurrency,
       }
       for (const slice of slicesOf(hashes, TRANSACTIONS_PER_BATCH)) {
         bodyBatches.push(async () => {
-          const txs = await rpc.batch<{ input: string } | null>(slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+          const txs = await rpc.batch<{ input: string } | null>(
+            slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })),
+          )
           calls += slice.length
           requests++
           for (const tx of txs) bodyBytes += tx?.input.length ?? 0
@@ -178,12 +183,22 @@ const COPY_TABLE = 'bench_raw_copy'
  * indexes cost). Only the `COPY`s are timed: each round's chunks are fetched and rendered first, then
  * copied together.
  */
-export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBlocks, streams, table: kind }: CopyLimitParameters): Promise<CopyLimit> {
+export async function measureCopyLimit({
+  rpcUrl,
+  pool,
+  chainId,
+  range,
+  chunkBlocks,
+  streams,
+  table: kind,
+}: CopyLimitParameters): Promise<CopyLimit> {
   const table = kind === 'logs' ? 'logs' : COPY_TABLE
   const rpc = createRawRpc(rpcUrl, streams)
   const clients = await Promise.all(Array.from({ length: streams }, () => pool.connect()))
   try {
-    const backendPids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid))
+    const backendPids = await Promise.all(
+      clients.map(async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid),
+    )
     // Null when the database runs elsewhere (no /proc entry for its backends).
     const backendCpu = (): number | null => {
       let sum = 0
@@ -220,12 +235,16 @@ export async function measureCopyLimit({ rpcUrl, pool, chainId, range, chunkBloc
       const started = performance.now()
       await Promise.all(
         rendered.map((pieces, k) =>
-          pipeline(Readable.from(pieces), clients[k]!.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`))),
+          pipeline(
+            Readable.from(pieces),
+            clients[k]!.query(copyStreams.from(`COPY ${table} (${LOG_COPY_COLUMNS.join(', ')}) FROM STDIN (FORMAT binary)`)),
+          ),
         ),
       )
       copyMs += performance.now() - started
       const cpuAfter = backendCpu()
-      backendCpuSec = cpuBefore === null || cpuAfter === null || backendCpuSec === undefined ? undefined : backendCpuSec + cpuAfter - cpuBefore
+      backendCpuSec =
+        cpuBefore === null || cpuAfter === null || backendCpuSec === undefined ? undefined : backendCpuSec + cpuAfter - cpuBefore
     }
     const { rows: size } = await clients[0]!.query<{ bytes: string }>(`SELECT pg_total_relation_size('${table}') AS bytes`)
     await clients[0]!.query(kind === 'logs' ? 'TRUNCATE logs' : `DROP TABLE ${COPY_TABLE}`)

@@ -53,7 +53,14 @@ const WATCH_MS = 20
 // The full fixture is a 635 MiB state dump: seconds on a quiet machine, minutes on a busy one.
 const FIXTURE_LOAD_TIMEOUT_MS = 300_000
 
-const TARGETS = { backfillRatio: 0.8, pendingP99Ms: 300, decodeNoSuffixPerSec: 1_000_000, apiP99Ms: 50, webhookP99Ms: 500, blocksScopeRatio: 0.8 }
+const TARGETS = {
+  backfillRatio: 0.8,
+  pendingP99Ms: 300,
+  decodeNoSuffixPerSec: 1_000_000,
+  apiP99Ms: 50,
+  webhookP99Ms: 500,
+  blocksScopeRatio: 0.8,
+}
 /** Issue 21 point 8, at 5 blocks/s on this machine with the node on it. */
 const TIP_TARGETS = { p99Ms: 300, callsPerBlock: 3, requestsPerBlock: 2.5, corePct: 10, sustainedPerSec: 25 }
 const TIP_BLOCKS_PER_SEC = 5
@@ -61,8 +68,26 @@ const TIP_REORG_EVERY_MS = 60_000
 const TIP_STEPS = [5, 10, 15, 25, 35, 50]
 
 const SIZES = {
-  full: { pendingMs: 30_000, decodeMs: 1_000, apiRows: 10_000_000, apiSessions: 1_000, webhookMs: 30_000, triggerCopyRows: 100_000, tipMs: 300_000, tipStepMs: 20_000 },
-  quick: { pendingMs: 12_000, decodeMs: 300, apiRows: 1_000_000, apiSessions: 400, webhookMs: 10_000, triggerCopyRows: 20_000, tipMs: 60_000, tipStepMs: 10_000 },
+  full: {
+    pendingMs: 30_000,
+    decodeMs: 1_000,
+    apiRows: 10_000_000,
+    apiSessions: 1_000,
+    webhookMs: 30_000,
+    triggerCopyRows: 100_000,
+    tipMs: 300_000,
+    tipStepMs: 20_000,
+  },
+  quick: {
+    pendingMs: 12_000,
+    decodeMs: 300,
+    apiRows: 1_000_000,
+    apiSessions: 400,
+    webhookMs: 10_000,
+    triggerCopyRows: 20_000,
+    tipMs: 60_000,
+    tipStepMs: 10_000,
+  },
 }
 const WEBHOOK_EVENTS_PER_SEC = 200
 const PENDING_TX_PER_SEC = 10
@@ -121,7 +146,9 @@ async function main(): Promise<number> {
   const unknown = positionals.filter((p) => p !== 'all' && !PARTS.includes(p as Part))
   if (values.help || unknown.length > 0) {
     if (unknown.length > 0) say(`bench: unknown part ${unknown.join(', ')}`)
-    say(`usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [--heads poll,ws] [--scope logs,blocks] [all | ${PARTS.join(' ')}]`)
+    say(
+      `usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [--heads poll,ws] [--scope logs,blocks] [all | ${PARTS.join(' ')}]`,
+    )
     return values.help ? 0 : 2
   }
   const size = values.quick ? 'quick' : 'full'
@@ -168,7 +195,9 @@ async function main(): Promise<number> {
   if (parts.has('backfill')) backfill = await benchBackfill(size, adminDatabaseUrl, redisUrl, values.profile)
   if (parts.has('pending')) {
     const ws = values['pending-ws'] ? ' and subscribed to pendingLogs' : ''
-    say(`pending latency: devnet with 2 s blocks, daemon --role scheduler polling every ${PENDING_POLL_MS} ms${ws}, ${PENDING_TX_PER_SEC} tx/s for ${sizing.pendingMs / 1000} s…`)
+    say(
+      `pending latency: devnet with 2 s blocks, daemon --role scheduler polling every ${PENDING_POLL_MS} ms${ws}, ${PENDING_TX_PER_SEC} tx/s for ${sizing.pendingMs / 1000} s…`,
+    )
     pending = await runPendingLatency({
       adminDatabaseUrl,
       redisUrl,
@@ -196,7 +225,9 @@ async function main(): Promise<number> {
     })
   }
   if (parts.has('webhooks')) {
-    say(`webhook latency: outbox trigger cost on a ${count(sizing.triggerCopyRows)}-row COPY, then ${WEBHOOK_EVENTS_PER_SEC} events/s for ${sizing.webhookMs / 1000} s to a local receiver…`)
+    say(
+      `webhook latency: outbox trigger cost on a ${count(sizing.triggerCopyRows)}-row COPY, then ${WEBHOOK_EVENTS_PER_SEC} events/s for ${sizing.webhookMs / 1000} s to a local receiver…`,
+    )
     webhooks = await runWebhookLatency({
       adminDatabaseUrl,
       redisUrl,
@@ -207,13 +238,24 @@ async function main(): Promise<number> {
   }
   if (parts.has('blocks')) {
     say('ATTRIBUTION_SCOPE=blocks at Base density…')
-    blocks = await runBlocksScope({ size, adminDatabaseUrl, redisUrl, oneJobChunkBlocks: CHUNK_BLOCKS, concurrency: CONCURRENCY, rounds: BACKFILL_ROUNDS, profile: values.profile, say })
+    blocks = await runBlocksScope({
+      size,
+      adminDatabaseUrl,
+      redisUrl,
+      oneJobChunkBlocks: CHUNK_BLOCKS,
+      concurrency: CONCURRENCY,
+      rounds: BACKFILL_ROUNDS,
+      profile: values.profile,
+      say,
+    })
   }
 
   if (parts.has('tip')) {
     const runs = (tipScopes as ('logs' | 'blocks')[]).flatMap((scope) => (tipHeads as TipHeads[]).map((heads) => ({ scope, heads })))
     for (const { scope, heads } of runs) {
-      say(`tip: the daemon on the devnet's base profile, ATTRIBUTION_SCOPE=${scope}, ${heads === 'ws' ? 'newHeads over RPC_WS_URL' : 'polling the head'}…`)
+      say(
+        `tip: the daemon on the devnet's base profile, ATTRIBUTION_SCOPE=${scope}, ${heads === 'ws' ? 'newHeads over RPC_WS_URL' : 'polling the head'}…`,
+      )
       tips.push(
         await runTip({
           adminDatabaseUrl,
@@ -245,7 +287,9 @@ async function main(): Promise<number> {
   const cores = cpus().length
   process.stdout.write(
     `\ncodetrail bench (${size}, ${cores} cores, ${((performance.now() - started) / 1000).toFixed(0)} s)` +
-      (backfill ? `: fixture ${backfill.fixture.name}, ${count(backfill.fixture.logs)} logs in blocks ${backfill.fixture.fromBlock}–${backfill.fixture.toBlock}` : '') +
+      (backfill
+        ? `: fixture ${backfill.fixture.name}, ${count(backfill.fixture.logs)} logs in blocks ${backfill.fixture.fromBlock}–${backfill.fixture.toBlock}`
+        : '') +
       `\n\n${formatTable(rows)}\n\nwrote ${RESULTS_PATH}\n`,
   )
   if (!parts.has('api') && results.api.p99Ms === null) process.stdout.write('API figures not measured yet: npm run bench -- api\n')
@@ -262,7 +306,9 @@ async function main(): Promise<number> {
 async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, redisUrl: string, profile: boolean): Promise<BackfillPart> {
   const fixture = await ensureFixture({ size, say })
   const range: [number, number] = [0, fixture.toBlock]
-  say(`fixture ${fixture.name}: ${count(fixture.logs)} logs, ${count(fixture.transactions)} transactions (${count(fixture.suffixed)} with a suffix), blocks ${range[0]}–${range[1]}`)
+  say(
+    `fixture ${fixture.name}: ${count(fixture.logs)} logs, ${count(fixture.transactions)} transactions (${count(fixture.suffixed)} with a suffix), blocks ${range[0]}–${range[1]}`,
+  )
   let loadMs = performance.now()
   const anvil = await startAnvil({ loadState: fixture.statePath, readyTimeoutMs: FIXTURE_LOAD_TIMEOUT_MS })
   loadMs = performance.now() - loadMs
@@ -274,11 +320,25 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
     say(`anvil loaded the fixture in ${(loadMs / 1000).toFixed(1)} s`)
     const rpcLimit = async (bodies: BodyRead) => {
       say(`raw limit: eth_getLogs + transaction bodies ${bodies}, ${CONCURRENCY} requests in flight…`)
-      const measured = await measureRpcLimit({ rpcUrl: anvil.url, range, chunkBlocks: CHUNK_BLOCKS, concurrency: CONCURRENCY, bodies, nodePid: anvil.process.pid })
+      const measured = await measureRpcLimit({
+        rpcUrl: anvil.url,
+        range,
+        chunkBlocks: CHUNK_BLOCKS,
+        concurrency: CONCURRENCY,
+        bodies,
+        nodePid: anvil.process.pid,
+      })
       if (measured.logs !== fixture.logs) throw new Error(`eth_getLogs returned ${measured.logs} logs, the fixture holds ${fixture.logs}`)
       return measured
     }
-    const copyParameters = { rpcUrl: anvil.url, pool: copyDb.pool, chainId: fixture.chainId, range, chunkBlocks: CHUNK_BLOCKS, streams: CONCURRENCY }
+    const copyParameters = {
+      rpcUrl: anvil.url,
+      pool: copyDb.pool,
+      chainId: fixture.chainId,
+      range,
+      chunkBlocks: CHUNK_BLOCKS,
+      streams: CONCURRENCY,
+    }
     const copyLimit = () => {
       say(`raw limit: COPY, ${CONCURRENCY} streams…`)
       return measureCopyLimit({ ...copyParameters, table: 'unindexed' })
@@ -340,7 +400,10 @@ const median = (values: readonly number[]) => {
 }
 const sumOf = (record: Record<string, number>) => Object.values(record).reduce((sum, v) => sum + v, 0)
 
-function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: BackfillPart, results: ReturnType<typeof readResults>): TableRow[] {
+function backfillRows(
+  { fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: BackfillPart,
+  results: ReturnType<typeof readResults>,
+): TableRow[] {
   // Run i sits between limit measurements i and i + 1; its limit is the lower of the two kinds.
   const limits = runs.map((_, i) => {
     const rpcLogsPerSec = mean([rpc[i]!.logsPerSec, rpc[i + 1]!.logsPerSec])
@@ -356,7 +419,8 @@ function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: 
   results.limits = { rpcLogsPerSec: round(rpcLimit), copyRowsPerSec: round(copyLimit) }
   results.backfill = { logs: fixture.logs, logsPerSec: round(logsPerSec), ratioToLimit: round(ratio, 3), peakRssMiB: round(peakRssMiB, 1) }
   const perThousand = (n: number) => (n * 1000) / fixture.logs
-  const rawCpuMsPerThousand = perThousand(median(rpc.map((r) => (r.nodeCpuSec ?? 0) + r.clientCpuSec)) + median(copy.map((c) => c.backendCpuSec ?? 0))) * 1000
+  const rawCpuMsPerThousand =
+    perThousand(median(rpc.map((r) => (r.nodeCpuSec ?? 0) + r.clientCpuSec)) + median(copy.map((c) => c.backendCpuSec ?? 0))) * 1000
   const backfillCpuMsPerThousand = perThousand(median(runs.map((run) => sumOf(run.cpu)))) * 1000
   const calls = runs[0]!.nodeCalls
   return [
@@ -413,7 +477,9 @@ function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: 
     {
       figure: 'gas fill after the ranges (not timed in the ratio)',
       measured: runs.map((run) => `${(run.gas.ms / 1000).toFixed(1)} s`).join(', '),
-      beside: `${perThousand(sumOf(runs[0]!.gas.nodeCalls)).toFixed(1)} calls in ${perThousand(runs[0]!.gas.nodeRequests).toFixed(1)} requests per 1,000 logs (${Object.entries(runs[0]!.gas.nodeCalls)
+      beside: `${perThousand(sumOf(runs[0]!.gas.nodeCalls)).toFixed(1)} calls in ${perThousand(runs[0]!.gas.nodeRequests).toFixed(1)} requests per 1,000 logs (${Object.entries(
+        runs[0]!.gas.nodeCalls,
+      )
         .map(([method, n]) => `${method} ${perThousand(n).toFixed(1)}`)
         .join(', ')}); ${runs[0]!.gas.left} left owed`,
     },
@@ -421,8 +487,15 @@ function backfillRows({ fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: 
       figure: '',
       measured: `CPU cost of 1,000 logs, every process counted (steadier than rates on a shared machine): raw fetch + COPY ${rawCpuMsPerThousand.toFixed(0)} ms, codetrail's backfill ${backfillCpuMsPerThousand.toFixed(0)} ms (${pct(rawCpuMsPerThousand / backfillCpuMsPerThousand)})`,
     },
-    { figure: 'backfill peak RSS', measured: `${peakRssMiB.toFixed(0)} MiB`, beside: 'the backfill process (its worker included), highest VmHWM' },
-    { figure: '', measured: `anvil loaded the ${(fixture.stateBytes / 2 ** 20).toFixed(0)} MiB state dump in ${(loadMs / 1000).toFixed(1)} s` },
+    {
+      figure: 'backfill peak RSS',
+      measured: `${peakRssMiB.toFixed(0)} MiB`,
+      beside: 'the backfill process (its worker included), highest VmHWM',
+    },
+    {
+      figure: '',
+      measured: `anvil loaded the ${(fixture.stateBytes / 2 ** 20).toFixed(0)} MiB state dump in ${(loadMs / 1000).toFixed(1)} s`,
+    },
   ]
 }
 
@@ -480,7 +553,10 @@ function decodeRows(cases: DecodeBenchCase[], results: ReturnType<typeof readRes
       verdict: verdict(noSuffix >= TARGETS.decodeNoSuffixPerSec),
     },
     { figure: 'attributeTransaction, schema 0 suffix', measured: `${count(withSuffix)} tx/s` },
-    ...cases.map((c) => ({ figure: '', measured: `${c.name}: ${count(c.transactionsPerSecond)} tx/s (avg ${c.averageBytes} bytes of input)` })),
+    ...cases.map((c) => ({
+      figure: '',
+      measured: `${c.name}: ${count(c.transactionsPerSecond)} tx/s (avg ${c.averageBytes} bytes of input)`,
+    })),
   ]
 }
 
@@ -494,7 +570,10 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
       beside: `p99 < ${TARGETS.apiP99Ms} ms at ${count(run.rows)} attributions, ${run.clients} clients over ${codes.used} codes`,
       verdict: verdict(run.p99Ms < TARGETS.apiP99Ms),
     },
-    ...run.routes.map((r) => ({ figure: '', measured: `${r.route}: ${r.p50Ms.toFixed(1)} / ${r.p99Ms.toFixed(1)} ms, max ${r.maxMs.toFixed(0)} ms (n=${r.requests})` })),
+    ...run.routes.map((r) => ({
+      figure: '',
+      measured: `${r.route}: ${r.p50Ms.toFixed(1)} / ${r.p99Ms.toFixed(1)} ms, max ${r.maxMs.toFixed(0)} ms (n=${r.requests})`,
+    })),
     {
       figure: 'API throughput',
       measured: `${count(run.requestsPerSec)} requests/s`,
@@ -513,7 +592,12 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
 
 function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): TableRow[] {
   const overhead = run.copy.withTriggerMs / run.copy.withoutTriggerMs - 1
-  results.webhooks = { p50Ms: round(run.p50Ms, 1), p99Ms: round(run.p99Ms, 1), barePostsPerSec: round(run.barePostsPerSec), triggerCopyOverhead: round(overhead, 3) }
+  results.webhooks = {
+    p50Ms: round(run.p50Ms, 1),
+    p99Ms: round(run.p99Ms, 1),
+    barePostsPerSec: round(run.barePostsPerSec),
+    triggerCopyOverhead: round(overhead, 3),
+  }
   return [
     {
       figure: 'webhook delivery p50 / p99',
@@ -521,7 +605,10 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
       beside: `p99 < ${TARGETS.webhookP99Ms} ms at ${WEBHOOK_EVENTS_PER_SEC} events/s, commit → receiver's 2xx`,
       verdict: verdict(run.p99Ms < TARGETS.webhookP99Ms && run.missing === 0),
     },
-    { figure: '', measured: `${count(run.events)} events, max ${run.maxMs.toFixed(0)} ms, ${run.missing} not delivered within the drain time` },
+    {
+      figure: '',
+      measured: `${count(run.events)} events, max ${run.maxMs.toFixed(0)} ms, ${run.missing} not delivered within the drain time`,
+    },
     {
       figure: 'webhook backlog recovery',
       measured: `${(run.recovery.fromFirstSuccessMs / 1000).toFixed(2)} s`,
@@ -532,7 +619,11 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
       figure: '',
       measured: `CPU per 1,000 events: daemon ${run.cpuMsPerThousand.daemon.toFixed(0)} ms, its PostgreSQL backends ${run.cpuMsPerThousand.postgres.toFixed(0)} ms`,
     },
-    { figure: 'bare HTTP POST loop (limit)', measured: `${count(run.barePostsPerSec)} posts/s`, beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms` },
+    {
+      figure: 'bare HTTP POST loop (limit)',
+      measured: `${count(run.barePostsPerSec)} posts/s`,
+      beside: `sequential fetch to the same receiver, p50 ${run.barePostP50Ms.toFixed(1)} ms`,
+    },
     {
       figure: 'outbox trigger on a COPY',
       measured: `${overhead >= 0 ? '+' : ''}${pct(overhead)}`,
@@ -548,7 +639,15 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
 
 /** A delay breakdown as one line, largest part first. */
 function partsText(parts: DelayParts): string {
-  const names: Record<keyof DelayParts, string> = { busy: 'previous step', idle: 'waiting for the head', head: 'head read', read: 'batch read', attribute: 'attribution', store: 'DB transaction', seen: 'commit → seen' }
+  const names: Record<keyof DelayParts, string> = {
+    busy: 'previous step',
+    idle: 'waiting for the head',
+    head: 'head read',
+    read: 'batch read',
+    attribute: 'attribution',
+    store: 'DB transaction',
+    seen: 'commit → seen',
+  }
   return (Object.entries(parts) as [keyof DelayParts, number][])
     .sort((a, b) => b[1] - a[1])
     .map(([key, ms]) => `${names[key]} ${ms.toFixed(0)}`)
@@ -566,7 +665,8 @@ function tipRows(run: TipRun, results: ReturnType<typeof readResults>): TableRow
     pendingRows: run.pendingRowsWritten,
     sustainedPerSec: run.sustainedPerSec === null ? null : round(run.sustainedPerSec, 1),
   }
-  results[run.heads === 'ws' ? (run.scope === 'logs' ? 'tipWs' : 'tipWsBlocksScope') : run.scope === 'logs' ? 'tip' : 'tipBlocksScope'] = figures
+  results[run.heads === 'ws' ? (run.scope === 'logs' ? 'tipWs' : 'tipWsBlocksScope') : run.scope === 'logs' ? 'tip' : 'tipBlocksScope'] =
+    figures
   const byMethod = Object.entries(run.calls.byMethod)
     .sort((a, b) => b[1] - a[1])
     .map(([method, n]) => `${method} ${n.toFixed(2)}`)
@@ -735,7 +835,9 @@ function profileText(summary: ProfileSummary & { path: string }): string {
   const lines = [
     `backfill CPU profile (main thread, during the work): ${(busy / 1000).toFixed(1)} s busy of ${(summary.totalMs / 1000).toFixed(1)} s sampled; ${summary.path}`,
     'self time by where it was spent:',
-    ...summary.byPlace.filter((p) => p.share >= 0.01).map((p) => `  ${p.name.padEnd(28)} ${pct(p.share).padStart(5)}  ${(p.ms / 1000).toFixed(2)} s`),
+    ...summary.byPlace
+      .filter((p) => p.share >= 0.01)
+      .map((p) => `  ${p.name.padEnd(28)} ${pct(p.share).padStart(5)}  ${(p.ms / 1000).toFixed(2)} s`),
     'inclusive time of (synchronous stretches of):',
     ...summary.inclusive.map((p) => `  ${p.name.padEnd(28)} ${pct(p.share).padStart(5)}  ${(p.ms / 1000).toFixed(2)} s`),
   ]

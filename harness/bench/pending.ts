@@ -123,9 +123,13 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
 
     // Logs are keyed by (transaction, ordinal in it): a pending log's index moves when its transaction moves to the next block.
     every(async () => {
-      const logs = await rpc.call<{ transactionHash: string; logIndex: string }[]>('eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending' }])
+      const logs = await rpc.call<{ transactionHash: string; logIndex: string }[]>('eth_getLogs', [
+        { fromBlock: 'pending', toBlock: 'pending' },
+      ])
       const now = performance.now()
-      for (const key of logKeys(logs.map((log) => ({ hash: log.transactionHash.toLowerCase(), group: '', logIndex: Number(log.logIndex) })))) {
+      for (const key of logKeys(
+        logs.map((log) => ({ hash: log.transactionHash.toLowerCase(), group: '', logIndex: Number(log.logIndex) })),
+      )) {
         if (!served.has(key)) served.set(key, { servedAt: now, measured: measuring })
       }
     })
@@ -137,14 +141,15 @@ export async function runPendingLatency(parameters: PendingRunParameters): Promi
     every(async () => {
       const outstanding = [...hashes]
       if (outstanding.length === 0) return
-      const { rows } = await readable
-        .query<{ transaction_hash: string; block_hash: string; log_index: number; status: string }>(
-          'SELECT transaction_hash, block_hash, log_index, status FROM analytics.logs WHERE chain_id = $1 AND transaction_hash = ANY($2)',
-          [chainId, outstanding],
-        )
+      const { rows } = await readable.query<{ transaction_hash: string; block_hash: string; log_index: number; status: string }>(
+        'SELECT transaction_hash, block_hash, log_index, status FROM analytics.logs WHERE chain_id = $1 AND transaction_hash = ANY($2)',
+        [chainId, outstanding],
+      )
       const now = performance.now()
       const status = new Map(rows.map((row) => [`${row.transaction_hash}:${row.block_hash}:${row.log_index}`, row.status]))
-      for (const [key, where] of logKeysWithGroup(rows.map((row) => ({ hash: row.transaction_hash, group: row.block_hash, logIndex: row.log_index })))) {
+      for (const [key, where] of logKeysWithGroup(
+        rows.map((row) => ({ hash: row.transaction_hash, group: row.block_hash, logIndex: row.log_index })),
+      )) {
         anyReadable = true
         const entry = served.get(key)
         if (entry && entry.readableAt === undefined) {
@@ -263,7 +268,9 @@ async function drainUntilCaughtUp({ rpc, pool, chainId, sender, nextNonce, settl
         if (head === null && Number(await rpc.call<string>('eth_getTransactionCount', [sender, 'latest'])) >= nextNonce)
           head = Number(await rpc.call<string>('eth_blockNumber', []))
         if (head !== null) {
-          const { rows } = await pool.query<{ live_block: string | null }>('SELECT live_block FROM chain_state WHERE chain_id = $1', [chainId])
+          const { rows } = await pool.query<{ live_block: string | null }>('SELECT live_block FROM chain_state WHERE chain_id = $1', [
+            chainId,
+          ])
           liveBlock = rows[0]?.live_block == null ? null : Number(rows[0].live_block)
           if (liveBlock !== null && liveBlock >= head) caughtUpAt = performance.now()
         }
@@ -320,4 +327,3 @@ function logKeysWithGroup(logs: readonly KeyedLog[]): [string, string][] {
 function logKeys(logs: readonly KeyedLog[]): string[] {
   return logKeysWithGroup(logs).map(([key]) => key)
 }
-

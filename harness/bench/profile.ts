@@ -34,7 +34,13 @@ function placeOf(url: string): string | undefined {
   const repo = /\/(src\/[^/]+|scripts)\//.exec(url)
   if (repo) return repo[1]!.replace(/\.ts$/, '')
   if (url.startsWith('node:internal/deps/undici')) return 'undici (fetch)'
-  if (url.startsWith('node:')) return `node:${url.slice(5).replace(/^internal\//, '').split('/')[0]}`
+  if (url.startsWith('node:'))
+    return `node:${
+      url
+        .slice(5)
+        .replace(/^internal\//, '')
+        .split('/')[0]
+    }`
   return undefined
 }
 
@@ -93,8 +99,6 @@ export function summarizeCpuProfile(path: string, functions: readonly string[], 
   places.delete('idle')
   const busyUs = totalUs - idleUs
   const shares = (entries: Map<string, number>) =>
-    [...entries]
-      .map(([name, us]) => ({ name, ms: us / 1000, share: us / busyUs }))
-      .sort((a, b) => b.ms - a.ms)
+    [...entries].map(([name, us]) => ({ name, ms: us / 1000, share: us / busyUs })).sort((a, b) => b.ms - a.ms)
   return { totalMs: totalUs / 1000, idleMs: idleUs / 1000, byPlace: shares(places), inclusive: shares(inclusive) }
 }

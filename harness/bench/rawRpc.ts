@@ -21,7 +21,14 @@ export function createRawRpc(url: string, maxSockets = 8): RawRpc {
   function post(body: string): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const request = http.request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json' } },
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+        },
         (response) => {
           const chunks: Buffer[] = []
           response.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -47,7 +54,8 @@ export function createRawRpc(url: string, maxSockets = 8): RawRpc {
   }
 
   return {
-    call: async <T>(method: string, params: unknown[]) => unwrap((await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))) as Answer) as T,
+    call: async <T>(method: string, params: unknown[]) =>
+      unwrap((await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))) as Answer) as T,
     batch: async <T>(calls: { method: string; params: unknown[] }[]) => {
       const answers = (await post(JSON.stringify(calls.map((c, id) => ({ jsonrpc: '2.0', id, ...c }))))) as Answer[]
       const byId = new Array<T>(calls.length)

@@ -9,7 +9,13 @@ export type BenchResults = {
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
   webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
-  blocksScope: { transactions: number | null; txPerSec: number | null; limitTxPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
+  blocksScope: {
+    transactions: number | null
+    txPerSec: number | null
+    limitTxPerSec: number | null
+    ratioToLimit: number | null
+    peakRssMiB: number | null
+  }
   /** Heads by polling. */
   tip: TipResults
   tipBlocksScope: TipResults
@@ -29,7 +35,15 @@ export type TipResults = {
   sustainedPerSec: number | null
 }
 
-const EMPTY_TIP: TipResults = { p50Ms: null, p99Ms: null, callsPerBlock: null, requestsPerBlock: null, corePct: null, pendingRows: null, sustainedPerSec: null }
+const EMPTY_TIP: TipResults = {
+  p50Ms: null,
+  p99Ms: null,
+  callsPerBlock: null,
+  requestsPerBlock: null,
+  corePct: null,
+  pendingRows: null,
+  sustainedPerSec: null,
+}
 
 export const EMPTY_RESULTS: BenchResults = {
   limits: { rpcLogsPerSec: null, copyRowsPerSec: null },

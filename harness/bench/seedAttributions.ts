@@ -54,7 +54,9 @@ try {
      ON CONFLICT DO NOTHING`,
     [chainId, codes],
   )
-  const { rows: existing } = await store.pool.query<{ n: number }>(`SELECT count(*)::int8 AS n FROM attributions WHERE chain_id = $1`, [chainId])
+  const { rows: existing } = await store.pool.query<{ n: number }>(`SELECT count(*)::int8 AS n FROM attributions WHERE chain_id = $1`, [
+    chainId,
+  ])
   const first = existing[0]!.n
   const last = first + rows - 1
   const lastBlock = Math.floor(last / ROWS_PER_BLOCK)
@@ -83,12 +85,16 @@ try {
     )
     const done = to - first + 1
     const seconds = (performance.now() - started) / 1000
-    process.stdout.write(`seeded ${done.toLocaleString('en-US')} / ${rows.toLocaleString('en-US')} rows (${Math.round(done / seconds).toLocaleString('en-US')} rows/s)\n`)
+    process.stdout.write(
+      `seeded ${done.toLocaleString('en-US')} / ${rows.toLocaleString('en-US')} rows (${Math.round(done / seconds).toLocaleString('en-US')} rows/s)\n`,
+    )
   }
   // Every table, the rollups the triggers filled included, as autovacuum leaves them on a running
   // database: planner statistics, and visibility maps for index-only scans.
   await store.pool.query('VACUUM (ANALYZE)')
-  process.stdout.write(`done: ${rows.toLocaleString('en-US')} attributions for chain ${chainId} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
+  process.stdout.write(
+    `done: ${rows.toLocaleString('en-US')} attributions for chain ${chainId} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
+  )
 } finally {
   await store.close()
 }

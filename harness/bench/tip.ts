@@ -105,7 +105,16 @@ export type TipRun = {
 type MeasuredBlock = { number: number; hash: Hex; visibleAt: number; expectedLogs: number; readableAt?: number; orphaned?: boolean }
 
 /** One stored step as the daemon logged it, its start on this process's `performance.now()` clock. */
-type LoggedStep = { from: number; to: number; startedAt: number; head: number; read: number; attribute: number; store: number; finalize: number }
+type LoggedStep = {
+  from: number
+  to: number
+  startedAt: number
+  head: number
+  read: number
+  attribute: number
+  store: number
+  finalize: number
+}
 
 const STEP_LINE = 'head follower: blocks'
 
@@ -229,7 +238,9 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     await waitFor(() => liveBlock !== null && liveBlock >= head, 30_000)
     await db.pool.query(PENDING_TRIGGER_SQL.join(';\n'))
 
-    say(`  measuring ${parameters.durationMs / 1000} s at ${parameters.blocksPerSec} blocks/s (${TIP_TX_PER_BLOCK} txs, ${TIP_TX_PER_BLOCK * LOGS_PER_TX} logs a block), ATTRIBUTION_SCOPE=${parameters.scope}, heads by ${parameters.heads === 'ws' ? 'newHeads' : 'polling'}…`)
+    say(
+      `  measuring ${parameters.durationMs / 1000} s at ${parameters.blocksPerSec} blocks/s (${TIP_TX_PER_BLOCK} txs, ${TIP_TX_PER_BLOCK * LOGS_PER_TX} logs a block), ATTRIBUTION_SCOPE=${parameters.scope}, heads by ${parameters.heads === 'ws' ? 'newHeads' : 'polling'}…`,
+    )
     measuring = true
     const callsBefore = devnet.calls()
     const cpuBefore = watch.cpu()
@@ -237,18 +248,22 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
     let nextReorg = started + Math.min(parameters.reorgEveryMs / 2, parameters.durationMs / 2)
     let reorgs = 0
     let logs = 0
-    await runAtRate(parameters.blocksPerSec, () => performance.now() - started >= parameters.durationMs, async () => {
-      if (performance.now() >= nextReorg) {
-        nextReorg += parameters.reorgEveryMs
-        const depth = 1 + (reorgs % 3)
-        const replaced = await devnet.reorg(depth)
-        reorgs++
-        for (const b of blocks) if (b.number > Number(replaced.number) - depth) b.orphaned = true
-        await load.syncNonces()
-        return
-      }
-      logs += (await mineBlock()) * LOGS_PER_TX
-    })
+    await runAtRate(
+      parameters.blocksPerSec,
+      () => performance.now() - started >= parameters.durationMs,
+      async () => {
+        if (performance.now() >= nextReorg) {
+          nextReorg += parameters.reorgEveryMs
+          const depth = 1 + (reorgs % 3)
+          const replaced = await devnet.reorg(depth)
+          reorgs++
+          for (const b of blocks) if (b.number > Number(replaced.number) - depth) b.orphaned = true
+          await load.syncNonces()
+          return
+        }
+        logs += (await mineBlock()) * LOGS_PER_TX
+      },
+    )
     const elapsedMs = performance.now() - started
     const calls = diffCalls(callsBefore, devnet.calls())
     const cpuAfter = watch.cpu()
@@ -257,7 +272,10 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
 
     const mined = blocks.length
     const withLogs = blocks.filter((b) => !b.orphaned && b.expectedLogs > 0)
-    const delays = withLogs.filter((b) => b.readableAt !== undefined).map((b) => b.readableAt! - b.visibleAt).sort((a, b) => a - b)
+    const delays = withLogs
+      .filter((b) => b.readableAt !== undefined)
+      .map((b) => b.readableAt! - b.visibleAt)
+      .sort((a, b) => a - b)
     const byMethod = Object.fromEntries(Object.entries(calls.calls).map(([method, n]) => [method, n / mined]))
     const cpuSeconds = (group: string) => (cpuAfter[group] ?? 0) - (cpuBefore[group] ?? 0)
     const pending = await db.pool.query<{ n: string }>('SELECT n FROM bench_pending_writes')
@@ -322,7 +340,10 @@ export async function runTip(parameters: TipRunParameters): Promise<TipRun> {
  * height that began before it was readable) and the step before that one; means over every block and
  * over the slowest 1 %.
  */
-function delayBreakdown(blocks: readonly MeasuredBlock[], steps: readonly LoggedStep[]): { all: DelayParts; slowest: DelayParts; blocks: number } | null {
+function delayBreakdown(
+  blocks: readonly MeasuredBlock[],
+  steps: readonly LoggedStep[],
+): { all: DelayParts; slowest: DelayParts; blocks: number } | null {
   const ended = (step: LoggedStep) => step.startedAt + step.head + step.read + step.attribute + step.store + step.finalize
   const parts: { delay: number; parts: DelayParts }[] = []
   for (const block of blocks) {
@@ -337,7 +358,15 @@ function delayBreakdown(blocks: readonly MeasuredBlock[], steps: readonly Logged
     const committed = step.startedAt + step.head + step.read + step.attribute + step.store
     parts.push({
       delay: block.readableAt - block.visibleAt,
-      parts: { busy, idle: waited - busy, head: step.head, read: step.read, attribute: step.attribute, store: step.store, seen: Math.max(0, block.readableAt - committed) },
+      parts: {
+        busy,
+        idle: waited - busy,
+        head: step.head,
+        read: step.read,
+        attribute: step.attribute,
+        store: step.store,
+        seen: Math.max(0, block.readableAt - committed),
+      },
     })
   }
   if (parts.length === 0) return null
@@ -346,7 +375,10 @@ function delayBreakdown(blocks: readonly MeasuredBlock[], steps: readonly Logged
     for (const { parts: p } of of) for (const key of Object.keys(sum) as (keyof DelayParts)[]) sum[key] += p[key] / of.length
     return sum
   }
-  const p99 = percentile(parts.map((p) => p.delay).sort((a, b) => a - b), 99)
+  const p99 = percentile(
+    parts.map((p) => p.delay).sort((a, b) => a - b),
+    99,
+  )
   return { all: mean(parts), slowest: mean(parts.filter((p) => p.delay >= p99)), blocks: parts.length }
 }
 
@@ -439,10 +471,14 @@ async function runStep(
   const lagStart = lag()
   const started = performance.now()
   let mined = 0
-  await runAtRate(rate, () => performance.now() - started >= stepMs, async () => {
-    await mineBlock()
-    mined++
-  })
+  await runAtRate(
+    rate,
+    () => performance.now() - started >= stepMs,
+    async () => {
+      await mineBlock()
+      mined++
+    },
+  )
   const ended = performance.now()
   // The daemon stores the last blocks a poll later: the lag a moment after the step is the one it ended with.
   await sleep(WATCH_MS * 3)

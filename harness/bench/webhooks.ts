@@ -8,7 +8,7 @@
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import pg from 'pg'
+import type pg from 'pg'
 import { startAnvil } from '../devnet/index.js'
 import { runMigrations, withTransaction } from '../../src/store/index.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
@@ -63,9 +63,31 @@ const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 async function commitAttributions(pool: pg.Pool, from: number, count: number, block: number): Promise<void> {
   const txs = Array.from({ length: count }, (_, i) => hash(from + i))
   const positions = new Map<string, TransactionPosition>(
-    txs.map((tx, i) => [tx, { hash: tx, blockNumber: block, blockHash: hash(block), blockTimestamp: 1_700_000_000 + block, transactionIndex: i, status: 'confirmed' }]),
+    txs.map((tx, i) => [
+      tx,
+      {
+        hash: tx,
+        blockNumber: block,
+        blockHash: hash(block),
+        blockTimestamp: 1_700_000_000 + block,
+        transactionIndex: i,
+        status: 'confirmed',
+      },
+    ]),
   )
-  const rows = txs.map((tx) => ({ txHash: tx, userOpHash: '', builderCode: 'bc_bench', codeIndex: 0, role: null, registry: null, sender: SENDER, schemaId: 0, codes: ['bc_bench'], from: SENDER, to: null }))
+  const rows = txs.map((tx) => ({
+    txHash: tx,
+    userOpHash: '',
+    builderCode: 'bc_bench',
+    codeIndex: 0,
+    role: null,
+    registry: null,
+    sender: SENDER,
+    schemaId: 0,
+    codes: ['bc_bench'],
+    from: SENDER,
+    to: null,
+  }))
   await withTransaction(pool, (client) => upsertAttributions(client, CHAIN_ID, rows, positions, new Map()))
 }
 
@@ -230,7 +252,12 @@ async function deadlocksOf(pool: pg.Pool): Promise<number> {
 
 /** Sequential POSTs of an event-sized JSON body with fetch (as deliveries go), for `BARE_POST_MS`. */
 async function bareHttpPostLoop(url: string): Promise<{ postsPerSec: number; p50Ms: number }> {
-  const body = JSON.stringify({ id: '0', type: 'attribution.confirmed', createdAt: new Date().toISOString(), data: { note: 'bare POST', pad: hash(0).repeat(6) } })
+  const body = JSON.stringify({
+    id: '0',
+    type: 'attribution.confirmed',
+    createdAt: new Date().toISOString(),
+    data: { note: 'bare POST', pad: hash(0).repeat(6) },
+  })
   const durations: number[] = []
   const started = performance.now()
   while (performance.now() - started < BARE_POST_MS) {

@@ -117,7 +117,15 @@ async function nextHead(client: FixtureClient, signal: AbortSignal): Promise<big
  * Starts every agent and the reorg/drop schedule; `stop` ends them (each finishes or abandons the
  * transaction in hand) before the devnet is stopped.
  */
-export function startAgents({ devnet, contracts, agents, droppedAgent, schedule, indexedHead, logger }: StartAgentsParameters): RunningAgents {
+export function startAgents({
+  devnet,
+  contracts,
+  agents,
+  droppedAgent,
+  schedule,
+  indexedHead,
+  logger,
+}: StartAgentsParameters): RunningAgents {
   const stopped = new AbortController()
   const { signal } = stopped
   const stats: AgentStats = {
@@ -156,7 +164,13 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
         await clearStuckPool(agent)
         const kind = pickSuffixKind(Math.random())
         const suffix = suffixFor(kind, agent.code, sequence++)
-        await sendWithSuffix(devnet.url, { from: agent.account, ...plainAction(agent, contracts, peers), suffix, gas: AGENT_GAS, wait: false })
+        await sendWithSuffix(devnet.url, {
+          from: agent.account,
+          ...plainAction(agent, contracts, peers),
+          suffix,
+          gas: AGENT_GAS,
+          wait: false,
+        })
         stats.transactions++
         stats.bySuffix[kind]++
       } catch (error) {
@@ -206,19 +220,21 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
       if (signal.aborted || Date.now() > deadline) return false
       await sleep(HEAD_POLL_MS, signal)
     }
-    const blocks = await Promise.all(
-      Array.from({ length: depth }, (_, i) => anvil.getBlock({ blockNumber: head - BigInt(depth - 1 - i) })),
-    )
+    const blocks = await Promise.all(Array.from({ length: depth }, (_, i) => anvil.getBlock({ blockNumber: head - BigInt(depth - 1 - i) })))
     // Re-included, so no agent is left with a nonce gap; the blocks, their hashes and positions change.
     // Through the devnet's endpoint: it serves the raw bytes of its deposits, on which anvil 1.7 panics.
     const raw = await Promise.all(blocks.flatMap((block) => block.transactions).map((hash) => rawTransaction(devnet.url, hash)))
-    const replaced = await devnet.reorg(depth, raw.map((transaction) => ({ transaction, blockOffset: 0 })))
+    const replaced = await devnet.reorg(
+      depth,
+      raw.map((transaction) => ({ transaction, blockOffset: 0 })),
+    )
     stats.reorgs++
     logger.info(
       { depth, fork_block: Number(blocks[0]!.number), old_hash: blocks.at(-1)!.hash, new_hash: replaced.hash, transactions: raw.length },
       'demo: caused a reorg',
     )
-    if (replaced.number !== head) logger.warn({ head: Number(head), new_head: Number(replaced.number) }, 'demo: a block was mined during the reorg')
+    if (replaced.number !== head)
+      logger.warn({ head: Number(head), new_head: Number(replaced.number) }, 'demo: a block was mined during the reorg')
     return true
   }
 
@@ -245,7 +261,10 @@ export function startAgents({ devnet, contracts, agents, droppedAgent, schedule,
     await sleep(DROP_AFTER_PENDING_MS, signal)
     const dropped = await devnet.dropTransaction(hash)
     if (dropped) stats.dropped++
-    logger.info({ tx_hash: hash, dropped }, dropped ? 'demo: dropped a pending transaction' : 'demo: the transaction to drop was already mined')
+    logger.info(
+      { tx_hash: hash, dropped },
+      dropped ? 'demo: dropped a pending transaction' : 'demo: the transaction to drop was already mined',
+    )
   }
 
   async function runChaos() {

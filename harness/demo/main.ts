@@ -72,7 +72,8 @@ async function registerAgents(apiUrl: string, chain: DemoChainState): Promise<{ 
   const client = createBuilderCodeClient(apiUrl)
   const register = async <T extends Omit<Agent, 'code'>>(agent: T) =>
     ({ ...agent, code: (await client.register(agent.address)).builderCode }) as T & { code: string }
-  const plainAgent = (name: string, account: number) => register({ name, kind: 'eoa' as const, account, address: anvilAccount(account).address })
+  const plainAgent = (name: string, account: number) =>
+    register({ name, kind: 'eoa' as const, account, address: anvilAccount(account).address })
   const [plain, smart, dropped] = await Promise.all([
     Promise.all(EOA_AGENT_ACCOUNTS.map((account, i) => plainAgent(`agent-${i + 1}`, account))),
     Promise.all(
@@ -129,7 +130,9 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   await clearRedisPrefix(options.redisUrl, options.redisPrefix)
   const destination = pino.destination({ dest: options.logFile, sync: true, append: false, mkdir: true })
   const logger: Logger = pino({ level: process.env.LOG_LEVEL || 'info', base: { service: 'codetrail', role: 'demo' } }, destination)
-  say(`  database  ${options.database} on ${hostOf(options.databaseUrl, 5432)} (dropped and created fresh on each run; DEMO_DATABASE renames it)`)
+  say(
+    `  database  ${options.database} on ${hostOf(options.databaseUrl, 5432)} (dropped and created fresh on each run; DEMO_DATABASE renames it)`,
+  )
   say(`  redis     ${hostOf(options.redisUrl, 6379)}, key prefix ${options.redisPrefix}`)
   say(`  log       ${options.logFile} (JSON log of the daemon, the devnet and the agents)`)
   stopIfAsked()
@@ -151,7 +154,12 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   )
   stopIfAsked()
 
-  const devnets: { devnet: Devnet; chainId: number; state: DemoChainState; shape: { profile: typeof options.chain; blockTimeMs: number; preconfirmations: boolean } }[] = []
+  const devnets: {
+    devnet: Devnet
+    chainId: number
+    state: DemoChainState
+    shape: { profile: typeof options.chain; blockTimeMs: number; preconfirmations: boolean }
+  }[] = []
   for (const [i, profile] of options.chains.entries()) {
     const preconfirming = profile === 'op'
     const blockTimeMs = preconfirming ? DEFAULT_BLOCK_TIME_MS : DENIM_BLOCK_TIME_MS
@@ -170,7 +178,9 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     cleanups.push({ name: `devnet ${chainId}`, run: () => devnet.stop() })
     const shape = { profile, blockTimeMs, preconfirmations: preconfirming }
     devnets.push({ devnet, chainId, state: states[i]!, shape })
-    say(`  devnet    ${devnet.url} (${devnet.wsUrl}), chain ${chainId}, ${describeChain(shape)}; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`)
+    say(
+      `  devnet    ${devnet.url} (${devnet.wsUrl}), chain ${chainId}, ${describeChain(shape)}; anvil pid ${devnet.anvil.process.pid} at ${devnet.anvilUrl}`,
+    )
   }
   const { devnet, shape: chainShape } = devnets[0]!
   const preconfirmations = devnets.some((d) => d.shape.preconfirmations)
@@ -198,7 +208,10 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   else {
     // Several chains are a config file's: one entry per devnet, named by its profile.
     const file = join(stateDir, 'codetrail.config.yaml')
-    const entries = devnets.map(({ devnet: d, chainId, shape }) => `  - { id: ${chainId}, name: ${shape.profile}, rpc: "${d.url}", ws: "${d.wsUrl}", startBlock: latest }\n`)
+    const entries = devnets.map(
+      ({ devnet: d, chainId, shape }) =>
+        `  - { id: ${chainId}, name: ${shape.profile}, rpc: "${d.url}", ws: "${d.wsUrl}", startBlock: latest }\n`,
+    )
     writeFileSync(file, `chains:\n${entries.join('')}`)
     config = loadConfig(env, { file })
     say(`  config    ${file} (${devnets.map((d) => `${d.shape.profile} ${d.chainId}`).join(', ')})`)
@@ -343,7 +356,9 @@ async function main(): Promise<number> {
       say('stopping: the agents, the daemon and the devnet…')
       announced = true
     }
-    await cleanup.run().catch((error: unknown) => process.stderr.write(`demo: stopping the ${cleanup.name} failed: ${(error as Error).message}\n`))
+    await cleanup
+      .run()
+      .catch((error: unknown) => process.stderr.write(`demo: stopping the ${cleanup.name} failed: ${(error as Error).message}\n`))
   }
   clearTimeout(watchdog)
   keyboard?.setRawMode(false)

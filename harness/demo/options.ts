@@ -64,14 +64,16 @@ function chain(value: string | undefined): DevnetProfile {
 /** `base,op`: two different profiles, one devnet each in one deployment. */
 function chainList(value: string): DevnetProfile[] {
   const profiles = value.split(',').map((name) => chain(name.trim()))
-  if (profiles.length !== 2 || profiles[0] === profiles[1]) throw new UsageError(`--chains must name two different profiles (base,op), got "${value}"`)
+  if (profiles.length !== 2 || profiles[0] === profiles[1])
+    throw new UsageError(`--chains must name two different profiles (base,op), got "${value}"`)
   return profiles
 }
 
 function canonicalLag(value: string | undefined): number {
   if (value === undefined) return 0
   const n = Number(value)
-  if (!/^\d+$/.test(value) || n > MAX_CANONICAL_LAG) throw new UsageError(`--lag must be a number of blocks from 0 to ${MAX_CANONICAL_LAG}, got "${value}"`)
+  if (!/^\d+$/.test(value) || n > MAX_CANONICAL_LAG)
+    throw new UsageError(`--lag must be a number of blocks from 0 to ${MAX_CANONICAL_LAG}, got "${value}"`)
   return n
 }
 

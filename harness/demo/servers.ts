@@ -42,7 +42,12 @@ export async function checkPostgres(databaseUrl: string): Promise<string | null>
 
 /** One line saying why Redis cannot be used and what to do, or `null` when it answers. */
 export async function checkRedisServer(redisUrl: string): Promise<string | null> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  const redis = new Redis(redisUrl, {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  })
   redis.on('error', () => {})
   try {
     await redis.connect()
@@ -66,7 +71,8 @@ export function isDatabaseName(name: string): boolean {
  */
 export async function recreateDatabase(adminUrl: string, name: string): Promise<string> {
   if (!isDatabaseName(name)) throw new Error(`"${name}" is not a plain database name ([a-z_][a-z0-9_]*)`)
-  if (new URL(adminUrl).pathname.slice(1) === name) throw new Error(`the demo database "${name}" must differ from the one DATABASE_URL names`)
+  if (new URL(adminUrl).pathname.slice(1) === name)
+    throw new Error(`the demo database "${name}" must differ from the one DATABASE_URL names`)
   const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
   admin.on('error', () => {})
   await admin.connect()
@@ -79,4 +85,3 @@ export async function recreateDatabase(adminUrl: string, name: string): Promise<
   }
   return databaseUrlFor(adminUrl, name)
 }
-

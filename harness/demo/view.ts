@@ -183,7 +183,10 @@ const statusColumns = (context: ViewContext) =>
 export function renderFrame(figures: Figures, context: ViewContext, now: number): string[] {
   const { stats } = context
   const columns = statusColumns(context)
-  const header = [`${'builder code'.padEnd(CODE_WIDTH)}${'agent / wallet'.padEnd(WHO_WIDTH)}`, ...columns.map((h) => h.padStart(COUNT_WIDTH))].join('')
+  const header = [
+    `${'builder code'.padEnd(CODE_WIDTH)}${'agent / wallet'.padEnd(WHO_WIDTH)}`,
+    ...columns.map((h) => h.padStart(COUNT_WIDTH)),
+  ].join('')
   // The demo's agents in the order they were registered, then codes nobody registered here.
   const order = [...context.agents.keys()]
   const rank = (code: CodeFigures) => {
@@ -229,7 +232,9 @@ export function renderLine(figures: Figures, context: ViewContext, now: number):
   return [
     `[${formatElapsed(now - context.startedAt)}] ${context.chain.profile} head ${n(figures.chainHead)} indexed ${n(figures.indexedHead)}`,
     `logs ${figures.logs} (${preconfirmations ? `${figures.pendingLogs} pending, ` : ''}${figures.removedLogs} removed) ${figures.logsPerSecond.toFixed(1)}/s`,
-    `attributions ${statusColumns(context).map((status) => `${status} ${totals[status]}`).join(' ')}`,
+    `attributions ${statusColumns(context)
+      .map((status) => `${status} ${totals[status]}`)
+      .join(' ')}`,
     `reorgs ${figures.reorgs} (caused ${context.stats.reorgs}) dropped ${context.stats.dropped}`,
     `sent ${context.stats.transactions} (${context.stats.userOperations} user ops)`,
     `codes ${perCode || '–'}`,
@@ -278,17 +283,21 @@ export function startView({ read, context, tty, write, size = () => ({}), onErro
     const lines = renderFrame(figures, context, now)
     // A frame taller than the screen cannot be reached by moving up: start again from the top instead.
     const height = size().rows
-    const back = drawn === 0 ? HIDE_CURSOR : height !== undefined && drawn >= height ? `${HOME}${CLEAR_BELOW}` : `${linesUp(drawn)}${CLEAR_BELOW}`
+    const back =
+      drawn === 0 ? HIDE_CURSOR : height !== undefined && drawn >= height ? `${HOME}${CLEAR_BELOW}` : `${linesUp(drawn)}${CLEAR_BELOW}`
     write(`${back}${lines.join('\n')}\n`)
     drawn = lines.reduce((sum, line) => sum + rows(line), 0)
   }
 
   const schedule = () => {
-    timer = setTimeout(() => {
-      drawing = draw().finally(() => {
-        if (!stopped) schedule()
-      })
-    }, tty ? TTY_REFRESH_MS : PLAIN_REFRESH_MS)
+    timer = setTimeout(
+      () => {
+        drawing = draw().finally(() => {
+          if (!stopped) schedule()
+        })
+      },
+      tty ? TTY_REFRESH_MS : PLAIN_REFRESH_MS,
+    )
   }
   write(`${aboutLines(context).join('\n')}\n`)
   drawing = draw().finally(schedule)

@@ -81,7 +81,7 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
   let tail: Promise<unknown> = Promise.resolve()
   let closed: Promise<unknown> | undefined
   let submitting = 0
-  let drained: Array<() => void> = []
+  const drained: Array<() => void> = []
   const exclusive = <T>(operation: () => Promise<T>): Promise<T> => {
     const run = tail.then(async () => {
       closed = run
@@ -186,7 +186,10 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
       .flatMap((byNonce) => Object.values(byNonce))
       .filter((tx) => tx.type !== '0x7e')
       .map((tx) => tx.hash)
-    const raws = waiting.length > 0 ? ((await upstream.batch(waiting.map((h) => ({ method: 'eth_getRawTransactionByHash', params: [h] })))) as Array<Hex | null>) : []
+    const raws =
+      waiting.length > 0
+        ? ((await upstream.batch(waiting.map((h) => ({ method: 'eth_getRawTransactionByHash', params: [h] })))) as Array<Hex | null>)
+        : []
     await upstream.call('anvil_dropAllTransactions')
     await upstream.call('anvil_rollback', [depth])
     head = await latest()
@@ -212,7 +215,9 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
     for (const raw of raws) {
       if (!raw) continue
       // A pool transaction that needed an orphaned one stays out, as on a node.
-      await upstream.call('eth_sendRawTransaction', [raw]).catch((error: unknown) => logger.debug({ err: error }, 'devnet could not requeue a pool transaction'))
+      await upstream
+        .call('eth_sendRawTransaction', [raw])
+        .catch((error: unknown) => logger.debug({ err: error }, 'devnet could not requeue a pool transaction'))
     }
     return block
   }
@@ -222,7 +227,10 @@ export function createDenimChain(parameters: DenimChainParameters): DenimChain {
     return ms === undefined ? item : { ...item, blockTimestampMs: hex(ms) }
   }
   const stampReceipt = (receipt: Receipt | null) =>
-    receipt && { ...stamp(receipt, receipt.blockHash), ...(receipt.logs ? { logs: receipt.logs.map((log) => stamp(log, log.blockHash)) } : {}) }
+    receipt && {
+      ...stamp(receipt, receipt.blockHash),
+      ...(receipt.logs ? { logs: receipt.logs.map((log) => stamp(log, log.blockHash)) } : {}),
+    }
 
   const hashesIn = (method: string, result: unknown): Hex[] => {
     if (!result || typeof result !== 'object') return []

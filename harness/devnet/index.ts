@@ -101,16 +101,38 @@ const toMinedBlock = (block: HeadBlock): MinedBlock => ({
  * await devnet.stop()
  */
 export async function createDevnet(options: DevnetOptions = {}): Promise<Devnet> {
-  const { profile = 'base', blockTimeMs, deposits = true, port, anvilPort, refreshMs, shuffle, canonicalLag = 0, divergence, logger = silentLogger, ...anvilOptions } =
-    options
-  if (!DEVNET_PROFILES.includes(profile)) throw new RangeError(`profile must be one of ${DEVNET_PROFILES.join(', ')}, got ${String(profile)}`)
+  const {
+    profile = 'base',
+    blockTimeMs,
+    deposits = true,
+    port,
+    anvilPort,
+    refreshMs,
+    shuffle,
+    canonicalLag = 0,
+    divergence,
+    logger = silentLogger,
+    ...anvilOptions
+  } = options
+  if (!DEVNET_PROFILES.includes(profile))
+    throw new RangeError(`profile must be one of ${DEVNET_PROFILES.join(', ')}, got ${String(profile)}`)
   checkWindowOptions({ canonicalLag, divergence })
   if (profile === 'base' && (canonicalLag > 0 || (divergence ?? 0) > 0 || shuffle || refreshMs !== undefined)) {
     throw new RangeError('canonicalLag, divergence, shuffle and refreshMs shape pre-confirmations: they need profile "op"')
   }
   return profile === 'base'
     ? startBase({ ...anvilOptions, blockTimeMs: blockTimeMs ?? DENIM_BLOCK_TIME_MS, deposits, port, anvilPort, logger })
-    : startOp({ ...anvilOptions, blockTimeMs: blockTimeMs ?? DEFAULT_BLOCK_TIME_MS, port, anvilPort, refreshMs, shuffle, canonicalLag, divergence, logger })
+    : startOp({
+        ...anvilOptions,
+        blockTimeMs: blockTimeMs ?? DEFAULT_BLOCK_TIME_MS,
+        port,
+        anvilPort,
+        refreshMs,
+        shuffle,
+        canonicalLag,
+        divergence,
+        logger,
+      })
 }
 
 /** Mines every `blockTimeMs` (when > 0) until stopped; `stop` waits for a mine in progress. */
@@ -121,14 +143,17 @@ function scheduleMining(blockTimeMs: number, mine: () => Promise<unknown>, logge
   if (blockTimeMs > 0) {
     let nextAt = Date.now() + blockTimeMs
     const schedule = () => {
-      timer = setTimeout(() => {
-        mining = mine()
-          .catch((error: unknown) => logger.warn({ err: error }, 'devnet mining failed'))
-          .finally(() => {
-            nextAt = Math.max(nextAt + blockTimeMs, Date.now())
-            if (!stopped) schedule()
-          })
-      }, Math.max(0, nextAt - Date.now()))
+      timer = setTimeout(
+        () => {
+          mining = mine()
+            .catch((error: unknown) => logger.warn({ err: error }, 'devnet mining failed'))
+            .finally(() => {
+              nextAt = Math.max(nextAt + blockTimeMs, Date.now())
+              if (!stopped) schedule()
+            })
+        },
+        Math.max(0, nextAt - Date.now()),
+      )
     }
     schedule()
   }
@@ -140,7 +165,13 @@ function scheduleMining(blockTimeMs: number, mine: () => Promise<unknown>, logge
 }
 
 async function startBase(
-  options: Omit<AnvilOptions, 'port' | 'blockTime' | 'noMining'> & { blockTimeMs: number; deposits: boolean; port?: number; anvilPort?: number; logger: Logger },
+  options: Omit<AnvilOptions, 'port' | 'blockTime' | 'noMining'> & {
+    blockTimeMs: number
+    deposits: boolean
+    port?: number
+    anvilPort?: number
+    logger: Logger
+  },
 ): Promise<Devnet> {
   const { blockTimeMs, deposits, port, anvilPort, logger, ...anvilOptions } = options
   // Deposits need anvil's OP transaction types, and arrival order so the ones queued right after a mine lead the next block.
@@ -193,17 +224,23 @@ async function startBase(
 
 async function startOp(
   options: Omit<AnvilOptions, 'port' | 'blockTime' | 'noMining'> &
-    Pick<DevnetOptions, 'port' | 'anvilPort' | 'refreshMs' | 'shuffle' | 'divergence'> & { blockTimeMs: number; canonicalLag: number; logger: Logger },
+    Pick<DevnetOptions, 'port' | 'anvilPort' | 'refreshMs' | 'shuffle' | 'divergence'> & {
+      blockTimeMs: number
+      canonicalLag: number
+      logger: Logger
+    },
 ): Promise<Devnet> {
   const { blockTimeMs, port, anvilPort, refreshMs, shuffle, canonicalLag, divergence, logger, ...anvilOptions } = options
   const anvil = await startAnvil({ ...anvilOptions, port: anvilPort, noMining: true })
   const upstream = createUpstreamClient(anvil.url)
   const pending = createPendingState({ upstream, logger, blockTimeMs, refreshMs, canonicalLag, divergence })
-  const server = await startDevnetServer({ upstream, pending, logger, port, shuffle, lagging: canonicalLag > 0 }).catch(async (error: unknown) => {
-    upstream.close()
-    await anvil.stop()
-    throw error
-  })
+  const server = await startDevnetServer({ upstream, pending, logger, port, shuffle, lagging: canonicalLag > 0 }).catch(
+    async (error: unknown) => {
+      upstream.close()
+      await anvil.stop()
+      throw error
+    },
+  )
 
   const latestBlock = async () => toMinedBlock(await upstream.call<HeadBlock>('eth_getBlockByNumber', ['latest', false]))
 
@@ -219,7 +256,14 @@ async function startOp(
 
   const stopMining = scheduleMining(blockTimeMs, mine, logger)
   logger.info(
-    { url: server.url, anvil_url: anvil.url, profile: 'op', block_time_ms: blockTimeMs, canonical_lag: canonicalLag, divergence: divergence ?? 0 },
+    {
+      url: server.url,
+      anvil_url: anvil.url,
+      profile: 'op',
+      block_time_ms: blockTimeMs,
+      canonical_lag: canonicalLag,
+      divergence: divergence ?? 0,
+    },
     'devnet started',
   )
 
@@ -232,8 +276,7 @@ async function startOp(
     anvil,
     canonicalLag,
     mine: () => mine(),
-    dropTransaction: (hash) =>
-      pending.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),
+    dropTransaction: (hash) => pending.changeChain(async () => (await upstream.call<Hex | null>('anvil_dropTransaction', [hash])) !== null),
     reorg: (depth, replacements = []) =>
       pending.changeChain(async () => {
         await upstream.call('anvil_reorg', [depth, replacements.map((r) => [r.transaction, r.blockOffset])])

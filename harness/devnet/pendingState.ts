@@ -74,7 +74,10 @@ export type PendingState = {
 }
 
 /** Throws a RangeError naming the option when the pending window options are out of range. */
-export function checkWindowOptions({ canonicalLag = 0, divergence = 0 }: Pick<PendingStateParameters, 'canonicalLag' | 'divergence'>): void {
+export function checkWindowOptions({
+  canonicalLag = 0,
+  divergence = 0,
+}: Pick<PendingStateParameters, 'canonicalLag' | 'divergence'>): void {
   if (!Number.isInteger(canonicalLag) || canonicalLag < 0 || canonicalLag > MAX_CANONICAL_LAG) {
     throw new RangeError(`canonicalLag must be a whole number of blocks from 0 to ${MAX_CANONICAL_LAG}, got ${canonicalLag}`)
   }
@@ -129,10 +132,7 @@ export function createPendingState(parameters: PendingStateParameters): PendingS
 
   const simulate = async (block: PendingBlock, transactions: PendingTransaction[]): Promise<SimulatedCall[]> => {
     if (transactions.length === 0) return []
-    const [result] = await upstream.call<Array<{ calls: SimulatedCall[] }>>(
-      'eth_simulateV1',
-      simulationParams(block, transactions),
-    )
+    const [result] = await upstream.call<Array<{ calls: SimulatedCall[] }>>('eth_simulateV1', simulationParams(block, transactions))
     return result?.calls ?? []
   }
 
@@ -239,7 +239,9 @@ export function createPendingState(parameters: PendingStateParameters): PendingS
       try {
         return await operation()
       } finally {
-        await refresh(changeGeneration).catch((error: unknown) => logger.warn({ err: error }, 'pending refresh after a chain change failed'))
+        await refresh(changeGeneration).catch((error: unknown) =>
+          logger.warn({ err: error }, 'pending refresh after a chain change failed'),
+        )
       }
     })
   }

@@ -47,12 +47,18 @@ const block = (transactions: PendingTransaction[]): PendingBlock => ({
   transactions,
 })
 
-const call = (logs: Array<{ address: `0x${string}`; topics: `0x${string}`[]; data: `0x${string}` }>, status: `0x${string}` = '0x1') => ({ status, logs })
+const call = (logs: Array<{ address: `0x${string}`; topics: `0x${string}`[]; data: `0x${string}` }>, status: `0x${string}` = '0x1') => ({
+  status,
+  logs,
+})
 
 describe('preconfirmedLogs', () => {
   it('stamps logs like a Base pre-confirmation: zero hash, pending number and time, cumulative logIndex', () => {
     const logs = preconfirmedLogs(block([tx(1), tx(2), tx(3)]), [
-      call([{ address: A, topics: [T0], data: '0x01' }, { address: B, topics: [], data: '0x02' }]),
+      call([
+        { address: A, topics: [T0], data: '0x01' },
+        { address: B, topics: [], data: '0x02' },
+      ]),
       call([]),
       call([{ address: A, topics: [T1], data: '0x03' }]),
     ])
@@ -138,9 +144,31 @@ describe('poolKey', () => {
       pending: Object.fromEntries(entries.map(([from, nonce, n]) => [from, { [nonce]: { hash: hash(n) } }])),
       queued: { [B]: { '9': { hash: hash(9) } } },
     })
-    const key = poolKey(hash(1), pool([[A, '0', 1], [B, '0', 2]]))
-    expect(poolKey(hash(1), pool([[B, '0', 2], [A, '0', 1]]))).toBe(key)
-    expect(poolKey(hash(2), pool([[A, '0', 1], [B, '0', 2]]))).not.toBe(key)
+    const key = poolKey(
+      hash(1),
+      pool([
+        [A, '0', 1],
+        [B, '0', 2],
+      ]),
+    )
+    expect(
+      poolKey(
+        hash(1),
+        pool([
+          [B, '0', 2],
+          [A, '0', 1],
+        ]),
+      ),
+    ).toBe(key)
+    expect(
+      poolKey(
+        hash(2),
+        pool([
+          [A, '0', 1],
+          [B, '0', 2],
+        ]),
+      ),
+    ).not.toBe(key)
     expect(poolKey(hash(1), pool([[A, '0', 1]]))).not.toBe(key)
   })
 })
@@ -150,7 +178,10 @@ describe('takeNewLogs', () => {
     const first = preconfirmedLogs(block([tx(1)]), [call([{ address: A, topics: [], data: '0x01' }])])
     const second = preconfirmedLogs(block([tx(2), tx(1)]), [
       call([{ address: A, topics: [], data: '0x02' }]),
-      call([{ address: A, topics: [], data: '0x01' }, { address: A, topics: [], data: '0x03' }]),
+      call([
+        { address: A, topics: [], data: '0x01' },
+        { address: A, topics: [], data: '0x03' },
+      ]),
     ])
     const seen = new Set<string>()
     expect(takeNewLogs(first, seen).map((log) => log.data)).toEqual(['0x01'])
@@ -182,7 +213,12 @@ describe('divergenceOf', () => {
     // Each swap makes two transactions diverge.
     expect((data + 2 * position) / picks.length).toBeGreaterThan(0.17)
     expect((data + 2 * position) / picks.length).toBeLessThan(0.23)
-    expect(picks.slice(0, 100).map((_, n) => divergenceOf(hash(n), 0)).every((pick) => pick === undefined)).toBe(true)
+    expect(
+      picks
+        .slice(0, 100)
+        .map((_, n) => divergenceOf(hash(n), 0))
+        .every((pick) => pick === undefined),
+    ).toBe(true)
     expect(divergenceOf(hash(1), 0.2)).toBe(divergenceOf(hash(1), 0.2))
   })
 })
@@ -193,7 +229,12 @@ describe('divergedLogs', () => {
   }
   const windowLogs = (blocks: number[][]): PreconfLog[] =>
     blocks.flatMap((txs, b) => {
-      const calls = txs.map((n) => call([{ address: A, topics: [T0], data: `0x0${n % 10}` as const }, { address: B, topics: [], data: '0x' as const }]))
+      const calls = txs.map((n) =>
+        call([
+          { address: A, topics: [T0], data: `0x0${n % 10}` as const },
+          { address: B, topics: [], data: '0x' as const },
+        ]),
+      )
       return preconfirmedLogs({ ...block(txs.map((n) => tx(n))), number: `0x${(16 + b).toString(16)}` }, calls)
     })
   const row = (log: PreconfLog) => [log.blockNumber, log.transactionHash, log.transactionIndex, log.logIndex, log.data]

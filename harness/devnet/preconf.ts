@@ -204,7 +204,7 @@ export function divergenceOf(transactionHash: Hex, rate: number): Divergence | u
 
 /** `data` with its last byte flipped (one byte for empty data). */
 const flipLastByte = (data: Hex): Hex =>
-  data.length <= 2 ? '0xff' : `${data.slice(0, -2)}${(Number.parseInt(data.slice(-2), 16) ^ 0xff).toString(16).padStart(2, '0')}` as Hex
+  data.length <= 2 ? '0xff' : (`${data.slice(0, -2)}${(Number.parseInt(data.slice(-2), 16) ^ 0xff).toString(16).padStart(2, '0')}` as Hex)
 
 type TransactionLogs = { hash: Hex; index: Hex; logs: PreconfLog[] }
 
@@ -250,7 +250,10 @@ export function divergedLogs(logs: readonly PreconfLog[], rate: number): Preconf
  * A mixed-range answer (`fromBlock` a number, `toBlock` "pending") as a Base node builds it: the canonical
  * logs, then the pending ones, less any pending log whose (blockNumber, logIndex) a canonical log has.
  */
-export function mergeCanonicalAndPending<T extends { blockNumber: Hex; logIndex: Hex }>(canonical: readonly T[], pending: readonly T[]): T[] {
+export function mergeCanonicalAndPending<T extends { blockNumber: Hex; logIndex: Hex }>(
+  canonical: readonly T[],
+  pending: readonly T[],
+): T[] {
   const key = (log: T) => `${BigInt(log.blockNumber)}:${BigInt(log.logIndex)}`
   const taken = new Set(canonical.map(key))
   return [...canonical, ...pending.filter((log) => !taken.has(key(log)))]

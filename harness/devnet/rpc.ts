@@ -11,9 +11,7 @@ export type JsonRpcRequest = {
 
 export type JsonRpcError = { code: number; message: string; data?: unknown }
 
-export type JsonRpcResponse =
-  | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
-  | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcError }
+export type JsonRpcResponse = { jsonrpc: '2.0'; id: JsonRpcId; result: unknown } | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcError }
 
 export const INTERNAL_ERROR = -32603
 export const INVALID_REQUEST = -32600

@@ -115,7 +115,9 @@ const pendingAsLatest = (method: string, params: unknown[]): unknown[] => {
 
 /** `anvil_reorg`'s replacement list (`[[transaction, blockOffset], …]`) as the devnet takes it. */
 const replacementsOf = (value: unknown): Replacement[] =>
-  Array.isArray(value) ? value.map((pair) => ({ transaction: (pair as [Replacement['transaction'], number])[0], blockOffset: Number((pair as unknown[])[1]) })) : []
+  Array.isArray(value)
+    ? value.map((pair) => ({ transaction: (pair as [Replacement['transaction'], number])[0], blockOffset: Number((pair as unknown[])[1]) }))
+    : []
 
 const errorResponse = (id: JsonRpcId, code: number, message: string): JsonRpcResponse => ({
   jsonrpc: '2.0',
@@ -210,6 +212,7 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
         }
         const from = await resolveBlock(filter.fromBlock ?? 'latest', latest)
         const to = await resolveBlock(filter.toBlock ?? 'latest', latest)
+        // biome-ignore lint/complexity/useMathMinMax: bigint operands
         const clamped = to < latest ? to : latest
         return from > clamped ? [] : upstream.call(method, [{ ...filter, fromBlock: hex(from), toBlock: hex(clamped) }])
       }
@@ -281,18 +284,25 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     const batch = Array.isArray(parsed) ? parsed : undefined
     const requests = (batch ?? [parsed]).filter(isRequest)
     const has = (methods: Set<string>) => requests.some((request) => methods.has(request.method))
-    const own = (method: string) => method === DROP_TRANSACTION_METHOD || method === RAW_TRANSACTION_METHOD || CHAIN_CHANGING_METHODS.has(method)
+    const own = (method: string) =>
+      method === DROP_TRANSACTION_METHOD || method === RAW_TRANSACTION_METHOD || CHAIN_CHANGING_METHODS.has(method)
     if (requests.some((request) => own(request.method))) {
       if (!batch) return respond(res, 200, await handle(parsed))
       const answers = await Promise.all(batch.map(handle))
-      return respond(res, 200, answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined))
+      return respond(
+        res,
+        200,
+        answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined),
+      )
     }
     const forward = async () => {
       // Plain traffic is piped to anvil untouched; answers with blocks, transactions or logs get their milliseconds.
       if (!has(STAMPED_METHODS)) return proxy(body, parsed, res)
       const methods = new Map(requests.map((request) => [request.id ?? null, request.method]))
       const rewritten = (batch ?? [parsed]).map((request) =>
-        isRequest(request) && Array.isArray(request.params) ? { ...request, params: pendingAsLatest(request.method, request.params) } : request,
+        isRequest(request) && Array.isArray(request.params)
+          ? { ...request, params: pendingAsLatest(request.method, request.params) }
+          : request,
       )
       let answer: unknown
       try {
@@ -329,7 +339,11 @@ export async function startDevnetServer(parameters: DevnetServerParameters): Pro
     if (!batch) return respond(res, 200, await handle(parsed))
     const answers = await Promise.all(batch.map(handle))
     // JSON-RPC notifications (no id) get no answer in a batch, as anvil does.
-    respond(res, 200, answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined))
+    respond(
+      res,
+      200,
+      answers.filter((_, i) => !isRequest(batch[i]) || batch[i].id !== undefined),
+    )
   }
 
   const httpServer = createServer((req, res) => {

@@ -30,7 +30,9 @@ export function requireBearerToken(token: string) {
     return reply
       .status(401)
       .header('www-authenticate', 'Bearer realm="codetrail admin"')
-      .send({ error: { code: 'unauthorized', message: 'This route needs the admin token: send Authorization: Bearer <ADMIN_TOKEN>.' } } satisfies ErrorEnvelope)
+      .send({
+        error: { code: 'unauthorized', message: 'This route needs the admin token: send Authorization: Bearer <ADMIN_TOKEN>.' },
+      } satisfies ErrorEnvelope)
   }
 }
 
@@ -73,7 +75,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRoutesOptions> = async (app
  */
 export function withAdminDocs(transform: SwaggerTransform): SwaggerTransform {
   return (route) => {
-    if (route.url === `${QUEUES_PATH}/` && route.route.method === 'GET') return transform({ ...route, url: QUEUES_PATH, schema: dashboardSchema })
+    if (route.url === `${QUEUES_PATH}/` && route.route.method === 'GET')
+      return transform({ ...route, url: QUEUES_PATH, schema: dashboardSchema })
     return transform(route)
   }
 }

@@ -28,11 +28,17 @@ export type ApiContext = {
  * The chain a request asks for with `chainId=`, else the default one. Where a value means something only
  * on one chain (a transaction hash) and several are served, `required` makes naming it mandatory.
  */
-export function requestedChain({ chainId, chainIds }: Pick<ApiContext, 'chainId' | 'chainIds'>, requested: number | undefined, { required = false } = {}): number {
+export function requestedChain(
+  { chainId, chainIds }: Pick<ApiContext, 'chainId' | 'chainIds'>,
+  requested: number | undefined,
+  { required = false } = {},
+): number {
   if (requested === undefined) {
-    if (required && chainIds.length > 1) throw new ApiError(400, 'chain_id_required', `this deployment indexes chains ${chainIds.join(', ')}: name one with chainId`)
+    if (required && chainIds.length > 1)
+      throw new ApiError(400, 'chain_id_required', `this deployment indexes chains ${chainIds.join(', ')}: name one with chainId`)
     return chainId
   }
-  if (!chainIds.includes(requested)) throw new ApiError(404, 'unknown_chain', `chain ${requested} is not indexed here; chains: ${chainIds.join(', ')}`)
+  if (!chainIds.includes(requested))
+    throw new ApiError(404, 'unknown_chain', `chain ${requested} is not indexed here; chains: ${chainIds.join(', ')}`)
   return requested
 }

@@ -6,13 +6,16 @@ import type { FastifyPluginAsync } from 'fastify'
 import { ApiError } from './errors.js'
 
 /** Where `npm run build` writes the bundle (dist/web): beside the compiled dist/src, or under dist/ when run from source. */
-export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../dist/web' : '../../web', import.meta.url))
+export const DEFAULT_DASHBOARD_DIR = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? '../../dist/web' : '../../web', import.meta.url),
+)
 
 /** The client-side routes of the dashboard; each answers the same page, which routes itself. */
 export const DASHBOARD_PAGES = ['/', '/live', '/register', '/codes/:code'] as const
 
 /** Everything the page loads comes from this origin; the browser refuses any other host. */
-const CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 /**
  * The dashboard: its pages at {@link DASHBOARD_PAGES} and the hashed, immutable bundle files under

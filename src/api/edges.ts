@@ -38,7 +38,12 @@ export function fallbackStore(redis: Redis, nameSpace: string): FastifyRateLimit
       private readonly local: FastifyRateLimitStore,
     ) {}
     incr: Incr = (key, callback, timeWindow, max) =>
-      this.shared.incr(key, (error, result) => (error ? this.local.incr(key, callback, timeWindow, max) : callback(null, result)), timeWindow, max)
+      this.shared.incr(
+        key,
+        (error, result) => (error ? this.local.incr(key, callback, timeWindow, max) : callback(null, result)),
+        timeWindow,
+        max,
+      )
     child(routeOptions: Parameters<FastifyRateLimitStore['child']>[0]): FastifyRateLimitStore {
       return new Fallback(this.shared.child(routeOptions), this.local.child(routeOptions))
     }

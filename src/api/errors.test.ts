@@ -6,15 +6,25 @@ const pgError = (code: string) => Object.assign(new Error('pg'), { code, severit
 
 describe('toErrorAnswer', () => {
   it('keeps an ApiError as it is', () => {
-    expect(toErrorAnswer(new ApiError(404, 'not_found', 'Nothing here.'))).toEqual({ status: 404, code: 'not_found', message: 'Nothing here.' })
+    expect(toErrorAnswer(new ApiError(404, 'not_found', 'Nothing here.'))).toEqual({
+      status: 404,
+      code: 'not_found',
+      message: 'Nothing here.',
+    })
   })
 
   it('maps a cancelled statement to 503 query_timeout and a database that is away to 503, also when wrapped', () => {
     expect(toErrorAnswer(pgError('57014'))).toMatchObject({ status: 503, code: 'query_timeout' })
     expect(toErrorAnswer(new Error('Failed query', { cause: pgError('57014') }))).toMatchObject({ status: 503, code: 'query_timeout' })
-    expect(toErrorAnswer(new Error('Failed query', { cause: pgError('57P01') }))).toMatchObject({ status: 503, code: 'database_unavailable' })
+    expect(toErrorAnswer(new Error('Failed query', { cause: pgError('57P01') }))).toMatchObject({
+      status: 503,
+      code: 'database_unavailable',
+    })
     expect(toErrorAnswer(new Error('timeout exceeded when trying to connect'))).toMatchObject({ status: 503, code: 'database_unavailable' })
-    expect(toErrorAnswer(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 503, code: 'service_unavailable' })
+    expect(toErrorAnswer(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }))).toMatchObject({
+      status: 503,
+      code: 'service_unavailable',
+    })
   })
 
   it('maps validation failures to field codes and unknown parameters to unknown_parameter', () => {
@@ -27,14 +37,21 @@ describe('toErrorAnswer', () => {
       code: 'unknown_parameter',
       message: 'Unknown query parameters: "foo", "bar".',
     })
-    expect(toErrorAnswer(validation('querystring', '/cursor'))).toMatchObject({ code: 'invalid_cursor', message: 'Query parameter cursor must be x.' })
-    expect(toErrorAnswer(validation('querystring', '/limit', 'invalid_type', 'Invalid input: expected string, received undefined'))).toMatchObject({
+    expect(toErrorAnswer(validation('querystring', '/cursor'))).toMatchObject({
+      code: 'invalid_cursor',
+      message: 'Query parameter cursor must be x.',
+    })
+    expect(
+      toErrorAnswer(validation('querystring', '/limit', 'invalid_type', 'Invalid input: expected string, received undefined')),
+    ).toMatchObject({
       code: 'invalid_parameter',
       message: 'Query parameter limit is required.',
     })
     expect(toErrorAnswer(validation('params', '/hash'))).toMatchObject({ code: 'invalid_hash' })
     expect(toErrorAnswer(validation('body', '/walletAddress'))).toMatchObject({ code: 'invalid_wallet_address' })
-    expect(toErrorAnswer(validation('body', '/walletAddress', 'invalid_type', 'Invalid input: expected string, received undefined'))).toMatchObject({
+    expect(
+      toErrorAnswer(validation('body', '/walletAddress', 'invalid_type', 'Invalid input: expected string, received undefined')),
+    ).toMatchObject({
       code: 'invalid_body',
       message: 'The body needs walletAddress.',
     })

@@ -84,7 +84,11 @@ function backingServiceAnswer(error: unknown): Answer | null {
   for (let current = error, depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code
     if (code === QUERY_CANCELED || code === LOCK_NOT_AVAILABLE)
-      return { status: 503, code: 'query_timeout', message: 'The query took too long and was cancelled; narrow the filters or the time range.' }
+      return {
+        status: 503,
+        code: 'query_timeout',
+        message: 'The query took too long and was cancelled; narrow the filters or the time range.',
+      }
     if (isPostgresError(current) && typeof code === 'string' && UNAVAILABLE_SQLSTATE.test(code))
       return { status: 503, code: 'database_unavailable', message: 'The database is not available right now; retry later.' }
     if (typeof code === 'string' && NETWORK_CODES.has(code))
@@ -110,8 +114,7 @@ function validationAnswer({ validation, validationContext }: ValidationError): A
       return { status: 400, code: 'invalid_body', message: `The body has unknown fields: ${quoteKeys(issue.params?.keys)}.` }
     if (field === undefined) return { status: 400, code: 'invalid_body', message: 'The body must be a JSON object.' }
     if (missing) return { status: 400, code: 'invalid_body', message: `The body needs ${field}.` }
-    if (field === 'walletAddress')
-      return { status: 400, code: 'invalid_wallet_address', message: `walletAddress ${describe(detail)}.` }
+    if (field === 'walletAddress') return { status: 400, code: 'invalid_wallet_address', message: `walletAddress ${describe(detail)}.` }
     return { status: 400, code: 'invalid_body', message: `Body field ${field} ${describe(detail)}.` }
   }
   if (validationContext === 'querystring' && issue.keyword === 'unrecognized_keys')

@@ -41,7 +41,19 @@ const REDIS_CONNECT_TIMEOUT_MS = 2_000
 const DB_ACQUIRE_TIMEOUT_MS = 10_000
 
 export type ApiConfig = Pick<Config, 'port' | 'builderApiUrl' | 'adminUi' | 'databaseUrl' | 'redisUrl' | 'redisPrefix'> &
-  Partial<Pick<Config, 'adminToken' | 'dashboardDir' | 'webhookAllowPrivate' | 'secretsKey' | 'streamMaxClients' | 'databaseReadUrl' | 'readMaxLagMs' | 'retentionLogsDays'>>
+  Partial<
+    Pick<
+      Config,
+      | 'adminToken'
+      | 'dashboardDir'
+      | 'webhookAllowPrivate'
+      | 'secretsKey'
+      | 'streamMaxClients'
+      | 'databaseReadUrl'
+      | 'readMaxLagMs'
+      | 'retentionLogsDays'
+    >
+  >
 
 export type CreateApiParameters = {
   config: ApiConfig
@@ -157,11 +169,22 @@ export async function createApi({
   const owned: (() => Promise<void>)[] = []
   const store =
     givenStore ??
-    createStore({ databaseUrl: config.databaseUrl, max: dbPoolSize, applicationName: 'codetrail-api', statementTimeoutMs, acquireTimeoutMs: dbAcquireTimeoutMs })
+    createStore({
+      databaseUrl: config.databaseUrl,
+      max: dbPoolSize,
+      applicationName: 'codetrail-api',
+      statementTimeoutMs,
+      acquireTimeoutMs: dbAcquireTimeoutMs,
+    })
   if (!givenStore) owned.push(() => store.close())
   let replica: ReadRouting | undefined
   if (config.databaseReadUrl) {
-    replica = createReadRouting({ primary: store.pool, replicaUrl: config.databaseReadUrl, maxLagMs: config.readMaxLagMs ?? API_DEFAULTS.readMaxLagMs, logger })
+    replica = createReadRouting({
+      primary: store.pool,
+      replicaUrl: config.databaseReadUrl,
+      maxLagMs: config.readMaxLagMs ?? API_DEFAULTS.readMaxLagMs,
+      logger,
+    })
     owned.push(() => replica!.close())
     // Serve from the replica from the first request when it is current.
     await replica.check()
@@ -221,7 +244,10 @@ export async function createApi({
 
     await app.register(helmet, {
       // JSON answers load nothing; the dashboard and /docs set their own policy.
-      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"] } },
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"] },
+      },
       crossOriginResourcePolicy: { policy: corsOrigins.length > 0 ? 'cross-origin' : 'same-origin' },
       frameguard: { action: 'deny' },
     })
@@ -264,7 +290,11 @@ export async function createApi({
         ...((dashboard || config.adminToken) && {
           components: {
             securitySchemes: {
-              [ADMIN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, sent as Authorization: Bearer <token>.' },
+              [ADMIN_SECURITY_SCHEME]: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'ADMIN_TOKEN, sent as Authorization: Bearer <token>.',
+              },
             },
           },
         }),
@@ -283,7 +313,8 @@ export async function createApi({
       routePrefix: '/docs',
       // Its own policy with hashes for its inline code; never framed.
       staticCSP: true,
-      transformStaticCSP: (policy) => policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
+      transformStaticCSP: (policy) =>
+        policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
     })
     app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger())
 
@@ -311,7 +342,12 @@ export async function createApi({
     await app.register(transactionRoutes, context)
     await app.register(logRoutes, context)
     // Notifications come from the primary only: a standby cannot LISTEN.
-    const stream = createEventStream({ pool: replica?.pool ?? store.pool, notifyPool: store.pool, logger, maxClients: config.streamMaxClients })
+    const stream = createEventStream({
+      pool: replica?.pool ?? store.pool,
+      notifyPool: store.pool,
+      logger,
+      maxClients: config.streamMaxClients,
+    })
     // Streams never end by themselves: end them before the server waits for its requests.
     app.addHook('preClose', () => stream.close())
     await app.register(streamRoutes, { stream })
@@ -324,7 +360,13 @@ export async function createApi({
         owned.push(() => queue.close())
         webhookQueue = queue
       }
-      await app.register(webhookRoutes, { pool: store.pool, adminToken: config.adminToken, queue: webhookQueue, allowPrivate: config.webhookAllowPrivate, secretsKey: config.secretsKey })
+      await app.register(webhookRoutes, {
+        pool: store.pool,
+        adminToken: config.adminToken,
+        queue: webhookQueue,
+        allowPrivate: config.webhookAllowPrivate,
+        secretsKey: config.secretsKey,
+      })
     }
 
     if (config.adminToken) await app.register(adminRoutes, { token: config.adminToken, queues: dashboard ? queues : [] })

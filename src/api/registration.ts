@@ -33,7 +33,12 @@ export type CreateBuilderCodeRegistrarParameters = {
  * ({@link deriveBuilderCode}, next attempt on a collision with another wallet's code) or asks the
  * upstream service, and stores it. The database's unique keys settle concurrent registrations.
  */
-export function createBuilderCodeRegistrar({ db, chainId, builderApiUrl, upstreamTimeoutMs = DEFAULT_UPSTREAM_TIMEOUT_MS }: CreateBuilderCodeRegistrarParameters) {
+export function createBuilderCodeRegistrar({
+  db,
+  chainId,
+  builderApiUrl,
+  upstreamTimeoutMs = DEFAULT_UPSTREAM_TIMEOUT_MS,
+}: CreateBuilderCodeRegistrarParameters) {
   async function registerLocal(walletAddress: Address): Promise<BuilderCodeRecord> {
     for (let attempt = 0; attempt < MAX_DERIVATION_ATTEMPTS; attempt++) {
       const builderCode = deriveBuilderCode(walletAddress, attempt)
@@ -56,7 +61,9 @@ export function createBuilderCodeRegistrar({ db, chainId, builderApiUrl, upstrea
         signal: AbortSignal.timeout(upstreamTimeoutMs),
       })
     } catch (error) {
-      throw new ApiError(502, 'upstream_error', `The builder code service could not be reached (${networkReason(error)}).`, { cause: error })
+      throw new ApiError(502, 'upstream_error', `The builder code service could not be reached (${networkReason(error)}).`, {
+        cause: error,
+      })
     }
     if (!response.ok) {
       await response.body?.cancel()
@@ -77,7 +84,11 @@ export function createBuilderCodeRegistrar({ db, chainId, builderApiUrl, upstrea
     if (inserted) return inserted
     const existing = await findBuilderCodeByWallet(db, chainId, walletAddress)
     if (existing) return existing
-    throw new ApiError(502, 'upstream_error', `The builder code service answered with ${builderCode}, which another wallet already holds here.`)
+    throw new ApiError(
+      502,
+      'upstream_error',
+      `The builder code service answered with ${builderCode}, which another wallet already holds here.`,
+    )
   }
 
   return {

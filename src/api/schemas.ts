@@ -45,7 +45,10 @@ export const walletAddress = z
     }
     return normalized
   })
-  .meta({ description: 'Wallet address; any letter case (mixed case must be a valid EIP-55 checksum).', example: '0xd8da6bf26964af9d7eed9e03e53415d37aa96045' })
+  .meta({
+    description: 'Wallet address; any letter case (mixed case must be a valid EIP-55 checksum).',
+    example: '0xd8da6bf26964af9d7eed9e03e53415d37aa96045',
+  })
 
 /** A contract address in any letter case, lowercased (no checksum check, as `eth_getLogs`). */
 export const address = z
@@ -120,11 +123,10 @@ export const statusSchema = z.enum(STATUSES)
 
 export const isoTime = z.string().meta({ description: 'ISO 8601 date-time, UTC.', example: '2025-01-31T12:00:00.000Z' })
 
-export const timestampMs = z
-  .number()
-  .int()
-  .nullable()
-  .meta({ description: 'Block time in milliseconds since the Unix epoch, as the node served it (timestampMs); null where it serves none.', example: 1_738_324_800_200 })
+export const timestampMs = z.number().int().nullable().meta({
+  description: 'Block time in milliseconds since the Unix epoch, as the node served it (timestampMs); null where it serves none.',
+  example: 1_738_324_800_200,
+})
 
 /** Refuses an inverted range (`from` after `to`); either end may be open. */
 export function checkRange(from: number | undefined, to: number | undefined, fromName: string, toName: string): void {
@@ -135,19 +137,29 @@ export function checkRange(from: number | undefined, to: number | undefined, fro
 /** Whether an answer over some blocks may be partial: the open repairs touching them. */
 export const coverage = z
   .object({
-    complete: z.boolean().meta({ description: 'False while a repair is open over the asked blocks: some of their rows may be missing until it closes.' }),
+    complete: z
+      .boolean()
+      .meta({ description: 'False while a repair is open over the asked blocks: some of their rows may be missing until it closes.' }),
     openRepairs: z
       .array(
         z.object({
           fromBlock: z.number().int(),
           toBlock: z.number().int(),
           reason: z.enum(['reorg', 'orphaned']).meta({ description: 'A reorg at the tip, or blocks found orphaned below it.' }),
-          quarantined: z.boolean().meta({ description: 'Its reads kept failing: no longer retried until the blocks are marked again (see codetrail_repairs_quarantined).' }),
+          quarantined: z.boolean().meta({
+            description: 'Its reads kept failing: no longer retried until the blocks are marked again (see codetrail_repairs_quarantined).',
+          }),
         }),
       )
       .meta({ description: 'Block ranges being read again after a reorg or orphan mark (at most 100), oldest block first.' }),
   })
-  .meta({ id: 'Coverage', description: 'Whether the index holds every block of the asked range (fromBlock..toBlock, the whole chain when open).' })
+  .meta({
+    id: 'Coverage',
+    description: 'Whether the index holds every block of the asked range (fromBlock..toBlock, the whole chain when open).',
+  })
 
 /** The `coverage` field of an answer over these repairs. */
-export const coverageOf = (openRepairs: z.output<typeof coverage>['openRepairs']): z.output<typeof coverage> => ({ complete: openRepairs.length === 0, openRepairs })
+export const coverageOf = (openRepairs: z.output<typeof coverage>['openRepairs']): z.output<typeof coverage> => ({
+  complete: openRepairs.length === 0,
+  openRepairs,
+})

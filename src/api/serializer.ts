@@ -12,4 +12,6 @@ import { z } from 'zod'
  * instead of referring to them.
  */
 export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }) =>
-  fastJson(z.toJSONSchema(schema, { io: 'output', target: 'openapi-3.0', metadata: z.registry(), unrepresentable: 'throw' }) as fastJson.AnySchema)
+  fastJson(
+    z.toJSONSchema(schema, { io: 'output', target: 'openapi-3.0', metadata: z.registry(), unrepresentable: 'throw' }) as fastJson.AnySchema,
+  )

@@ -81,7 +81,10 @@ export async function probe<T>(run: () => Promise<T>): Promise<Probe<T>> {
     return { check: { status: 'ok', latencyMs: Math.round(performance.now() - started), error: null }, value }
   } catch (error) {
     const code = (error as { code?: unknown }).code
-    return { check: { status: 'down', latencyMs: null, error: typeof code === 'string' || typeof code === 'number' ? String(code) : 'error' }, value: null }
+    return {
+      check: { status: 'down', latencyMs: null, error: typeof code === 'string' || typeof code === 'number' ? String(code) : 'error' },
+      value: null,
+    }
   } finally {
     clearTimeout(timer)
   }

@@ -12,12 +12,28 @@ import {
   type TransactionPosition,
 } from '../store/attributions.js'
 import type { Status, TransactionRow } from '../store/index.js'
-import { getBlocksWithTransactions, getBlockTransactionCounts, getCodes, getTransactions, missingBlock, type BlockWithTransactions, type CodeRead } from '../rpc/index.js'
+import {
+  getBlocksWithTransactions,
+  getBlockTransactionCounts,
+  getCodes,
+  getTransactions,
+  missingBlock,
+  type BlockWithTransactions,
+  type CodeRead,
+} from '../rpc/index.js'
 import type { Interval } from '../utils/interval.js'
 import { attributeTransaction, type TransactionAttribution, type TransactionInput } from './transaction.js'
 import { eip7702Delegate } from './userOps.js'
 import { sleep } from '../utils/loop.js'
-import { BATCH_SIZE, BATCHES_IN_FLIGHT, blockWeight, createReceiptReader, inSlices, readsWholeBlock, type AttributionRpc } from './nodeReads.js'
+import {
+  BATCH_SIZE,
+  BATCHES_IN_FLIGHT,
+  blockWeight,
+  createReceiptReader,
+  inSlices,
+  readsWholeBlock,
+  type AttributionRpc,
+} from './nodeReads.js'
 import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.js'
 
 /** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
@@ -91,7 +107,8 @@ function positionsOfRows(rows: readonly TransactionRow[], statusOf: (blockNumber
 function blocksOfRows(blocks: AttributedBlock[], rows: readonly TransactionRow[]): AttributedBlock[] {
   const hashAt = new Map(blocks.map((block) => [block.number, block.hash]))
   const stray = rows.find((row) => hashAt.get(row.blockNumber) !== row.blockHash)
-  if (stray) throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
+  if (stray)
+    throw new Error(`log of block ${stray.blockNumber} (${stray.blockHash}) is not from the blocks read for attribution; reading again`)
   return blocks
 }
 
@@ -115,7 +132,10 @@ export function createAttributor(context: AttributorContext) {
    * from its code (`0xef0100 ∥ address`) at the transaction's block with `eth_getCode` in JSON-RPC
    * batches, and the transaction is decoded again with them.
    */
-  async function withEip7702Delegates(attributions: readonly TransactionAttribution[], positions: ReadonlyMap<string, TransactionPosition>): Promise<TransactionAttribution[]> {
+  async function withEip7702Delegates(
+    attributions: readonly TransactionAttribution[],
+    positions: ReadonlyMap<string, TransactionPosition>,
+  ): Promise<TransactionAttribution[]> {
     // The state after the transaction's block: a bundle may carry the authorization that delegates its sender.
     const blockOf = (hash: string) => {
       const position = positions.get(hash)!
@@ -130,7 +150,12 @@ export function createAttributor(context: AttributorContext) {
     const delegateAt = new Map<string, Address>()
     let ask = [...reads.keys()]
     for (let attempt = 0; ask.length > 0; attempt++) {
-      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getCodes(rpc, slice.map((key) => reads.get(key)!)))
+      const codes = await inSlices(ask, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+        getCodes(
+          rpc,
+          slice.map((key) => reads.get(key)!),
+        ),
+      )
       ask.forEach((key, i) => {
         const delegate = eip7702Delegate(codes[i])
         if (delegate) delegateAt.set(key, delegate)
@@ -178,7 +203,10 @@ export function createAttributor(context: AttributorContext) {
       .filter((p) => gasRead !== 'deferred' && p.status !== 'pending' && lacksGas(p.hash) && !gasRead.has(p.hash))
       .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
-    const unverified = await unverifiedTransactions(context.pool, chainId, { olderThanMs: registryRecheckAfterMs, limit: REGISTRY_RECHECKS_PER_PASS })
+    const unverified = await unverifiedTransactions(context.pool, chainId, {
+      olderThanMs: registryRecheckAfterMs,
+      limit: REGISTRY_RECHECKS_PER_PASS,
+    })
     const checks = new Map<string, RegistryCheck>()
     const addChecks = (registry: string, codes: readonly string[]) => {
       for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
@@ -227,7 +255,10 @@ export function createAttributor(context: AttributorContext) {
    * included) die young; null where the node has none. A `required` transaction the node does not know
    * yet — one behind a load balancer may lag the others — is asked for again.
    */
-  async function fetchTransactions(hashes: readonly string[], required: (hash: string) => boolean): Promise<(TransactionAttribution | null)[]> {
+  async function fetchTransactions(
+    hashes: readonly string[],
+    required: (hash: string) => boolean,
+  ): Promise<(TransactionAttribution | null)[]> {
     const found = new Map<string, TransactionAttribution>()
     let ask = [...hashes]
     for (let attempt = 0; ask.length > 0; attempt++) {
@@ -235,7 +266,9 @@ export function createAttributor(context: AttributorContext) {
       const answers = await inSlices(slice, BATCH_SIZE, BATCHES_IN_FLIGHT, async (part) =>
         (await getTransactions(rpc, part)).map((tx) => (tx ? attributeTransaction(tx, chainId) : null)),
       )
-      answers.forEach((tx, i) => tx && found.set(slice[i]!, tx))
+      answers.forEach((tx, i) => {
+        if (tx) found.set(slice[i]!, tx)
+      })
       ask = slice.filter((hash) => !found.has(hash) && required(hash))
       if (ask.length === 0 || attempt >= MISSING_TRANSACTION_RETRIES) break
       await sleep(MISSING_TRANSACTION_DELAY_MS * 2 ** attempt)
@@ -250,7 +283,9 @@ export function createAttributor(context: AttributorContext) {
   async function countTransactions(blockHashes: readonly string[]): Promise<Map<string, number>> {
     const counts = await inSlices(blockHashes, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getBlockTransactionCounts(rpc, slice))
     const sizes = new Map<string, number>()
-    counts.forEach((count, i) => count !== null && sizes.set(blockHashes[i]!, count))
+    counts.forEach((count, i) => {
+      if (count !== null) sizes.set(blockHashes[i]!, count)
+    })
     return sizes
   }
 
@@ -262,7 +297,11 @@ export function createAttributor(context: AttributorContext) {
    * allows a whole read, the real count is asked first (`countTransactions`). Returns them decoded
    * (null where the node has none) and the sizes learnt (blocks counted or read whole).
    */
-  async function fetchForLogs(missing: readonly string[], positions: ReadonlyMap<string, TransactionPosition>, sizes: ReadonlyMap<string, number>) {
+  async function fetchForLogs(
+    missing: readonly string[],
+    positions: ReadonlyMap<string, TransactionPosition>,
+    sizes: ReadonlyMap<string, number>,
+  ) {
     const missingPerBlock = new Map<string, string[]>()
     for (const hash of missing) {
       const position = positions.get(hash)!
@@ -298,11 +337,19 @@ export function createAttributor(context: AttributorContext) {
     const found = new Map<string, TransactionAttribution>()
     blocks.forEach((block, i) => {
       // The chain moved between the logs and the block: the caller reads both again.
-      if (block.hash !== whole[i]![0]) throw new Error(`block ${positions.get(whole[i]![1][0]!)!.blockNumber} is ${block.hash} on the node, not ${whole[i]![0]} as its logs say; reading again`)
+      if (block.hash !== whole[i]![0])
+        throw new Error(
+          `block ${positions.get(whole[i]![1][0]!)!.blockNumber} is ${block.hash} on the node, not ${whole[i]![0]} as its logs say; reading again`,
+        )
       for (const tx of block.transactions) found.set(tx.hash, tx)
     })
-    transactions.forEach((tx, i) => tx && found.set(byHash[i]!, tx))
-    return { transactions: missing.map((hash) => found.get(hash) ?? null), blockSizes: new Map([...counted, ...blocks.map((block) => [block.hash, block.size] as const)]) }
+    transactions.forEach((tx, i) => {
+      if (tx) found.set(byHash[i]!, tx)
+    })
+    return {
+      transactions: missing.map((hash) => found.get(hash) ?? null),
+      blockSizes: new Map([...counted, ...blocks.map((block) => [block.hash, block.size] as const)]),
+    }
   }
 
   /**
@@ -340,7 +387,11 @@ export function createAttributor(context: AttributorContext) {
    * `BATCH_SIZE` transactions where `sizeOf` knows how many a block holds), each turned by `read` as its
    * batch arrives so the node's objects die young.
    */
-  async function readBlocks<B>(numbers: readonly number[], read: (block: BlockWithTransactions) => B, sizeOf: (n: number) => number | undefined = () => undefined): Promise<B[]> {
+  async function readBlocks<B>(
+    numbers: readonly number[],
+    read: (block: BlockWithTransactions) => B,
+    sizeOf: (n: number) => number | undefined = () => undefined,
+  ): Promise<B[]> {
     return inSlices(
       numbers,
       BATCH_SIZE,
@@ -404,7 +455,11 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /** Prepares the attribution of every transaction of `blocks` (`ATTRIBUTION_SCOPE=blocks`). */
-  async function forBlocks(blocks: readonly AttributedBlock[], statusOf: (blockNumber: number) => Status, gasRead?: ReadonlyMap<string, number> | 'deferred'): Promise<Writes> {
+  async function forBlocks(
+    blocks: readonly AttributedBlock[],
+    statusOf: (blockNumber: number) => Status,
+    gasRead?: ReadonlyMap<string, number> | 'deferred',
+  ): Promise<Writes> {
     const positions = new Map<string, TransactionPosition>()
     for (const block of blocks) {
       block.transactions.forEach((tx, transactionIndex) => {
@@ -424,7 +479,9 @@ export function createAttributor(context: AttributorContext) {
     // registry answer) or count as new: any other goes in as fresh, and if it is stored already (first
     // seen pending, or a range read again) it only moves, by upsertTransactions' ON CONFLICT. At Base's
     // density this asks the database for 2 % of the hashes instead of all of them.
-    const worthAsking = blocks.flatMap((block) => block.transactions.filter((tx) => tx.hasSuffix || tx.entries.length > 0 || tx.eip7702).map((tx) => tx.hash))
+    const worthAsking = blocks.flatMap((block) =>
+      block.transactions.filter((tx) => tx.hasSuffix || tx.entries.length > 0 || tx.eip7702).map((tx) => tx.hash),
+    )
     const known = await knownTransactions(context.pool, chainId, worthAsking)
     return prepare(
       blocks.flatMap((block) => block.transactions),

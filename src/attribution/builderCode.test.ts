@@ -5,9 +5,7 @@ import { BUILDER_CODE_PATTERN, deriveBuilderCode, normalizeWalletAddress } from 
 import { isAttributionCode } from './decode.js'
 
 const VITALIK = '0xd8da6bf26964af9d7eed9e03e53415d37aa96045'
-const address = fc
-  .uint8Array({ minLength: 20, maxLength: 20 })
-  .map((bytes) => `0x${Buffer.from(bytes).toString('hex')}` as Address)
+const address = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((bytes) => `0x${Buffer.from(bytes).toString('hex')}` as Address)
 
 describe('normalizeWalletAddress', () => {
   test.each([
@@ -35,8 +33,7 @@ describe('normalizeWalletAddress', () => {
   test('every letter case of an address normalises to its lowercase form', () => {
     fc.assert(
       fc.property(address, fc.constantFrom('lower', 'upper', 'checksum'), (lower, form) => {
-        const input =
-          form === 'lower' ? lower : form === 'upper' ? `0x${lower.slice(2).toUpperCase()}` : checksumAddress(lower)
+        const input = form === 'lower' ? lower : form === 'upper' ? `0x${lower.slice(2).toUpperCase()}` : checksumAddress(lower)
         expect(normalizeWalletAddress(input)).toBe(lower)
       }),
     )

@@ -25,11 +25,17 @@ export async function refreshWalletNonces({ pool, chainId, batch }: CoverageCont
   const wallets = await walletsToRefresh(pool, chainId, { activeWithinMs: NONCE_ACTIVE_WITHIN_MS, limit: maxWallets })
   for (let i = 0; i < wallets.length; i += WALLETS_PER_BATCH) {
     const slice = wallets.slice(i, i + WALLETS_PER_BATCH)
-    const answers = await batch(slice.flatMap((wallet) => [getTransactionCountRequest(wallet, 'latest'), getTransactionCountRequest(wallet, 'pending')]))
+    const answers = await batch(
+      slice.flatMap((wallet) => [getTransactionCountRequest(wallet, 'latest'), getTransactionCountRequest(wallet, 'pending')]),
+    )
     await saveWalletNonces(
       pool,
       chainId,
-      slice.map((walletAddress, j) => ({ walletAddress, latestNonce: parseTransactionCount(answers[2 * j]), pendingNonce: parseTransactionCount(answers[2 * j + 1]) })),
+      slice.map((walletAddress, j) => ({
+        walletAddress,
+        latestNonce: parseTransactionCount(answers[2 * j]),
+        pendingNonce: parseTransactionCount(answers[2 * j + 1]),
+      })),
     )
   }
   return wallets.length

@@ -49,18 +49,21 @@ describe('decodeAttribution vectors', () => {
     expectWellFormed(result)
   })
 
-  test.each(
-    erc8021Vectors.filter((vector) => vector.from).map((vector) => [vector.name, vector] as const),
-  )('ox encodes %s to the vector suffix', (_, vector) => {
-    expect(Attribution.toDataSuffix(vector.from!)).toBe(vector.suffix.toLowerCase())
-  })
+  test.each(erc8021Vectors.filter((vector) => vector.from).map((vector) => [vector.name, vector] as const))(
+    'ox encodes %s to the vector suffix',
+    (_, vector) => {
+      expect(Attribution.toDataSuffix(vector.from!)).toBe(vector.suffix.toLowerCase())
+    },
+  )
 
   test('agrees with ox on the codes of every well-formed vector', () => {
     for (const vector of erc8021Vectors) {
       if (!vector.expected?.ok) continue
       // ox reads schema 1's chain id as a JS number and throws past 2^53; the codes must still agree.
       const wide = vector.expected.registry !== undefined && !Number.isSafeInteger(Number(vector.expected.registry.chainId))
-      const input = wide ? vectorInput({ prefix: '0x', suffix: schema1Suffix(vector.expected.registry!.address, '01', vector.expected.codes.join(',')) }) : vectorInput(vector)
+      const input = wide
+        ? vectorInput({ prefix: '0x', suffix: schema1Suffix(vector.expected.registry!.address, '01', vector.expected.codes.join(',')) })
+        : vectorInput(vector)
       const decoded = Attribution.fromData(input)
       const oxCodes = decoded?.codes ?? [decoded?.appCode, decoded?.walletCode, ...(decoded?.serviceCodes ?? [])]
       expect(vector.expected.codes).toStrictEqual([...new Set(oxCodes.filter((code) => code !== undefined))])
@@ -84,7 +87,12 @@ describe('codeAttributions', () => {
     })
     expect(rows(suffix)).toStrictEqual([
       { code: 'seller', codeIndex: 0, role: 'app', registry: { address: '0x00000000000000000000000000000000000000aa', chainId: '8453' } },
-      { code: 'facilitator', codeIndex: 1, role: 'wallet', registry: { address: '0x00000000000000000000000000000000000000bb', chainId: '10' } },
+      {
+        code: 'facilitator',
+        codeIndex: 1,
+        role: 'wallet',
+        registry: { address: '0x00000000000000000000000000000000000000bb', chainId: '10' },
+      },
       { code: 'client', codeIndex: 2, role: 'service', registry: null },
     ])
   })
@@ -194,8 +202,7 @@ describe('decodeAttribution properties', () => {
             codes: [...new Set([appCode, walletCode, ...serviceCodes].filter((code) => code !== undefined))],
           })
           const normalised = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown
-          if (result?.ok && Object.keys(metadata).length > 0)
-            expect(normalised(result.cbor?.metadata)).toStrictEqual(normalised(metadata))
+          if (result?.ok && Object.keys(metadata).length > 0) expect(normalised(result.cbor?.metadata)).toStrictEqual(normalised(metadata))
         },
       ),
     )
@@ -205,9 +212,7 @@ describe('decodeAttribution properties', () => {
     const lengthByte = (trueLength: number) =>
       fc.oneof(fc.constant(trueLength), fc.integer({ min: 0, max: 255 }), fc.constant(trueLength + 1))
     const codesField = fc.array(hostileCode, { maxLength: 5 }).map((codes) => OxHex.fromString(codes.join(',')).slice(2))
-    const schema0 = codesField.chain((codes) =>
-      lengthByte(codes.length / 2).map((length) => `${codes}${byte(length)}00`),
-    )
+    const schema0 = codesField.chain((codes) => lengthByte(codes.length / 2).map((length) => `${codes}${byte(length)}00`))
     const schema1 = fc
       .tuple(bytesHex(0, 24), bytesHex(0, 9), codesField)
       .chain(([address, chainId, codes]) =>
@@ -232,16 +237,17 @@ describe('decodeAttribution properties', () => {
           a: cborValue,
           w: cborValue,
           s: cborValue,
-          r: fc.oneof(
-            cborValue,
-            fc.record({ a: fc.record({ c: cborValue, a: cborValue }), w: fc.record({ c: cborValue, a: cborValue }) }),
-          ),
+          r: fc.oneof(cborValue, fc.record({ a: fc.record({ c: cborValue, a: cborValue }), w: fc.record({ c: cborValue, a: cborValue }) })),
           m: cborValue,
         },
         { requiredKeys: [] },
       )
       .map((map) => Cbor.encode(map).slice(2))
-    const cborPayload = fc.oneof(cborMap, bytesHex(0, 40), cborMap.chain((hex) => fc.nat(hex.length / 2).map((n) => hex.slice(0, n * 2))))
+    const cborPayload = fc.oneof(
+      cborMap,
+      bytesHex(0, 40),
+      cborMap.chain((hex) => fc.nat(hex.length / 2).map((n) => hex.slice(0, n * 2))),
+    )
     const schema2 = cborPayload.chain((cbor) =>
       fc
         .oneof(fc.constant(cbor.length / 2), fc.integer({ min: 0, max: 0xffff }))

@@ -117,7 +117,12 @@ export function codeAttributions(decoded: DecodedAttribution | null): CodeAttrib
   const rows: CodeAttribution[] = []
   const add = (code: string | null, role: AttributionRole, registry: AttributionRegistry | null) => {
     if (code === null || rows.some((row) => row.code === code && row.role === role)) return
-    rows.push({ code, codeIndex: codes.indexOf(code), role, registry: registry && { address: registry.address, chainId: String(registry.chainId) } })
+    rows.push({
+      code,
+      codeIndex: codes.indexOf(code),
+      role,
+      registry: registry && { address: registry.address, chainId: String(registry.chainId) },
+    })
   }
   add(cbor.appCode, 'app', cbor.registries.app)
   add(cbor.walletCode, 'wallet', cbor.registries.wallet)
@@ -144,21 +149,19 @@ function decodeCodesSchema(input: Hex, size: number, schemaId: 0 | 1): DecodedAt
   const codesLength = byteAt(input, lengthIndex)
   if (codesLength < 0) return null
   const codesStart = lengthIndex - codesLength
-  if (codesStart < 0)
-    return malformed(schemaId, `codes length ${codesLength} points past the start of calldata`)
+  if (codesStart < 0) return malformed(schemaId, `codes length ${codesLength} points past the start of calldata`)
 
   let suffixStart = codesStart
   let chainIdLength = 0
   if (schemaId === 1) {
-    if (codesStart < ADDRESS_SIZE + 1)
-      return malformed(1, 'registry is truncated: calldata ends before the registry address')
+    if (codesStart < ADDRESS_SIZE + 1) return malformed(1, 'registry is truncated: calldata ends before the registry address')
     chainIdLength = byteAt(input, codesStart - 1)
     if (chainIdLength < 0) return null
     if (chainIdLength === 0) return malformed(1, 'registry chain id length is 0')
     suffixStart = codesStart - 1 - chainIdLength - ADDRESS_SIZE
-    if (suffixStart < 0)
-      return malformed(1, `registry chain id length ${chainIdLength} points past the start of calldata`)
-    if (chainIdLength > MAX_CHAIN_ID_SIZE) return malformed(1, `registry chain id length ${chainIdLength} is over ${MAX_CHAIN_ID_SIZE} bytes`)
+    if (suffixStart < 0) return malformed(1, `registry chain id length ${chainIdLength} points past the start of calldata`)
+    if (chainIdLength > MAX_CHAIN_ID_SIZE)
+      return malformed(1, `registry chain id length ${chainIdLength} is over ${MAX_CHAIN_ID_SIZE} bytes`)
   }
   if (!isHexFrom(input, suffixStart)) return null
 
@@ -209,11 +212,9 @@ function fromCbor(decoded: Attribution.Attribution): DecodedAttribution {
   const appCode = decoded.appCode ?? null
   const walletCode = decoded.walletCode ?? null
   if (appCode !== null && !isAttributionCode(appCode)) return malformed(2, `invalid app code ${quote(appCode)}`)
-  if (walletCode !== null && !isAttributionCode(walletCode))
-    return malformed(2, `invalid wallet code ${quote(walletCode)}`)
+  if (walletCode !== null && !isAttributionCode(walletCode)) return malformed(2, `invalid wallet code ${quote(walletCode)}`)
   const serviceCodes = decoded.serviceCodes ?? []
-  for (const code of serviceCodes)
-    if (!isAttributionCode(code)) return malformed(2, `invalid service code ${quote(code)}`)
+  for (const code of serviceCodes) if (!isAttributionCode(code)) return malformed(2, `invalid service code ${quote(code)}`)
 
   const registries: AttributionCbor['registries'] = { app: null, wallet: null }
   for (const entity of ['app', 'wallet'] as const) {

@@ -6,6 +6,4 @@ export {
   ERC8021_MARKER,
 } from './decode.js'
 export { BUILDER_CODE_PATTERN, deriveBuilderCode, normalizeWalletAddress } from './builderCode.js'
-export {
-  eip7702Delegate,
-} from './userOps.js'
+export { eip7702Delegate } from './userOps.js'

@@ -41,16 +41,18 @@ describe('readsWholeBlock', () => {
 })
 
 describe('createReceiptReader', () => {
-  it('reads a block\'s receipts whole only where the block\'s size is known', async () => {
+  it("reads a block's receipts whole only where the block's size is known", async () => {
     const methods: string[] = []
     // Hashes as a node writes them: 32 bytes, named by one repeated hex digit pair.
     const h = (pair: string) => `0x${pair.repeat(32)}`
     const receipt = (hash: string, blockHash: string) => ({ transactionHash: hash, blockHash, gasUsed: '0x5208' })
     const gasUsedOf = createReceiptReader({
-      batch: async <T,>(calls: { method: string; params: unknown[] }[]) => {
+      batch: async <T>(calls: { method: string; params: unknown[] }[]) => {
         methods.push(...calls.map((call) => call.method))
         return calls.map((call) =>
-          call.method === 'eth_getBlockReceipts' ? [receipt(h('a1'), h('aa')), receipt(h('a2'), h('aa'))] : receipt(String(call.params[0]), h('bb')),
+          call.method === 'eth_getBlockReceipts'
+            ? [receipt(h('a1'), h('aa')), receipt(h('a2'), h('aa'))]
+            : receipt(String(call.params[0]), h('bb')),
         ) as T[]
       },
     })

@@ -85,13 +85,23 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
   let blockReceipts = true
 
   async function byHash(reads: readonly ReceiptRead[], gasUsed: Map<string, number>): Promise<void> {
-    const receipts = await inSlices(reads, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) => getTransactionReceipts(rpc, slice.map((read) => read.hash)))
+    const receipts = await inSlices(reads, BATCH_SIZE, BATCHES_IN_FLIGHT, (slice) =>
+      getTransactionReceipts(
+        rpc,
+        slice.map((read) => read.hash),
+      ),
+    )
     // A node that has no receipt yet, or one from another block (the transaction moved in a reorg), leaves gas used unknown: it is filled when the transaction is seen again.
-    receipts.forEach((receipt, i) => receipt && receipt.blockHash === reads[i]!.blockHash && gasUsed.set(reads[i]!.hash, receipt.gasUsed))
+    receipts.forEach((receipt, i) => {
+      if (receipt && receipt.blockHash === reads[i]!.blockHash) gasUsed.set(reads[i]!.hash, receipt.gasUsed)
+    })
   }
 
   /** Reads whole blocks' receipts; returns the hashes still to read by hash (all of them when the node lacks the method). */
-  async function byBlock(blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>, gasUsed: Map<string, number>): Promise<ReceiptRead[]> {
+  async function byBlock(
+    blocks: ReadonlyMap<string, { size: number; hashes: readonly string[] }>,
+    gasUsed: Map<string, number>,
+  ): Promise<ReceiptRead[]> {
     const blockHashes = [...blocks.keys()]
     try {
       const lists = await inSlices(
@@ -132,7 +142,8 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
     const single: ReceiptRead[] = []
     for (const [blockHash, wanted] of perBlock) {
       const size = wanted.find((r) => r.blockTransactions !== undefined)?.blockTransactions
-      if (blockReceipts && size !== undefined && readsWholeBlock(wanted.length, size)) wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
+      if (blockReceipts && size !== undefined && readsWholeBlock(wanted.length, size))
+        wholeBlocks.set(blockHash, { size, hashes: wanted.map((r) => r.hash) })
       else single.push(...wanted)
     }
     const [left] = await Promise.all([wholeBlocks.size > 0 ? byBlock(wholeBlocks, gasUsed) : [], byHash(single, gasUsed)])

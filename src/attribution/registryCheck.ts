@@ -27,7 +27,10 @@ function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
  * (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
  */
 export async function checkRegistries(rpc: AttributionRpc, checks: readonly RegistryCheck[]): Promise<Map<string, boolean | null>> {
-  const calls = checks.map(({ registry, code }) => ({ to: registry, data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }) }))
+  const calls = checks.map(({ registry, code }) => ({
+    to: registry,
+    data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }),
+  }))
   const answers = await inSlices(calls, BATCH_SIZE, BATCHES_IN_FLIGHT, async (slice): Promise<PromiseSettledResult<unknown>[]> => {
     try {
       return (await rpc.batch(slice.map((parameters) => callRequest(parameters)))).map((value) => ({ status: 'fulfilled', value }))
@@ -37,4 +40,3 @@ export async function checkRegistries(rpc: AttributionRpc, checks: readonly Regi
   })
   return new Map(checks.map((check, i) => [checkKey(check), registryAnswer(answers[i]!)]))
 }
-

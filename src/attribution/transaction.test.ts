@@ -34,7 +34,11 @@ const operation = (nonce: bigint, callData: Hex, extra: Partial<UserOperation<'0
   ...extra,
 })
 const handleOps = (abi: typeof entryPoint07Abi | typeof entryPoint08Abi, operations: UserOperation<'0.7'>[]): Hex =>
-  encodeFunctionData({ abi: abi as typeof entryPoint07Abi, functionName: 'handleOps', args: [operations.map((op) => toPackedUserOperation(op)), BENEFICIARY] })
+  encodeFunctionData({
+    abi: abi as typeof entryPoint07Abi,
+    functionName: 'handleOps',
+    args: [operations.map((op) => toPackedUserOperation(op)), BENEFICIARY],
+  })
 const hashOf = (op: UserOperation<'0.7'>, version: '0.7' | '0.8' = '0.7') =>
   getUserOperationHash({
     chainId: CHAIN_ID,
@@ -87,15 +91,30 @@ describe('attributeTransaction', () => {
   test('schema 1 keeps the registry (lowercased); schema 2 keeps its CBOR fields', () => {
     const registry = { address: '0x00000000000000000000000000000000000C0DE1' as Address, chainId: CHAIN_ID }
     const one = attributeTransaction(
-      { hash: HASH, from: FROM, to: TO, input: `${CALL}${Attribution.toDataSuffix({ codes: ['bc_a1b2c3d4'], codeRegistry: registry }).slice(2)}` },
+      {
+        hash: HASH,
+        from: FROM,
+        to: TO,
+        input: `${CALL}${Attribution.toDataSuffix({ codes: ['bc_a1b2c3d4'], codeRegistry: registry }).slice(2)}`,
+      },
       CHAIN_ID,
     )
-    expect(one).toMatchObject({ schemaId: 1, codes: ['bc_a1b2c3d4'], registry: { address: registry.address.toLowerCase(), chainId: String(CHAIN_ID) }, cbor: null })
+    expect(one).toMatchObject({
+      schemaId: 1,
+      codes: ['bc_a1b2c3d4'],
+      registry: { address: registry.address.toLowerCase(), chainId: String(CHAIN_ID) },
+      cbor: null,
+    })
     expect(one.entries.map((e) => [e.builderCode, e.role, e.registry])).toEqual([
       ['bc_a1b2c3d4', null, { address: registry.address.toLowerCase(), chainId: String(CHAIN_ID) }],
     ])
     const two = attributeTransaction(
-      { hash: HASH, from: FROM, to: TO, input: `${CALL}${Attribution.toDataSuffix({ appCode: 'app_one', walletCode: 'wallet_two', serviceCodes: ['svc'] }).slice(2)}` },
+      {
+        hash: HASH,
+        from: FROM,
+        to: TO,
+        input: `${CALL}${Attribution.toDataSuffix({ appCode: 'app_one', walletCode: 'wallet_two', serviceCodes: ['svc'] }).slice(2)}`,
+      },
       CHAIN_ID,
     )
     expect(two).toMatchObject({ schemaId: 2, codes: ['app_one', 'wallet_two', 'svc'], registry: null })
@@ -121,14 +140,35 @@ describe('attributeTransaction', () => {
     expect(result.userOperations).toBe(2)
     expect(result).toMatchObject({ hasSuffix: true, codes: ['bundler_code'] })
     expect(result.entries).toEqual([
-      { userOpHash: '', builderCode: 'bundler_code', codeIndex: 0, role: null, registry: null, sender: FROM.toLowerCase(), schemaId: 0, codes: ['bundler_code'] },
-      { userOpHash: hashOf(attributed), builderCode: 'bc_agent01', codeIndex: 0, role: null, registry: null, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] },
+      {
+        userOpHash: '',
+        builderCode: 'bundler_code',
+        codeIndex: 0,
+        role: null,
+        registry: null,
+        sender: FROM.toLowerCase(),
+        schemaId: 0,
+        codes: ['bundler_code'],
+      },
+      {
+        userOpHash: hashOf(attributed),
+        builderCode: 'bc_agent01',
+        codeIndex: 0,
+        role: null,
+        registry: null,
+        sender: SMART_ACCOUNT.toLowerCase(),
+        schemaId: 0,
+        codes: ['bc_agent01'],
+      },
     ])
   })
 
   test('an operation repeated in one bundle is attributed once, so its rows keep one key each', () => {
     const op = operation(0n, `${CALL}${codes(['bc_agent01', 'bc_agent02'])}`)
-    const result = attributeTransaction({ hash: HASH, from: FROM, to: entryPoint07Address, input: handleOps(entryPoint07Abi, [op, op]) }, CHAIN_ID)
+    const result = attributeTransaction(
+      { hash: HASH, from: FROM, to: entryPoint07Address, input: handleOps(entryPoint07Abi, [op, op]) },
+      CHAIN_ID,
+    )
     expect(result.userOperations).toBe(2)
     expect(result.entries.map((e) => [e.userOpHash, e.builderCode])).toEqual([
       [hashOf(op), 'bc_agent01'],
@@ -153,7 +193,18 @@ describe('attributeTransaction', () => {
       userOperation: { ...op, authorization: { address: delegate, chainId: CHAIN_ID, nonce: 0, r: '0x', s: '0x', yParity: 0 } },
     })
     expect(delegated).toMatchObject({ userOperations: 1, eip7702: null })
-    expect(delegated.entries).toEqual([{ userOpHash, builderCode: 'bc_agent01', codeIndex: 0, role: null, registry: null, sender: SMART_ACCOUNT.toLowerCase(), schemaId: 0, codes: ['bc_agent01'] }])
+    expect(delegated.entries).toEqual([
+      {
+        userOpHash,
+        builderCode: 'bc_agent01',
+        codeIndex: 0,
+        role: null,
+        registry: null,
+        sender: SMART_ACCOUNT.toLowerCase(),
+        schemaId: 0,
+        codes: ['bc_agent01'],
+      },
+    ])
   })
 
   test('never throws, whatever the input and recipient', () => {

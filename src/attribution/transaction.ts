@@ -69,13 +69,32 @@ function entriesOf(decoded: DecodedAttribution | null, sender: string, userOpHas
  * sender → delegate) completes the hashes of EIP-7702 operations; without it they are listed in
  * `eip7702`. Never throws.
  */
-export function attributeTransaction(tx: TransactionInput, chainId: number, eip7702Delegates?: ReadonlyMap<Address, Address>): TransactionAttribution {
+export function attributeTransaction(
+  tx: TransactionInput,
+  chainId: number,
+  eip7702Delegates?: ReadonlyMap<Address, Address>,
+): TransactionAttribution {
   const input = tx.input as Hex
   const from = tx.from.toLowerCase()
   const to = tx.to?.toLowerCase() ?? null
   const inputSize = (input.length - 2) / 2
   if (isDepositTransaction(tx)) {
-    return { hash: tx.hash.toLowerCase(), from, to, inputSize, hasSuffix: false, schemaId: null, codes: null, registry: null, cbor: null, malformedReason: null, userOperations: 0, entries: [], eip7702: null, deposit: true }
+    return {
+      hash: tx.hash.toLowerCase(),
+      from,
+      to,
+      inputSize,
+      hasSuffix: false,
+      schemaId: null,
+      codes: null,
+      registry: null,
+      cbor: null,
+      malformedReason: null,
+      userOperations: 0,
+      entries: [],
+      eip7702: null,
+      deposit: true,
+    }
   }
   const decoded = decodeAttribution(input)
   const operations = to ? extractUserOperations({ to: to as Address, input, chainId, eip7702Delegates }) : []

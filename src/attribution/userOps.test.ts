@@ -110,7 +110,10 @@ function handleAggregatedOpsCalldata(version: EntryPointVersion, groups: readonl
     return encodeFunctionData({
       abi: entryPoint06Abi,
       functionName: 'handleAggregatedOps',
-      args: [groups.map((userOps) => ({ userOps: userOps as Required<UserOperation<'0.6'>>[], aggregator, signature: '0x' as Hex })), BENEFICIARY],
+      args: [
+        groups.map((userOps) => ({ userOps: userOps as Required<UserOperation<'0.6'>>[], aggregator, signature: '0x' as Hex })),
+        BENEFICIARY,
+      ],
     })
   return encodeFunctionData({
     abi: entryPoints[version].abi as typeof entryPoint07Abi,
@@ -181,16 +184,15 @@ describe.each(['0.6', '0.7', '0.8'] as const)('EntryPoint v%s', (version) => {
 
   test('random operations round-trip with the hash viem computes', () => {
     const uint = (bits: number) => fc.bigInt({ min: 0n, max: (1n << BigInt(bits)) - 1n })
-    const bytes = (max: number) =>
-      fc.uint8Array({ maxLength: max }).map((b) => `0x${Buffer.from(b).toString('hex')}` as Hex)
+    const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((b) => `0x${Buffer.from(b).toString('hex')}` as Hex)
     const addr = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((b) => `0x${Buffer.from(b).toString('hex')}` as Address)
     const limit = uint(version === '0.6' ? 256 : 128)
     const common = {
       sender: addr,
       nonce: uint(256),
-      callData: fc.tuple(bytes(80), fc.option(fc.array(fc.stringMatching(/^[a-z0-9_]{1,32}$/), { minLength: 1, maxLength: 3 }))).map(
-        ([data, codes]) => (codes ? `${data}${suffix(codes)}` : data) as Hex,
-      ),
+      callData: fc
+        .tuple(bytes(80), fc.option(fc.array(fc.stringMatching(/^[a-z0-9_]{1,32}$/), { minLength: 1, maxLength: 3 })))
+        .map(([data, codes]) => (codes ? `${data}${suffix(codes)}` : data) as Hex),
       callGasLimit: limit,
       verificationGasLimit: limit,
       preVerificationGas: uint(256),
@@ -279,7 +281,13 @@ describe('EntryPoint v0.8 with an EIP-7702 account', () => {
         '0xa2224e732a1d4e2f923c7c05d586a0aa6cbc42172ec02f31d35fa9a2b8ba9208',
       ],
       [
-        { ...base, factory: SENDER, factoryData: '0xdeadbeef', paymasterVerificationGasLimit: undefined, paymasterPostOpGasLimit: undefined },
+        {
+          ...base,
+          factory: SENDER,
+          factoryData: '0xdeadbeef',
+          paymasterVerificationGasLimit: undefined,
+          paymasterPostOpGasLimit: undefined,
+        },
         '0x3146c70a9ef7538e9b9aca8b00ad4b127ca7eef7817a557f1801acbf8d68c206',
       ],
       [{ ...base, paymaster: SENDER, paymasterData: '0xdeadbeef' }, '0xf10ef9afcf27a4fd17e477cd19f37e588e3ff7d48eade07ab5b7eb8caf75667f'],

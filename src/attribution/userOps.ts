@@ -1,13 +1,5 @@
 import { UserOperation as OxUserOperation } from 'ox/erc4337'
-import {
-  type Abi,
-  type AbiFunction,
-  type Address,
-  type Hash,
-  type Hex,
-  decodeAbiParameters,
-  toFunctionSelector,
-} from 'viem'
+import { type Abi, type AbiFunction, type Address, type Hash, type Hex, decodeAbiParameters, toFunctionSelector } from 'viem'
 import {
   type UserOperation,
   entryPoint06Abi,
@@ -149,10 +141,7 @@ function hashOperation(
 /** The operations of a handle call, unpacked (v0.7/v0.8 pack theirs) into viem's `UserOperation`. */
 function readOperations(version: EntryPointVersion, fn: AbiFunction, args: Hex): readonly UserOperation[] {
   const [first] = decodeAbiParameters(fn.inputs, args) as unknown as [readonly unknown[]]
-  const structs =
-    fn.name === 'handleOps'
-      ? first
-      : (first as readonly { userOps: readonly unknown[] }[]).flatMap((group) => group.userOps)
+  const structs = fn.name === 'handleOps' ? first : (first as readonly { userOps: readonly unknown[] }[]).flatMap((group) => group.userOps)
   if (version === '0.6') return structs as readonly UserOperation<'0.6'>[]
   return structs.map((packed) => OxUserOperation.fromPacked(packed as PackedOperation) as unknown as UserOperation)
 }

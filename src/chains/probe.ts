@@ -21,7 +21,6 @@ const MAX_SAMPLED_MS = 1_000
 const MIN_BLOCK_TIME_MS = 100
 const MAX_BLOCK_TIME_MS = 12_000
 
-
 export type ChainProbe = {
   /** Milliseconds between blocks, from `timestampMs` where the node serves it, else from whole-second timestamps. */
   blockTimeMs: number
@@ -35,7 +34,10 @@ export type ChainProbe = {
 const millisOf = (block: BlockHeader) => (block.timestampMs ? block.timestampMs : block.timestamp * 1000)
 
 /** The block cadence over the last `span` blocks (two headers in one batch). */
-export async function measureBlockTime(rpc: Pick<RpcClient, 'request' | 'batch'>, span = CADENCE_SPAN_BLOCKS): Promise<{ blockTimeMs: number; calls: number }> {
+export async function measureBlockTime(
+  rpc: Pick<RpcClient, 'request' | 'batch'>,
+  span = CADENCE_SPAN_BLOCKS,
+): Promise<{ blockTimeMs: number; calls: number }> {
   const latest = await getBlock(rpc, 'latest')
   if (!latest) throw new Error('node has no latest block')
   const head = latest.number
@@ -59,7 +61,11 @@ async function samplePending(rpc: Pick<RpcClient, 'batch'>, filter: PendingLogsF
   let sample: { pending: number | null; logs: { blockNumber: string | number | null }[]; latest: BlockHeader | null }
   try {
     const [pending, logs, latest] = await rpc.batch([getBlockRequest('pending'), getLogsRequest(asked), getBlockRequest('latest')])
-    sample = { pending: parsePendingBlockNumber(pending), logs: logs === null ? [] : parseLogs(logs, asked), latest: parseBlockHeader(latest) }
+    sample = {
+      pending: parsePendingBlockNumber(pending),
+      logs: logs === null ? [] : parseLogs(logs, asked),
+      latest: parseBlockHeader(latest),
+    }
   } catch {
     // A node that refuses the `pending` tag (or answers it with nonsense) serves nothing pre-confirmed.
     return false

@@ -11,14 +11,24 @@ describe('profileOf', () => {
       finalityDepth: 4_500,
       headPollMs: 200,
     })
-    expect(profileOf({ blockTimeMs: 2_000, preconfirms: true }, auto)).toMatchObject({ preconfirmations: { enabled: true, source: 'probe' }, finalityDepth: 450, headPollMs: 2_000 })
+    expect(profileOf({ blockTimeMs: 2_000, preconfirms: true }, auto)).toMatchObject({
+      preconfirmations: { enabled: true, source: 'probe' },
+      finalityDepth: 450,
+      headPollMs: 2_000,
+    })
   })
 
   it('never polls faster than 100 ms, and lets PRECONFIRMATIONS, FINALITY_DEPTH and HEAD_POLL_MS win over the probe', () => {
     expect(profileOf({ blockTimeMs: 50, preconfirms: false }, auto).headPollMs).toBe(100)
-    const forced = profileOf({ blockTimeMs: 200, preconfirms: false }, { preconfirmations: 'on', finalityDepth: 64, finalitySeconds: 900, headPollMs: 500 })
+    const forced = profileOf(
+      { blockTimeMs: 200, preconfirms: false },
+      { preconfirmations: 'on', finalityDepth: 64, finalitySeconds: 900, headPollMs: 500 },
+    )
     expect(forced).toEqual({ blockTimeMs: 200, preconfirmations: { enabled: true, source: 'config' }, finalityDepth: 64, headPollMs: 500 })
-    expect(profileOf({ blockTimeMs: 250, preconfirms: true }, { ...auto, preconfirmations: 'off' }).preconfirmations).toEqual({ enabled: false, source: 'config' })
+    expect(profileOf({ blockTimeMs: 250, preconfirms: true }, { ...auto, preconfirmations: 'off' }).preconfirmations).toEqual({
+      enabled: false,
+      source: 'config',
+    })
   })
 })
 

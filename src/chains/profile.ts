@@ -38,7 +38,9 @@ export function profileOf(probe: Pick<ChainProbe, 'blockTimeMs' | 'preconfirms'>
   return {
     blockTimeMs: probe.blockTimeMs,
     preconfirmations:
-      settings.preconfirmations === 'auto' ? { enabled: probe.preconfirms, source: 'probe' } : { enabled: settings.preconfirmations === 'on', source: 'config' },
+      settings.preconfirmations === 'auto'
+        ? { enabled: probe.preconfirms, source: 'probe' }
+        : { enabled: settings.preconfirmations === 'on', source: 'config' },
     finalityDepth: settings.finalityDepth ?? Math.max(1, Math.ceil((settings.finalitySeconds * 1000) / probe.blockTimeMs)),
     headPollMs: settings.headPollMs ?? Math.max(MIN_HEAD_POLL_MS, probe.blockTimeMs),
   }
@@ -61,7 +63,15 @@ export type ChainProfilerParameters = {
  * while `run` runs (every 10 s until a probe answers); `onChange`
  * listeners hear each profile that differs from the one before in pre-confirmations or cadence.
  */
-export async function createChainProfiler({ rpc, logger, chainId, settings, filter, save, probeEveryMs = PROBE_EVERY_MS }: ChainProfilerParameters) {
+export async function createChainProfiler({
+  rpc,
+  logger,
+  chainId,
+  settings,
+  filter,
+  save,
+  probeEveryMs = PROBE_EVERY_MS,
+}: ChainProfilerParameters) {
   // With pre-confirmations forced off, only the cadence is asked.
   const probe = () => probeChain(rpc, { ...(filter ? { filter } : {}), samples: settings.preconfirmations === 'auto' ? undefined : 0 })
   // Probed by the role that follows the chain (`refresh` before it starts): a backfill or a worker never
@@ -72,7 +82,14 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
 
   async function report(changed: boolean) {
     const { enabled, source } = profile.preconfirmations
-    const fields = { chain_id: chainId, block_time_ms: profile.blockTimeMs, preconfirmations: enabled, preconfirmations_source: source, finality_depth: profile.finalityDepth, head_poll_ms: profile.headPollMs }
+    const fields = {
+      chain_id: chainId,
+      block_time_ms: profile.blockTimeMs,
+      preconfirmations: enabled,
+      preconfirmations_source: source,
+      finality_depth: profile.finalityDepth,
+      head_poll_ms: profile.headPollMs,
+    }
     logger.info(fields, enabled ? 'chain profile: pre-confirmations through pending' : 'chain profile: no pre-confirmations on this chain')
     if (changed) for (const listener of listeners) listener(profile)
     await save?.(profile)
@@ -99,7 +116,9 @@ export async function createChainProfiler({ rpc, logger, chainId, settings, filt
       while (!signal.aborted) {
         await sleep(probed ? probeEveryMs : Math.min(probeEveryMs, PROBE_RETRY_MS), signal)
         if (signal.aborted) break
-        await this.refresh().catch((error: unknown) => logger.warn({ chain_id: chainId, err: error }, 'chain probe failed: keeping the last profile'))
+        await this.refresh().catch((error: unknown) =>
+          logger.warn({ chain_id: chainId, err: error }, 'chain probe failed: keeping the last profile'),
+        )
       }
     },
   }
@@ -111,7 +130,11 @@ export type ChainProfiler = Awaited<ReturnType<typeof createChainProfiler>>
  * Runs `task` while `profiler` says the chain pre-confirms, aborting it when a later probe says it
  * does not, and starting it again when one says it does.
  */
-export async function whilePreconfirming(profiler: Pick<ChainProfiler, 'current' | 'onChange'>, signal: AbortSignal, task: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+export async function whilePreconfirming(
+  profiler: Pick<ChainProfiler, 'current' | 'onChange'>,
+  signal: AbortSignal,
+  task: (signal: AbortSignal) => Promise<unknown>,
+): Promise<void> {
   while (!signal.aborted) {
     if (!profiler.current().preconfirmations.enabled) {
       await new Promise<void>((resolve) => {

@@ -11,7 +11,16 @@ import { UsageError } from '../internal/errors.js'
 import { createIndexer } from '../indexer.js'
 import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
-import { checkRedis, createGasWorker, createRangeEvents, createRangeQueue, createRangeWorker, FATAL_REASON_PREFIX, rangeJobId, rangeQueueName } from '../queue/index.js'
+import {
+  checkRedis,
+  createGasWorker,
+  createRangeEvents,
+  createRangeQueue,
+  createRangeWorker,
+  FATAL_REASON_PREFIX,
+  rangeJobId,
+  rangeQueueName,
+} from '../queue/index.js'
 import type { FilterRange } from '../store/index.js'
 import { analyzeForGasFill, gasUsedMissing } from '../store/index.js'
 import { planBackfill, storedBlocks } from '../sync/historical.js'
@@ -36,9 +45,19 @@ export type BackfillOptions = {
 }
 
 /** Checks the flags' values; throws a `UsageError` naming the first bad one. */
-export function parseBackfillOptions(values: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean; chain?: string; config?: string }): BackfillOptions {
+export function parseBackfillOptions(values: {
+  from: string
+  to: string
+  address: string[]
+  topic0: string[]
+  wait: boolean
+  json?: boolean
+  chain?: string
+  config?: string
+}): BackfillOptions {
   const block = (flag: string, value: string) => {
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${flag} must be a block number, got "${value}"`)
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)))
+      throw new UsageError(`--${flag} must be a block number, got "${value}"`)
     return Number(value)
   }
   const from = block('from', values.from)
@@ -50,7 +69,16 @@ export function parseBackfillOptions(values: { from: string; to: string; address
   for (const topic of values.topic0) {
     if (!/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new UsageError(`--topic0 must be a 0x-prefixed 32-byte topic, got "${topic}"`)
   }
-  return { from, to, addresses: values.address, topics: values.topic0, wait: values.wait, json: values.json ?? false, chain: values.chain, configFile: values.config }
+  return {
+    from,
+    to,
+    addresses: values.address,
+    topics: values.topic0,
+    wait: values.wait,
+    json: values.json ?? false,
+    chain: values.chain,
+    configFile: values.config,
+  }
 }
 
 /** The chunk jobs Redis no longer holds in any state. */
@@ -86,7 +114,8 @@ function chosenChain(config: Config, chain: string | undefined): Config {
     throw new ConfigError(`${config.chains.length} chains are configured: choose one with --chain (${listed})`)
   }
   // The environment's one chain has no id until CHAIN_ID names it: --chain <id> then holds its node to that id.
-  if (config.chains.length === 1 && config.chainId === undefined && /^\d+$/.test(chain)) return forChain(config, { ...config.chains[0]!, chainId: Number(chain) })
+  if (config.chains.length === 1 && config.chainId === undefined && /^\d+$/.test(chain))
+    return forChain(config, { ...config.chains[0]!, chainId: Number(chain) })
   const chosen = config.chains.find((c) => String(c.chainId) === chain || c.chainName === chain)
   if (!chosen) throw new ConfigError(`--chain ${chain} is not configured; expected one of ${listed}`)
   return forChain(config, chosen)
@@ -113,7 +142,9 @@ async function run(options: BackfillOptions): Promise<number> {
   const logger = createLogger(config.logLevel, { role: 'backfill' }, { fd: 2, secrets })
   const say = (text: string, fields: Record<string, unknown> = {}) => {
     const message = redact(text)
-    options.json ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`) : process.stderr.write(`${message}\n`)
+    options.json
+      ? process.stdout.write(`${JSON.stringify({ event: 'message', message, ...fields })}\n`)
+      : process.stderr.write(`${message}\n`)
   }
 
   await checkRedis(config.redisUrl)
@@ -131,7 +162,8 @@ async function run(options: BackfillOptions): Promise<number> {
       return 2
     }
     const range = [options.from, to] as const
-    const filter = options.addresses.length || options.topics.length ? { addresses: options.addresses, topics: options.topics } : indexer.filter
+    const filter =
+      options.addresses.length || options.topics.length ? { addresses: options.addresses, topics: options.topics } : indexer.filter
     const plan = await planBackfill(indexer.store.pool, { chainId: indexer.chainId, filter, range, chunkBlocks: config.chunkBlocks })
     if (plan.jobs.length === 0) {
       say(`blocks ${range[0]}–${range[1]} are already indexed (filter ${plan.filterId}); nothing to do`, { done: true })
@@ -141,11 +173,14 @@ async function run(options: BackfillOptions): Promise<number> {
     const rangeQueue = createRangeQueue(queue)
     cleanups.push(() => rangeQueue.close())
     const { added, retried } = await rangeQueue.enqueue(plan.jobs)
-    say(`enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`, {
-      jobs: plan.jobs.length,
-      added,
-      retried,
-    })
+    say(
+      `enqueued ${plan.jobs.length} chunk jobs for ${plan.totalBlocks - plan.doneBlocks} missing blocks of ${range[0]}–${range[1]} (filter ${plan.filterId})`,
+      {
+        jobs: plan.jobs.length,
+        added,
+        retried,
+      },
+    )
     if (!options.wait) return 0
 
     const ids = new Set(plan.jobs.map(rangeJobId))
@@ -178,7 +213,13 @@ async function run(options: BackfillOptions): Promise<number> {
     const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>) => {
       const gasStarted = Date.now()
       await analyzeForGasFill(indexer.store.pool)
-      const gasWorker = createGasWorker({ redisUrl: config.redisUrl, prefix: config.redisPrefix, lockDurationMs: config.jobLockMs, logger, process: indexer.fillGas })
+      const gasWorker = createGasWorker({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        lockDurationMs: config.jobLockMs,
+        logger,
+        process: indexer.fillGas,
+      })
       cleanups.push(() => gasWorker.close())
       for (;;) {
         if (interrupted) {
@@ -191,8 +232,18 @@ async function run(options: BackfillOptions): Promise<number> {
       }
       const left = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
       const node = await nodeCalls(metrics)
-      const byMethod = Object.fromEntries(Object.entries(node.byMethod).map(([method, n]) => [method, n - (rangeCalls.byMethod[method] ?? 0)]).filter(([, n]) => Number(n) > 0))
-      return { seconds: (Date.now() - gasStarted) / 1000, left, byMethod, calls: node.calls - rangeCalls.calls, requests: node.requests - rangeCalls.requests }
+      const byMethod = Object.fromEntries(
+        Object.entries(node.byMethod)
+          .map(([method, n]) => [method, n - (rangeCalls.byMethod[method] ?? 0)])
+          .filter(([, n]) => Number(n) > 0),
+      )
+      return {
+        seconds: (Date.now() - gasStarted) / 1000,
+        left,
+        byMethod,
+        calls: node.calls - rangeCalls.calls,
+        requests: node.requests - rangeCalls.requests,
+      }
     }
 
     const started = Date.now()
@@ -219,18 +270,24 @@ async function run(options: BackfillOptions): Promise<number> {
       const etaSec = blocksPerSec > 0 ? Math.round((plan.totalBlocks - done) / blocksPerSec) : null
       bar?.update(done, { logs, rate, etaText: etaSec === null ? '…' : formatDuration(etaSec) })
       if (options.json) {
-        process.stdout.write(`${JSON.stringify({ event: 'progress', blocksDone: done, blocksTotal: plan.totalBlocks, logs, logsPerSec: rate, etaSec })}\n`)
+        process.stdout.write(
+          `${JSON.stringify({ event: 'progress', blocksDone: done, blocksTotal: plan.totalBlocks, logs, logsPerSec: rate, etaSec })}\n`,
+        )
       }
       if (done === plan.totalBlocks) {
         bar?.stop()
         const node = await nodeCalls(metrics)
         const perThousandLogs = logs > 0 ? ` (${((node.calls * 1000) / logs).toFixed(1)} per 1,000 logs)` : ''
-        say(`blocks stored: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`)
+        say(
+          `blocks stored: ${plan.totalBlocks} blocks, ${logs} logs in ${seconds.toFixed(1)} s (${rate} logs/s); ${node.calls} node calls in ${node.requests} requests${perThousandLogs}`,
+        )
         const gas = await fillGas(node)
         if (!gas) return 1
         say(
           `done: ${plan.totalBlocks} blocks, ${logs} logs; gas used filled in ${gas.seconds.toFixed(1)} s more with ${gas.calls} node calls` +
-            (gas.left > 0 ? `, ${gas.left} attributed transaction(s) still without it (their receipts are asked again when their blocks are)` : ''),
+            (gas.left > 0
+              ? `, ${gas.left} attributed transaction(s) still without it (their receipts are asked again when their blocks are)`
+              : ''),
           {
             done: true,
             blocks: plan.totalBlocks,
@@ -291,6 +348,8 @@ async function run(options: BackfillOptions): Promise<number> {
 /** JSON-RPC calls (by method, and in all) and HTTP requests this process sent to the node. */
 async function nodeCalls(metrics: Metrics): Promise<{ byMethod: Record<string, number>; calls: number; requests: number }> {
   const byMethod = Object.fromEntries((await metrics.rpcCalls.get()).values.map((v) => [String(v.labels.method), v.value]))
-  const requests = (await metrics.rpcDuration.get()).values.filter((v) => v.metricName?.endsWith('_count')).reduce((sum, v) => sum + v.value, 0)
+  const requests = (await metrics.rpcDuration.get()).values
+    .filter((v) => v.metricName?.endsWith('_count'))
+    .reduce((sum, v) => sum + v.value, 0)
   return { byMethod, calls: Object.values(byMethod).reduce((sum, n) => sum + n, 0), requests }
 }

@@ -7,7 +7,10 @@ import { Command, Option, type CommanderError } from 'commander'
 import { ConfigError, ROLES, type Role } from '../config/index.js'
 import { UsageError } from '../internal/errors.js'
 
-const CONFIG_FLAG = ['--config <file>', 'the config file (YAML or JSON); default: CODETRAIL_CONFIG, else codetrail.config.{yaml,yml,json} in this directory, else the environment alone'] as const
+const CONFIG_FLAG = [
+  '--config <file>',
+  'the config file (YAML or JSON); default: CODETRAIL_CONFIG, else codetrail.config.{yaml,yml,json} in this directory, else the environment alone',
+] as const
 
 /** The package's version, from its package.json (two levels up from src/cli, three from dist/src/cli). */
 function readVersion(): string {
@@ -30,7 +33,7 @@ function exitOnUsage(error: CommanderError): never {
 }
 
 /** Runs a command's action; a configuration error ends it with its one line and exit 1. */
-function configured<A extends unknown[]>(action: (...args: A) => Promise<number | void>) {
+function configured<A extends unknown[]>(action: (...args: A) => Promise<number | undefined>) {
   return async (...args: A) => {
     try {
       const code = await action(...args)
@@ -102,17 +105,31 @@ export function createProgram(): Command {
     .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(async (flags: { from: string; to: string; address: string[]; topic0: string[]; wait: boolean; json?: boolean; chain?: string; config?: string }, command: Command) => {
-        const { backfill, parseBackfillOptions } = await import('./backfill.js')
-        let options
-        try {
-          options = parseBackfillOptions(flags)
-        } catch (error) {
-          if (error instanceof UsageError) command.error(`error: ${error.message}`, { exitCode: 2 })
-          throw error
-        }
-        return backfill(options)
-      }),
+      configured(
+        async (
+          flags: {
+            from: string
+            to: string
+            address: string[]
+            topic0: string[]
+            wait: boolean
+            json?: boolean
+            chain?: string
+            config?: string
+          },
+          command: Command,
+        ) => {
+          const { backfill, parseBackfillOptions } = await import('./backfill.js')
+          let options: ReturnType<typeof parseBackfillOptions>
+          try {
+            options = parseBackfillOptions(flags)
+          } catch (error) {
+            if (error instanceof UsageError) command.error(`error: ${error.message}`, { exitCode: 2 })
+            throw error
+          }
+          return backfill(options)
+        },
+      ),
     )
 
   return program

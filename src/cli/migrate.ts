@@ -30,7 +30,9 @@ export function migrateStatus(configFile?: string): Promise<number> {
   return withDatabase(configFile, async (store, database) => {
     const migrations = await migrationStatus(store.pool)
     for (const { tag, applied } of migrations) process.stdout.write(`${applied ? 'applied' : 'pending'}  ${tag}\n`)
-    process.stdout.write(`${(await definitionsApplied(store.pool)) ? 'applied' : 'pending'}  views, functions and triggers of src/store/sql\n`)
+    process.stdout.write(
+      `${(await definitionsApplied(store.pool)) ? 'applied' : 'pending'}  views, functions and triggers of src/store/sql\n`,
+    )
     const pending = migrations.filter((m) => !m.applied).length
     process.stdout.write(`${database}: ${migrations.length - pending} applied, ${pending} pending\n`)
   })

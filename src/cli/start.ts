@@ -40,7 +40,9 @@ export async function start(role: Role, configFile?: string): Promise<void> {
     setTimeout(() => {
       logger.fatal({ waiting_on: waitingOn, shutdown_timeout_ms: config.shutdownTimeoutMs }, 'shutdown deadline passed')
       logger.flush()
-      process.stderr.write(`codetrail: shutdown did not finish within SHUTDOWN_TIMEOUT_MS=${config.shutdownTimeoutMs} ms: ${waitingOn} did not stop\n`)
+      process.stderr.write(
+        `codetrail: shutdown did not finish within SHUTDOWN_TIMEOUT_MS=${config.shutdownTimeoutMs} ms: ${waitingOn} did not stop\n`,
+      )
       process.exit(1)
     }, config.shutdownTimeoutMs).unref()
   }

@@ -23,7 +23,11 @@ export async function answer<T>(request: Promise<{ data?: T; error?: unknown; re
   const { data, error, response } = await request
   if (response.ok) return data as T
   const problem = (error as { error?: { code?: string; message?: string } } | undefined)?.error
-  throw new BuilderCodeClientError(response.status, problem?.code ?? 'http_error', problem?.message ?? `codetrail answered HTTP ${response.status}`)
+  throw new BuilderCodeClientError(
+    response.status,
+    problem?.code ?? 'http_error',
+    problem?.message ?? `codetrail answered HTTP ${response.status}`,
+  )
 }
 
 export type BuilderCodeClient = {

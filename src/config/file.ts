@@ -58,12 +58,18 @@ const isObject = (value: unknown): value is Record<string, Json> => typeof value
  * Reads the file into variable values, checking its shape (known keys, scalars where scalars belong,
  * `${NAME}` set in `env`); the values themselves are checked by the same rules as the environment's.
  */
-export function readConfigFile(path: string, env: NodeJS.ProcessEnv, { globals, chainNames }: { globals: readonly string[]; chainNames: readonly string[] }): ConfigFile {
+export function readConfigFile(
+  path: string,
+  env: NodeJS.ProcessEnv,
+  { globals, chainNames }: { globals: readonly string[]; chainNames: readonly string[] },
+): ConfigFile {
   let text: string
   try {
     text = readFileSync(path, 'utf8')
   } catch (error) {
-    throw new ConfigFileError(`cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); expected a YAML or JSON file`)
+    throw new ConfigFileError(
+      `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); expected a YAML or JSON file`,
+    )
   }
   let document: unknown
   try {
@@ -94,24 +100,34 @@ export function readConfigFile(path: string, env: NodeJS.ProcessEnv, { globals, 
   }
 
   const chains = document.chains
-  if (!Array.isArray(chains) || chains.length === 0) throw new ConfigFileError('chains: expected a list of at least one chain, each with id, name and rpc')
+  if (!Array.isArray(chains) || chains.length === 0)
+    throw new ConfigFileError('chains: expected a list of at least one chain, each with id, name and rpc')
   chains.forEach((chain, i) => {
     const at = `chains[${i}]`
     if (!isObject(chain)) throw new ConfigFileError(`${at}: expected a mapping with id, name and rpc`)
     const values: Record<string, string> = {}
     const flat: Record<string, Json> = {}
     for (const [key, value] of Object.entries(chain)) {
-      if (key === 'registry' && isObject(value)) for (const [inner, innerValue] of Object.entries(value)) flat[`registry.${inner}`] = innerValue
+      if (key === 'registry' && isObject(value))
+        for (const [inner, innerValue] of Object.entries(value)) flat[`registry.${inner}`] = innerValue
       else flat[key] = value
     }
-    for (const required of ['id', 'name', 'rpc']) if (flat[required] === undefined || flat[required] === null || flat[required] === '') throw new ConfigFileError(`${at}.${required}: missing; every chain needs id, name and rpc`)
+    for (const required of ['id', 'name', 'rpc'])
+      if (flat[required] === undefined || flat[required] === null || flat[required] === '')
+        throw new ConfigFileError(`${at}.${required}: missing; every chain needs id, name and rpc`)
     const name = scalarOf(flat.name!, `${at}.name`, env)!
-    if (!CHAIN_NAME.test(name)) throw new ConfigFileError(`${at}.name=${JSON.stringify(name)}: expected lowercase letters, digits, _ and - (1–32, such as base or op)`)
+    if (!CHAIN_NAME.test(name))
+      throw new ConfigFileError(
+        `${at}.name=${JSON.stringify(name)}: expected lowercase letters, digits, _ and - (1–32, such as base or op)`,
+      )
     const endpoints = endpointsOf(flat.rpc!, `${at}.rpc`, env)
     for (const [key, value] of Object.entries(flat)) {
       if (key === 'name' || key === 'rpc') continue
       const variable = chainKeys.get(key)
-      if (!variable) throw new ConfigFileError(`${at}: unknown key ${key}; expected name, rpc, ${[...chainKeys.keys()].filter((k) => k !== 'rpc').join(', ')}`)
+      if (!variable)
+        throw new ConfigFileError(
+          `${at}: unknown key ${key}; expected name, rpc, ${[...chainKeys.keys()].filter((k) => k !== 'rpc').join(', ')}`,
+        )
       const scalar = scalarOf(value, `${at}.${key}`, env)
       if (scalar !== undefined) values[variable] = scalar
     }
@@ -129,7 +145,8 @@ function scalarOf(value: Json, key: string, env: NodeJS.ProcessEnv): string | un
   const text = value === 'true' || value === true ? '1' : value === 'false' || value === false ? '0' : String(value)
   return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
     const set = env[name]
-    if (set === undefined || set === '') throw new ConfigFileError(`${key}: \${${name}} is not set in the environment; expected it set, or the value written out`)
+    if (set === undefined || set === '')
+      throw new ConfigFileError(`${key}: \${${name}} is not set in the environment; expected it set, or the value written out`)
     return set
   })
 }
@@ -142,8 +159,10 @@ function endpointsOf(value: Json, key: string, env: NodeJS.ProcessEnv): FileEndp
     const at = Array.isArray(value) ? `${key}[${j}]` : key
     if (!isObject(item)) return { url: scalarOf(item, at, env) ?? '', weight: 1, maxRequestsPerSecond: undefined, key: at }
     for (const inner of Object.keys(item))
-      if (!['url', 'weight', 'maxRequestsPerSecond'].includes(inner)) throw new ConfigFileError(`${at}: unknown key ${inner}; expected url, weight, maxRequestsPerSecond`)
-    if (item.url === undefined || item.url === null || item.url === '') throw new ConfigFileError(`${at}.url: missing; expected the endpoint's URL`)
+      if (!['url', 'weight', 'maxRequestsPerSecond'].includes(inner))
+        throw new ConfigFileError(`${at}: unknown key ${inner}; expected url, weight, maxRequestsPerSecond`)
+    if (item.url === undefined || item.url === null || item.url === '')
+      throw new ConfigFileError(`${at}.url: missing; expected the endpoint's URL`)
     return {
       url: scalarOf(item.url, `${at}.url`, env)!,
       weight: integerOf(item.weight, `${at}.weight`, env, 1, MAX_WEIGHT) ?? 1,

@@ -39,7 +39,7 @@ describe('loadConfig', () => {
   it('parses lists, numbers and block numbers', () => {
     const config = loadConfig({
       INDEX_ADDRESSES: ' 0xAbCdEf0123456789abcdef0123456789ABCDEF01, 0x0000000000000000000000000000000000000001 ',
-      INDEX_TOPICS: '0x' + 'ab'.repeat(32),
+      INDEX_TOPICS: `0x${'ab'.repeat(32)}`,
       START_BLOCK: '123',
       CHUNK_BLOCKS: '1999',
       PENDING_POLL_MS: '0',
@@ -60,11 +60,8 @@ describe('loadConfig', () => {
     expect([config.databaseReadUrl, config.readMaxLagMs]).toEqual(['postgresql://reader@replica.example:5433/codetrail', 250])
     expect([config.preconfirmations, config.finalitySeconds, config.finalityDepth, config.headPollMs]).toEqual(['off', 1200, 64, 250])
     expect([config.adminToken, config.metricsPort]).toEqual(['Zx9-long.enough~token', 9464])
-    expect(config.indexAddresses).toEqual([
-      '0x0000000000000000000000000000000000000001',
-      '0xabcdef0123456789abcdef0123456789abcdef01',
-    ])
-    expect(config.indexTopics).toEqual(['0x' + 'ab'.repeat(32)])
+    expect(config.indexAddresses).toEqual(['0x0000000000000000000000000000000000000001', '0xabcdef0123456789abcdef0123456789abcdef01'])
+    expect(config.indexTopics).toEqual([`0x${'ab'.repeat(32)}`])
     expect(config.startBlock).toBe(123n)
     expect(config.chunkBlocks).toBe(1999)
     expect(config.pendingPollMs).toBe(0)
@@ -79,9 +76,21 @@ describe('loadConfig', () => {
     ['CHUNK_BLOCKS', '2000', 'invalid CHUNK_BLOCKS="2000": expected an integer from 1 to 1999'],
     ['CHUNK_BLOCKS', 'lots', 'invalid CHUNK_BLOCKS="lots": expected an integer from 1 to 1999'],
     ['RPC_URL', 'localhost:8545', 'invalid RPC_URL="localhost:***": expected a http or https URL'],
-    ['RPC_URL', 'ftp://user:hunter22@node.example:2121/v2/key0123?apikey=key4567', 'invalid RPC_URL="ftp://node.example:2121/***": expected a http or https URL'],
-    ['DATABASE_URL', 'mysql://app:hunter22@db.example/app', 'invalid DATABASE_URL="mysql://db.example/***": expected a postgres or postgresql URL'],
-    ['DATABASE_READ_URL', 'http://reader:hunter22@replica.example/app', 'invalid DATABASE_READ_URL="http://replica.example/***": expected a postgres or postgresql URL'],
+    [
+      'RPC_URL',
+      'ftp://user:hunter22@node.example:2121/v2/key0123?apikey=key4567',
+      'invalid RPC_URL="ftp://node.example:2121/***": expected a http or https URL',
+    ],
+    [
+      'DATABASE_URL',
+      'mysql://app:hunter22@db.example/app',
+      'invalid DATABASE_URL="mysql://db.example/***": expected a postgres or postgresql URL',
+    ],
+    [
+      'DATABASE_READ_URL',
+      'http://reader:hunter22@replica.example/app',
+      'invalid DATABASE_READ_URL="http://replica.example/***": expected a postgres or postgresql URL',
+    ],
     ['READ_MAX_LAG_MS', '50', 'invalid READ_MAX_LAG_MS="50": expected an integer from 100 to 3600000'],
     ['ADMIN_TOKEN', 'short-secret', 'invalid ADMIN_TOKEN="***": expected at least 16 printable characters, no spaces'],
     ['METRICS_PORT', '70000', 'invalid METRICS_PORT="70000": expected an integer from 0 to 65535'],
@@ -113,7 +122,16 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://default:redispw3@cache.example',
       ADMIN_TOKEN: 'admin-token-0123456789',
     })
-    expect(secretsOf(config).sort()).toEqual(['admin-token-0123456789', 'apikey=bldkey89', 'bldkey89', 'dbpass12', 'redispw3', 'replpass7', 'rpckey123', 'wskey4567'])
+    expect(secretsOf(config).sort()).toEqual([
+      'admin-token-0123456789',
+      'apikey=bldkey89',
+      'bldkey89',
+      'dbpass12',
+      'redispw3',
+      'replpass7',
+      'rpckey123',
+      'wskey4567',
+    ])
   })
 })
 
@@ -161,12 +179,27 @@ chains:
       { url: 'https://base.example/v2/sekret123', weight: 3, maxRequestsPerSecond: 50 },
       { url: 'https://base-backup.example', weight: 1, maxRequestsPerSecond: undefined },
     ])
-    expect(base).toMatchObject({ rpcUrl: 'https://base.example/v2/sekret123', rpcWsUrl: 'wss://base.example/ws', startBlock: 100n, preconfirmations: 'off' })
+    expect(base).toMatchObject({
+      rpcUrl: 'https://base.example/v2/sekret123',
+      rpcWsUrl: 'wss://base.example/ws',
+      startBlock: 100n,
+      preconfirmations: 'off',
+    })
     expect(base!.indexAddresses).toEqual(['0xabcdef0123456789abcdef0123456789abcdef01'])
     expect([base!.builderCodesRegistry, base!.builderCodesRegistryStartBlock]).toEqual(['0x0000000000000000000000000000000000000042', 7])
-    expect(op).toMatchObject({ rpcUrl: 'http://127.0.0.1:9545', attributionScope: 'blocks', startBlock: 'latest', preconfirmations: 'auto' })
+    expect(op).toMatchObject({
+      rpcUrl: 'http://127.0.0.1:9545',
+      attributionScope: 'blocks',
+      startBlock: 'latest',
+      preconfirmations: 'auto',
+    })
     // The file wins over the environment; the environment fills in what the file leaves out.
-    expect([config.databaseUrl, config.port, config.chunkBlocks, config.redisUrl]).toEqual(['postgres://postgres@db.example:5432/codetrail', 9090, 500, 'redis://cache.example:6380'])
+    expect([config.databaseUrl, config.port, config.chunkBlocks, config.redisUrl]).toEqual([
+      'postgres://postgres@db.example:5432/codetrail',
+      9090,
+      500,
+      'redis://cache.example:6380',
+    ])
     // The chain fields of the configuration are the first chain's.
     expect([config.chainId, config.rpcUrl]).toEqual([8453, 'https://base.example/v2/sekret123'])
     expect(secretsOf(config)).toContain('sekret123')
@@ -174,15 +207,25 @@ chains:
   })
 
   it('is found as CODETRAIL_CONFIG, and reads JSON too', () => {
-    const path = write('one.json', JSON.stringify({ chains: [{ id: 31337, name: 'devnet', rpc: 'http://127.0.0.1:8545' }], logLevel: 'warn' }))
+    const path = write(
+      'one.json',
+      JSON.stringify({ chains: [{ id: 31337, name: 'devnet', rpc: 'http://127.0.0.1:8545' }], logLevel: 'warn' }),
+    )
     const config = loadConfig({ CODETRAIL_CONFIG: path, RPC_URL: 'http://ignored.example' })
     expect([config.chainId, config.rpcUrl, config.logLevel, config.chains.length]).toEqual([31337, 'http://127.0.0.1:8545', 'warn', 1])
   })
 
   it('without a file, the environment describes one chain exactly as before', () => {
-    const config = loadConfig({ RPC_URL: 'http://node.example:8545', INDEX_TOPICS: '0x' + 'ab'.repeat(32) })
+    const config = loadConfig({ RPC_URL: 'http://node.example:8545', INDEX_TOPICS: `0x${'ab'.repeat(32)}` })
     expect(config.configFile).toBeUndefined()
-    expect(config.chains).toEqual([expect.objectContaining({ chainId: undefined, chainName: 'chain', rpcUrl: 'http://node.example:8545', indexTopics: ['0x' + 'ab'.repeat(32)] })])
+    expect(config.chains).toEqual([
+      expect.objectContaining({
+        chainId: undefined,
+        chainName: 'chain',
+        rpcUrl: 'http://node.example:8545',
+        indexTopics: [`0x${'ab'.repeat(32)}`],
+      }),
+    ])
     expect(config.rpcEndpoints).toEqual([{ url: 'http://node.example:8545', weight: 1, maxRequestsPerSecond: undefined }])
   })
 
@@ -190,16 +233,43 @@ chains:
     ['chains: []', 'chains: expected a list of at least one chain, each with id, name and rpc'],
     ['chains:\n  - { name: base, rpc: "http://a.example" }', 'chains[0].id: missing; every chain needs id, name and rpc'],
     ['chains:\n  - { id: abc, name: base, rpc: "http://a.example" }', 'chains[0].id="abc": expected an integer from 1 to 9007199254740991'],
-    ['chains:\n  - { id: 1, name: Base!, rpc: "http://a.example" }', 'chains[0].name="Base!": expected lowercase letters, digits, _ and - (1–32, such as base or op)'],
-    ['chains:\n  - { id: 1, name: base, rpc: ["http://a.example", "ftp://user:pw@b.example/key9"] }', 'chains[0].rpc[1]="ftp://b.example/***": expected a http or https URL'],
-    ['chains:\n  - { id: 1, name: base, rpc: [{ url: "http://a.example", weight: 0 }] }', 'chains[0].rpc[0].weight="0": expected an integer from 1 to 1000'],
-    ['chains:\n  - { id: 1, name: base, rpc: "http://a.example/${MISSING_KEY}" }', 'chains[0].rpc: ${MISSING_KEY} is not set in the environment; expected it set, or the value written out'],
-    ['chains:\n  - { id: 1, name: base, rpc: "http://a.example", preconfirmations: maybe }', 'chains[0].preconfirmations="maybe": expected auto, on, off'],
-    ['chains:\n  - { id: 1, name: base, rpc: "http://a.example", colour: blue }', 'chains[0]: unknown key colour; expected name, rpc, id, ws, addresses, topics'],
-    ['rpcUrl: http://a.example\nchains:\n  - { id: 1, name: base, rpc: "http://a.example" }', 'unknown key rpcUrl; expected chains or one of'],
-    ['startBlock: 5\nchains:\n  - { id: 1, name: base, rpc: "http://a.example" }', 'unknown key startBlock; startBlock belongs under each of chains'],
+    [
+      'chains:\n  - { id: 1, name: Base!, rpc: "http://a.example" }',
+      'chains[0].name="Base!": expected lowercase letters, digits, _ and - (1–32, such as base or op)',
+    ],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: ["http://a.example", "ftp://user:pw@b.example/key9"] }',
+      'chains[0].rpc[1]="ftp://b.example/***": expected a http or https URL',
+    ],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: [{ url: "http://a.example", weight: 0 }] }',
+      'chains[0].rpc[0].weight="0": expected an integer from 1 to 1000',
+    ],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: "http://a.example/${MISSING_KEY}" }',
+      'chains[0].rpc: ${MISSING_KEY} is not set in the environment; expected it set, or the value written out',
+    ],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: "http://a.example", preconfirmations: maybe }',
+      'chains[0].preconfirmations="maybe": expected auto, on, off',
+    ],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: "http://a.example", colour: blue }',
+      'chains[0]: unknown key colour; expected name, rpc, id, ws, addresses, topics',
+    ],
+    [
+      'rpcUrl: http://a.example\nchains:\n  - { id: 1, name: base, rpc: "http://a.example" }',
+      'unknown key rpcUrl; expected chains or one of',
+    ],
+    [
+      'startBlock: 5\nchains:\n  - { id: 1, name: base, rpc: "http://a.example" }',
+      'unknown key startBlock; startBlock belongs under each of chains',
+    ],
     ['port: 70000\nchains:\n  - { id: 1, name: base, rpc: "http://a.example" }', 'port="70000": expected an integer from 0 to 65535'],
-    ['chains:\n  - { id: 1, name: base, rpc: "http://a.example" }\n  - { id: 1, name: op, rpc: "http://b.example" }', 'chains: chain 1 is listed twice; expected each chain id once'],
+    [
+      'chains:\n  - { id: 1, name: base, rpc: "http://a.example" }\n  - { id: 1, name: op, rpc: "http://b.example" }',
+      'chains: chain 1 is listed twice; expected each chain id once',
+    ],
     ['chains: [ {', 'line 1: '],
   ])('stops on %j with one line naming the key path and what is allowed', (text, message) => {
     const path = write('bad.yaml', text)
@@ -215,6 +285,8 @@ chains:
   })
 
   it('names a file it cannot read', () => {
-    expect(() => loadConfig({}, { file: join(dir, 'absent.yaml') })).toThrow(`invalid ${join(dir, 'absent.yaml')}: cannot be read (ENOENT); expected a YAML or JSON file`)
+    expect(() => loadConfig({}, { file: join(dir, 'absent.yaml') })).toThrow(
+      `invalid ${join(dir, 'absent.yaml')}: cannot be read (ENOENT); expected a YAML or JSON file`,
+    )
   })
 })

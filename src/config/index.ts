@@ -14,7 +14,13 @@ const MAX_CHUNK_BLOCKS = MAX_BLOCKS_PER_REQUEST
  * The API's defaults, also where the API is created without a full configuration (tests, bench). Its
  * pool has as many connections as this machine has cores (2 to 16): sized for a database server like it.
  */
-export const API_DEFAULTS = { rateLimit: 600, registrationRateLimit: 30, statementTimeoutMs: 5_000, readMaxLagMs: 5_000, dbPoolSize: Math.min(16, Math.max(2, availableParallelism())) } as const
+export const API_DEFAULTS = {
+  rateLimit: 600,
+  registrationRateLimit: 30,
+  statementTimeoutMs: 5_000,
+  readMaxLagMs: 5_000,
+  dbPoolSize: Math.min(16, Math.max(2, availableParallelism())),
+} as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /** Long enough that guessing it over HTTP is hopeless. */
@@ -24,13 +30,16 @@ const hexAddress = /^0x[0-9a-fA-F]{40}$/
 const hexTopic = /^0x[0-9a-fA-F]{64}$/
 
 const url = (protocols: string[]) =>
-  z.string().refine((value) => {
-    try {
-      return protocols.includes(new URL(value).protocol)
-    } catch {
-      return false
-    }
-  }, `a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL`)
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol)
+      } catch {
+        return false
+      }
+    },
+    `a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL`,
+  )
 
 const integer = (min: number, max: number) =>
   z
@@ -42,24 +51,43 @@ const integer = (min: number, max: number) =>
 const list = (pattern: RegExp, what: string) =>
   z
     .string()
-    .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    )
     .refine((items) => items.every((item) => pattern.test(item)), `comma-separated ${what}`)
     .transform((items) => [...new Set(items.map((item) => item.toLowerCase() as `0x${string}`))].sort())
 
 /** A hop count, or addresses and CIDR ranges of the proxies in front (Fastify's `trustProxy`). */
 const trustProxy = z
   .string()
-  .transform((value) => (/^\d+$/.test(value) ? Number(value) : value.split(',').map((item) => item.trim()).filter(Boolean)))
+  .transform((value) =>
+    /^\d+$/.test(value)
+      ? Number(value)
+      : value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean),
+  )
   .refine(
     (value) =>
-      typeof value === 'number' ? value >= 1 && value <= 32 : value.length > 0 && value.every((item) => ipaddr.isValid(item) || ipaddr.isValidCIDR(item)),
+      typeof value === 'number'
+        ? value >= 1 && value <= 32
+        : value.length > 0 && value.every((item) => ipaddr.isValid(item) || ipaddr.isValidCIDR(item)),
     'a hop count from 1 to 32, or comma-separated IP addresses and CIDR ranges',
   )
 
 /** Browser origins: scheme, host and port only, as a browser sends them in `Origin`. */
 const origins = z
   .string()
-  .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean))
+  .transform((value) =>
+    value
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  )
   .refine(
     (items) =>
       items.every((item) => {
@@ -83,7 +111,10 @@ const schema = z.object({
   DATABASE_READ_URL: url(['postgres:', 'postgresql:']).optional(),
   READ_MAX_LAG_MS: integer(100, 3_600_000).default(API_DEFAULTS.readMaxLagMs),
   REDIS_URL: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
-  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1–64)').default('codetrail'),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1–64)')
+    .default('codetrail'),
   BUILDER_API_URL: url(['http:', 'https:']).optional(),
   INDEX_ADDRESSES: list(hexAddress, '0x-prefixed 20-byte addresses').default([]),
   INDEX_TOPICS: list(hexTopic, '0x-prefixed 32-byte topics').default([]),
@@ -100,7 +131,10 @@ const schema = z.object({
   PRECONFIRMATIONS: z.enum(['auto', 'on', 'off']).default('auto'),
   ATTRIBUTION_SCOPE: z.enum(['logs', 'blocks']).default('logs'),
   PORT: integer(0, 65_535).default(8080),
-  ADMIN_UI: z.enum(['0', '1']).transform((value) => value === '1').default(false),
+  ADMIN_UI: z
+    .enum(['0', '1'])
+    .transform((value) => value === '1')
+    .default(false),
   ADMIN_TOKEN: z
     .string()
     .regex(new RegExp(`^[\\x21-\\x7e]{${MIN_ADMIN_TOKEN_LENGTH},}$`), `at least ${MIN_ADMIN_TOKEN_LENGTH} printable characters, no spaces`)
@@ -128,16 +162,27 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   WEBHOOK_MAX_FAILURES: integer(1, 1_000_000).default(20),
   WEBHOOK_BACKOFF_MS: integer(10, 3_600_000).default(5_000),
-  WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).transform((value) => value === '1').default(false),
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['0', '1'])
+    .transform((value) => value === '1')
+    .default(false),
   WEBHOOK_RETENTION_DAYS: integer(1, 36_500).default(30),
   RETENTION_LOGS_DAYS: integer(1, 36_500).optional(),
   STREAM_MAX_CLIENTS: integer(1, 1_000_000).default(1_000),
   SECRETS_KEY: z
     .string()
-    .transform((value, context) => parseSecretsKey(value) ?? (context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' }), z.NEVER))
+    .transform((value, context) => {
+      const key = parseSecretsKey(value)
+      if (key) return key
+      context.addIssue({ code: 'custom', message: '32 bytes, as 64 hex digits or base64' })
+      return z.NEVER
+    })
     .optional(),
   DASHBOARD_DIR: z.string().optional(),
-  MIGRATE_ON_START: z.enum(['0', '1']).transform((value) => value === '1').optional(),
+  MIGRATE_ON_START: z
+    .enum(['0', '1'])
+    .transform((value) => value === '1')
+    .optional(),
   SHUTDOWN_TIMEOUT_MS: integer(1, 3_600_000).default(25_000),
 })
 
@@ -314,11 +359,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, { file }: { fil
     const value = env[key]?.trim()
     if (value) input[key] = value
   }
-  if (!path) return Object.freeze(toConfig(parse(input, (name) => name), undefined))
+  if (!path)
+    return Object.freeze(
+      toConfig(
+        parse(input, (name) => name),
+        undefined,
+      ),
+    )
   const shown = (where: string) => `${path}: ${where}`
   let read: ConfigFile
   try {
-    read = readConfigFile(path, env, { globals: Object.keys(schema.shape).filter((name) => !(CHAIN_NAMES as readonly string[]).includes(name)), chainNames: CHAIN_NAMES })
+    read = readConfigFile(path, env, {
+      globals: Object.keys(schema.shape).filter((name) => !(CHAIN_NAMES as readonly string[]).includes(name)),
+      chainNames: CHAIN_NAMES,
+    })
   } catch (error) {
     if (error instanceof ConfigFileError) throw new ConfigError(`invalid ${shown(error.message)}`)
     throw error
@@ -328,16 +382,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, { file }: { fil
   const globals = parse({ ...input, ...read.globals }, (name) => (name in read.globals ? shown(read.keyOf[name]!) : name))
   const chains = read.chains.map((chain, i) => {
     for (const endpoint of chain.endpoints) parse({ RPC_URL: endpoint.url }, () => shown(endpoint.key))
-    if (chain.values.CHAIN_ID === undefined) throw new ConfigError(`invalid ${shown(`chains[${i}].id`)}: missing; expected the chain id the node serves`)
+    if (chain.values.CHAIN_ID === undefined)
+      throw new ConfigError(`invalid ${shown(`chains[${i}].id`)}: missing; expected the chain id the node serves`)
     const parsed = parse({ ...input, ...chain.values }, (name) => (name in chain.values ? shown(`chains[${i}].${read.keyOf[name]}`) : name))
-    return chainConfigOf(parsed, chain.name, chain.endpoints.map(({ url, weight, maxRequestsPerSecond }) => ({ url, weight, maxRequestsPerSecond })))
+    return chainConfigOf(
+      parsed,
+      chain.name,
+      chain.endpoints.map(({ url, weight, maxRequestsPerSecond }) => ({ url, weight, maxRequestsPerSecond })),
+    )
   })
   const ids = chains.map((chain) => chain.chainId)
   const repeated = ids.find((id, i) => ids.indexOf(id) !== i)
-  if (repeated !== undefined) throw new ConfigError(`invalid ${shown('chains')}: chain ${repeated} is listed twice; expected each chain id once`)
+  if (repeated !== undefined)
+    throw new ConfigError(`invalid ${shown('chains')}: chain ${repeated} is listed twice; expected each chain id once`)
   const names = chains.map((chain) => chain.chainName)
   const repeatedName = names.find((name, i) => names.indexOf(name) !== i)
-  if (repeatedName !== undefined) throw new ConfigError(`invalid ${shown('chains')}: the name ${JSON.stringify(repeatedName)} is used twice; expected each name once`)
+  if (repeatedName !== undefined)
+    throw new ConfigError(`invalid ${shown('chains')}: the name ${JSON.stringify(repeatedName)} is used twice; expected each name once`)
   return Object.freeze({ ...toConfig(globals, path), ...chains[0]!, chains: Object.freeze(chains) })
 }
 
@@ -425,11 +486,15 @@ function toConfig(p: Parsed, configFile: string | undefined): Config {
 
 /** Every secret the configuration holds (URL keys and passwords, the admin token), for masking output. */
 export function secretsOf(
-  config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'> & Partial<Pick<Config, 'databaseReadUrl' | 'chains'>>,
+  config: Pick<Config, 'rpcUrl' | 'rpcWsUrl' | 'builderApiUrl' | 'databaseUrl' | 'redisUrl' | 'adminToken'> &
+    Partial<Pick<Config, 'databaseReadUrl' | 'chains'>>,
 ): string[] {
   const chains = config.chains ?? [{ rpcEndpoints: [{ url: config.rpcUrl }], rpcWsUrl: config.rpcWsUrl }]
   return [
-    ...chains.flatMap((chain) => [...chain.rpcEndpoints.flatMap((endpoint) => secretsOfUrl(endpoint.url)), ...secretsOfUrl(chain.rpcWsUrl)]),
+    ...chains.flatMap((chain) => [
+      ...chain.rpcEndpoints.flatMap((endpoint) => secretsOfUrl(endpoint.url)),
+      ...secretsOfUrl(chain.rpcWsUrl),
+    ]),
     ...secretsOfUrl(config.builderApiUrl),
     ...secretsOfUrl(config.databaseUrl, { credentialsOnly: true }),
     ...secretsOfUrl(config.databaseReadUrl, { credentialsOnly: true }),

@@ -62,14 +62,21 @@ export function createDeliveryProcessor(context: DeliveryContext) {
   const policy = { allowPrivate: context.allowPrivate ?? false }
   const reach: Reach = { policy, targets: webhookTargets(policy) }
 
-  async function drainHeld(subscription: WebhookSubscription): Promise<{ outcome: 'drained' | 'disabled' } | { outcome: 'failed'; retryAt: Date }> {
+  async function drainHeld(
+    subscription: WebhookSubscription,
+  ): Promise<{ outcome: 'drained' | 'disabled' } | { outcome: 'failed'; retryAt: Date }> {
     const id = subscription.id
     const renewal = setInterval(
-      () => void renewDrain(pool, id, leaseMs).catch((error: unknown) => logger.warn({ subscription_id: id, reason: briefly(error) }, 'webhook drain lease not renewed')),
+      () =>
+        void renewDrain(pool, id, leaseMs).catch((error: unknown) =>
+          logger.warn({ subscription_id: id, reason: briefly(error) }, 'webhook drain lease not renewed'),
+        ),
       Math.max(100, Math.floor(leaseMs / 3)),
     )
     try {
-      const secrets = [subscription.secret, ...(subscription.previousSecret ? [subscription.previousSecret] : [])].map((s) => openSecret(context.secretsKey, s))
+      const secrets = [subscription.secret, ...(subscription.previousSecret ? [subscription.previousSecret] : [])].map((s) =>
+        openSecret(context.secretsKey, s),
+      )
       let probing = subscription.consecutiveFailures > 0
       for (;;) {
         const events = await owedEvents(pool, id, probing ? 1 : DRAIN_WINDOW)
@@ -82,7 +89,10 @@ export function createDeliveryProcessor(context: DeliveryContext) {
         const failed = attempts.find((a) => !a.ok)
         if (failed) {
           const lastError = failed.error ?? `HTTP ${failed.httpStatus}`
-          const result = await recordFailure(pool, id, lastError, { maxFailures, backoffMs: (failures) => backoffDelay(failures, { baseDelayMs: context.backoffMs, maxDelayMs: MAX_BACKOFF_MS }) })
+          const result = await recordFailure(pool, id, lastError, {
+            maxFailures,
+            backoffMs: (failures) => backoffDelay(failures, { baseDelayMs: context.backoffMs, maxDelayMs: MAX_BACKOFF_MS }),
+          })
           if (result.disabled || !result.retryAt) {
             logger.warn({ subscription_id: id, event_id: failed.eventId, reason: lastError }, 'webhook subscription disabled')
             return { outcome: 'disabled' }
@@ -122,7 +132,13 @@ export function createDeliveryProcessor(context: DeliveryContext) {
 type Reach = { policy: TargetPolicy; targets: WebhookTargets }
 
 /** Sends a window of owed events: transactions side by side, each one's events in order, stopping at its first failure. */
-async function sendWindow(reach: Reach, subscription: WebhookSubscription, secrets: readonly string[], events: readonly WebhookEvent[], timeoutMs: number): Promise<DeliveryAttempt[]> {
+async function sendWindow(
+  reach: Reach,
+  subscription: WebhookSubscription,
+  secrets: readonly string[],
+  events: readonly WebhookEvent[],
+  timeoutMs: number,
+): Promise<DeliveryAttempt[]> {
   const byTransaction = new Map<string, WebhookEvent[]>()
   for (const event of events) byTransaction.set(event.txHash, [...(byTransaction.get(event.txHash) ?? []), event])
   const attempts: DeliveryAttempt[] = []
@@ -138,7 +154,13 @@ async function sendWindow(reach: Reach, subscription: WebhookSubscription, secre
   return attempts
 }
 
-async function deliverOne(reach: Reach, subscription: WebhookSubscription, secrets: readonly string[], event: WebhookEvent, timeoutMs: number): Promise<DeliveryAttempt> {
+async function deliverOne(
+  reach: Reach,
+  subscription: WebhookSubscription,
+  secrets: readonly string[],
+  event: WebhookEvent,
+  timeoutMs: number,
+): Promise<DeliveryAttempt> {
   const body = JSON.stringify(toPayload(event))
   const started = performance.now()
   const refusal = refusedUrl(subscription.url, reach.policy)
@@ -160,7 +182,12 @@ function post(targets: WebhookTargets, url: string, body: string, headers: Recor
       method: 'POST',
       // Keep-alive (a handshake per event would cost more than the event), connecting only to allowed addresses.
       agent: targets.agents[target.protocol as keyof WebhookTargets['agents']],
-      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'codetrail-webhooks', ...headers },
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(body),
+        'User-Agent': 'codetrail-webhooks',
+        ...headers,
+      },
       signal: AbortSignal.timeout(timeoutMs),
     })
     request.on('response', (response) => {
@@ -168,7 +195,11 @@ function post(targets: WebhookTargets, url: string, body: string, headers: Recor
       response.on('error', (error) => fail(error.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : briefly(error)))
       response.on('end', () => {
         const ok = status >= 200 && status < 300
-        resolve({ ok, httpStatus: status, error: ok ? null : `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}` })
+        resolve({
+          ok,
+          httpStatus: status,
+          error: ok ? null : `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+        })
       })
       response.resume()
     })

@@ -65,7 +65,9 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
         if (events.length === 0) return null
         const subscriptions = await listSubscriptions(client, { activeOnly: true })
         const owed = events.flatMap((event) =>
-          subscriptions.filter((s) => matchesSubscription(s, event)).map((s) => ({ subscriptionId: s.id, eventId: event.id, txHash: event.txHash })),
+          subscriptions
+            .filter((s) => matchesSubscription(s, event))
+            .map((s) => ({ subscriptionId: s.id, eventId: event.id, txHash: event.txHash })),
         )
         await addOutstanding(client, owed)
         const last = events.at(-1)!.id
@@ -102,7 +104,8 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
   /** Prunes what is past retention (never an event owed to an enabled subscription). */
   async function prune(): Promise<{ events: number; deliveries: number }> {
     const pruned = await pruneWebhookHistory(pool, retentionDays, PRUNE_BATCH)
-    if (pruned.events > 0 || pruned.deliveries > 0) logger.info({ events: pruned.events, deliveries: pruned.deliveries, retention_days: retentionDays }, 'webhook history pruned')
+    if (pruned.events > 0 || pruned.deliveries > 0)
+      logger.info({ events: pruned.events, deliveries: pruned.deliveries, retention_days: retentionDays }, 'webhook history pruned')
     return pruned
   }
 

@@ -43,10 +43,14 @@ export function toPayload(event: WebhookEvent): EventPayload {
   }
 }
 
-type Filters = Pick<WebhookSubscription, 'events' | 'builderCodes' | 'walletAddresses' | 'roles'> & Partial<Pick<WebhookSubscription, 'chainIds'>>
+type Filters = Pick<WebhookSubscription, 'events' | 'builderCodes' | 'walletAddresses' | 'roles'> &
+  Partial<Pick<WebhookSubscription, 'chainIds'>>
 
 /** Whether a subscription wants the event: its type, and each filter it sets (null matches all). */
-export function matchesSubscription(subscription: Filters, event: Pick<WebhookEvent, 'type' | 'builderCode' | 'walletAddress' | 'role' | 'chainId'>): boolean {
+export function matchesSubscription(
+  subscription: Filters,
+  event: Pick<WebhookEvent, 'type' | 'builderCode' | 'walletAddress' | 'role' | 'chainId'>,
+): boolean {
   const { events, builderCodes, walletAddresses, roles, chainIds = null } = subscription
   return (
     events.includes(event.type) &&

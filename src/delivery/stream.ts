@@ -167,7 +167,10 @@ export function createEventStream({
       for (const event of events) send(client, format(event))
       if (gone.aborted) return
       let timer: NodeJS.Timeout | undefined
-      const drained = await Promise.race([client.sink.drained().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CATCH_UP_DRAIN_MS, false)))])
+      const drained = await Promise.race([
+        client.sink.drained().then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CATCH_UP_DRAIN_MS, false))),
+      ])
       clearTimeout(timer)
       if (!drained) return client.drop('the client does not read while catching up')
       if (events.length === PAGE) {
@@ -191,7 +194,17 @@ export function createEventStream({
      * Serves one client until `signal` aborts or it is dropped (then 'dropped'): events matching
      * `filter` after `after` (omitted: from now on), then live ones.
      */
-    async serve({ after, filter, sink, signal }: { after?: number; filter: EventFilter; sink: StreamSink; signal: AbortSignal }): Promise<'gone' | 'dropped'> {
+    async serve({
+      after,
+      filter,
+      sink,
+      signal,
+    }: {
+      after?: number
+      filter: EventFilter
+      sink: StreamSink
+      signal: AbortSignal
+    }): Promise<'gone' | 'dropped'> {
       const ended = new AbortController()
       const gone = AbortSignal.any([signal, ended.signal])
       const client: Client = {

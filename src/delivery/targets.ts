@@ -34,7 +34,9 @@ export function refusedAddress(address: string, { allowPrivate }: TargetPolicy):
   if (range === 'unicast') return null
   if (range === 'linkLocal') return `${shown} is link-local (cloud metadata lives there)`
   if (PRIVATE_RANGES.has(range))
-    return allowPrivate ? null : `${shown} is a ${range === 'loopback' ? 'loopback' : 'private'} address (set WEBHOOK_ALLOW_PRIVATE=1 for on-premises receivers)`
+    return allowPrivate
+      ? null
+      : `${shown} is a ${range === 'loopback' ? 'loopback' : 'private'} address (set WEBHOOK_ALLOW_PRIVATE=1 for on-premises receivers)`
   return `${shown} is not a public address (${range})`
 }
 
@@ -50,7 +52,10 @@ export function refusedUrl(url: string, policy: TargetPolicy): string | null {
     return 'not a URL'
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:') return 'not an http or https URL'
-  const host = target.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase()
+  const host = target.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase()
   if (METADATA_HOSTS.has(host)) return `${host} is a cloud metadata host`
   // URL has already turned other IPv4 spellings (0x7f.1, 2130706433) into dotted quads.
   return ipaddr.isValid(host) ? refusedAddress(host, policy) : null
@@ -110,7 +115,9 @@ export function webhookTargets(policy: TargetPolicy): WebhookTargets {
       const host = new URL(url).hostname.replace(/^\[|\]$/g, '')
       if (ipaddr.isValid(host)) return null
       // A name that does not resolve now is no target yet; each delivery judges it again when it does.
-      return new Promise((resolve) => lookup(host, { all: true }, (error) => resolve(error instanceof WebhookTargetError ? error.message : null)))
+      return new Promise((resolve) =>
+        lookup(host, { all: true }, (error) => resolve(error instanceof WebhookTargetError ? error.message : null)),
+      )
     },
   }
 }

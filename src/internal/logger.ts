@@ -18,7 +18,11 @@ export type CreateLoggerOptions = {
 }
 
 /** The process logger: JSON lines, one `msg` and snake_case fields, no secret of the configuration in any of them. */
-export function createLogger(level = 'info', bindings: Record<string, unknown> = {}, { fd = 1, secrets = [] }: CreateLoggerOptions = {}): Logger {
+export function createLogger(
+  level = 'info',
+  bindings: Record<string, unknown> = {},
+  { fd = 1, secrets = [] }: CreateLoggerOptions = {},
+): Logger {
   const redact = createRedactor(secrets)
   return pino(
     {

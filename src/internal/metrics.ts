@@ -47,7 +47,7 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
   })
   const pendingLatency = new Histogram({
     name: `${PREFIX}pending_latency_seconds`,
-    help: 'Seconds from asking the node for pending logs to the new or changed ones being committed, per poll that stored any (the indexer\'s share of pre-confirmed latency).',
+    help: "Seconds from asking the node for pending logs to the new or changed ones being committed, per poll that stored any (the indexer's share of pre-confirmed latency).",
     labelNames: ['chain_id'] as const,
     buckets: PENDING_LATENCY_BUCKETS,
     registers,
@@ -132,7 +132,10 @@ export function createMetrics({ defaultMetrics = true }: { defaultMetrics?: bool
    * Pass as `onRequest` to `createRpcClient`: the fields of its request events that the metrics read.
    * `chain` labels the samples when several chains run; a single chain's series keep only `method`.
    */
-  function observeRpcRequest(event: { method: string; calls: number; ok: boolean; errorKind?: string; durationMs: number }, chain?: { chain_id: string }): void {
+  function observeRpcRequest(
+    event: { method: string; calls: number; ok: boolean; errorKind?: string; durationMs: number },
+    chain?: { chain_id: string },
+  ): void {
     const labels = { ...chain, method: event.method }
     rpcCalls.inc(labels, event.calls)
     rpcDuration.observe(labels, event.durationMs / 1000)
@@ -170,7 +173,15 @@ export type MetricsServer = { address: string; close: () => Promise<void> }
  * `GET /metrics` alone on `port`, for the roles that serve no API (worker, scheduler): every process
  * of a deployment is scraped for its own series.
  */
-export async function serveMetrics({ metrics, port, host = '0.0.0.0' }: { metrics: Metrics; port: number; host?: string }): Promise<MetricsServer> {
+export async function serveMetrics({
+  metrics,
+  port,
+  host = '0.0.0.0',
+}: {
+  metrics: Metrics
+  port: number
+  host?: string
+}): Promise<MetricsServer> {
   const app = Fastify()
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType)

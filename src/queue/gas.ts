@@ -10,14 +10,18 @@ const GAS_BACKOFF_MS = 1_000
 /** Gas fills at once per worker process: they follow the range jobs, never race them for the node. */
 const GAS_CONCURRENCY = 1
 
-
 export function createGasQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)
   // No job id: a range stored again (a repair) while its fill runs must get a fill of its own; a fill that finds nothing owed is one index read.
   const queue = new Queue<GasJobData, GasJobResult>(GAS_QUEUE, {
     connection,
     prefix,
-    defaultJobOptions: { attempts: GAS_ATTEMPTS, backoff: { type: 'exponential', delay: GAS_BACKOFF_MS }, removeOnComplete: true, removeOnFail: true },
+    defaultJobOptions: {
+      attempts: GAS_ATTEMPTS,
+      backoff: { type: 'exponential', delay: GAS_BACKOFF_MS },
+      removeOnComplete: true,
+      removeOnFail: true,
+    },
   })
   return {
     queue,
@@ -36,8 +40,13 @@ export function createGasQueue({ redisUrl, prefix }: QueueContext) {
   }
 }
 
-
-export function createGasWorker({ redisUrl, prefix, lockDurationMs, logger, process }: QueueContext & { lockDurationMs: number; logger: Logger; process: (data: GasJobData) => Promise<GasJobResult> }) {
+export function createGasWorker({
+  redisUrl,
+  prefix,
+  lockDurationMs,
+  logger,
+  process,
+}: QueueContext & { lockDurationMs: number; logger: Logger; process: (data: GasJobData) => Promise<GasJobResult> }) {
   const connection = createRedis(redisUrl)
   const worker = new Worker<GasJobData, GasJobResult>(GAS_QUEUE, (job) => process(job.data), {
     connection,
@@ -46,7 +55,12 @@ export function createGasWorker({ redisUrl, prefix, lockDurationMs, logger, proc
     lockDuration: lockDurationMs,
     stalledInterval: Math.max(1_000, Math.floor(lockDurationMs / 2)),
   })
-  worker.on('failed', (job, error) => logger.warn({ job_id: job?.id, from_block: job?.data.fromBlock, to_block: job?.data.toBlock, reason: briefly(error) }, 'gas fill failed'))
+  worker.on('failed', (job, error) =>
+    logger.warn(
+      { job_id: job?.id, from_block: job?.data.fromBlock, to_block: job?.data.toBlock, reason: briefly(error) },
+      'gas fill failed',
+    ),
+  )
   worker.on('error', (error) => logger.error({ err: error }, 'gas worker error'))
   return {
     worker,

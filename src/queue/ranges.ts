@@ -30,7 +30,12 @@ const STATE_LOOKUPS_AT_ONCE = 500
 const MAX_STALLED_COUNT = 20
 
 /** Deterministic job id: the same chunk is one job however many times it is planned. */
-export function rangeJobId({ chainId, filterId, fromBlock, toBlock }: Pick<FilterRange, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>): string {
+export function rangeJobId({
+  chainId,
+  filterId,
+  fromBlock,
+  toBlock,
+}: Pick<FilterRange, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>): string {
   return `range-${chainId}-${filterId}-${fromBlock}-${toBlock}`
 }
 
@@ -101,7 +106,15 @@ async function runRangeJob(process: (data: FilterRange) => Promise<RangeJobResul
 }
 
 /** A BullMQ worker for range jobs; fatal errors fail a job at once, others retry with backoff. */
-export function createRangeWorker({ redisUrl, prefix, name = RANGE_QUEUE, concurrency, lockDurationMs, logger, process }: CreateRangeWorkerParameters) {
+export function createRangeWorker({
+  redisUrl,
+  prefix,
+  name = RANGE_QUEUE,
+  concurrency,
+  lockDurationMs,
+  logger,
+  process,
+}: CreateRangeWorkerParameters) {
   const connection = createRedis(redisUrl)
   const worker = new Worker<FilterRange, RangeJobResult>(name, (job) => runRangeJob(process, job.data), {
     connection,
@@ -128,8 +141,6 @@ export function createRangeWorker({ redisUrl, prefix, name = RANGE_QUEUE, concur
     },
   }
 }
-
-type RangeWorker = ReturnType<typeof createRangeWorker>
 
 /** Queue events (completed/failed) of range jobs from every worker sharing the Redis. */
 export function createRangeEvents({ redisUrl, prefix, name = RANGE_QUEUE }: RangeQueueContext) {

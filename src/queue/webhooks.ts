@@ -17,7 +17,11 @@ export type WebhookJobData = { subscriptionId: string }
 export type DrainJob = WebhookJobData & { jobId: string; at?: Date }
 
 /** The job of a failing subscription's next try: one per retry time, however often it is asked for. */
-export const retryJob = (subscriptionId: string, at: Date): DrainJob => ({ subscriptionId, jobId: `retry.${subscriptionId}.${at.getTime()}`, at })
+export const retryJob = (subscriptionId: string, at: Date): DrainJob => ({
+  subscriptionId,
+  jobId: `retry.${subscriptionId}.${at.getTime()}`,
+  at,
+})
 
 export function createWebhookQueue({ redisUrl, prefix }: QueueContext) {
   const connection = createRedis(redisUrl)
@@ -25,7 +29,12 @@ export function createWebhookQueue({ redisUrl, prefix }: QueueContext) {
     connection,
     prefix,
     // Finished jobs leave no id behind: PostgreSQL says what is owed, so a later drain must never be ignored as a duplicate.
-    defaultJobOptions: { attempts: DRAIN_ATTEMPTS, backoff: { type: 'exponential', delay: DRAIN_RETRY_MS }, removeOnComplete: true, removeOnFail: true },
+    defaultJobOptions: {
+      attempts: DRAIN_ATTEMPTS,
+      backoff: { type: 'exponential', delay: DRAIN_RETRY_MS },
+      removeOnComplete: true,
+      removeOnFail: true,
+    },
   })
   return {
     queue,

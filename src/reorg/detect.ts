@@ -51,7 +51,15 @@ export async function rewindToFork(
 ): Promise<{ forkBlock: number; depth: number; logsRemoved: number; filtersRepaired: number }> {
   const forkBlock = await findForkPoint(pool, { chainId, from: liveBlock, finalizedBlock, fetchHeader })
   const depth = liveBlock - forkBlock.number
-  const { logsRemoved, repairs } = await applyReorg(pool, { chainId, followerFilterId, forkBlock, depth, oldHash, newHash, ...(fence ? { fence } : {}) })
+  const { logsRemoved, repairs } = await applyReorg(pool, {
+    chainId,
+    followerFilterId,
+    forkBlock,
+    depth,
+    oldHash,
+    newHash,
+    ...(fence ? { fence } : {}),
+  })
   crashPoint('reorg-marked')
   return { forkBlock: forkBlock.number, depth, logsRemoved, filtersRepaired: repairs.size }
 }

@@ -51,7 +51,10 @@ export async function advanceToFinalized(
   const target = Math.min(finalized.number, state.liveBlock, previous + maxBlocks)
   if (target <= previous) return []
   const steps: FinalityStep[] = []
-  const [headers, logBlocks] = await Promise.all([blocksBetween(pool, chainId, [previous, target]), unfinalizedLogBlocks(pool, chainId, [previous, target])])
+  const [headers, logBlocks] = await Promise.all([
+    blocksBetween(pool, chainId, [previous, target]),
+    unfinalizedLogBlocks(pool, chainId, [previous, target]),
+  ])
   const canonical = await canonicalHashes(headers, [...headers, ...logBlocks], [previous, target], finalized, { fetchHeader, fetchHeaders })
   const read = new Set([...headers, ...logBlocks].map((block) => `${block.number}:${block.hash}`))
   // One transaction under the fork-mark lock: rows a range job committed after the reads above are checked too, never finalized unseen.
@@ -97,7 +100,9 @@ async function canonicalHashes(
   let expected: string | null = top.hash
   for (let n = to; n > from; n--) {
     if (expected === null && withRows.has(n)) {
-      fromNode ??= new Map((await fetchHeaders([...withRows].filter((h) => h > from && h <= n).sort((a, b) => b - a))).map((h) => [h.number, h]))
+      fromNode ??= new Map(
+        (await fetchHeaders([...withRows].filter((h) => h > from && h <= n).sort((a, b) => b - a))).map((h) => [h.number, h]),
+      )
       expected = fromNode.get(n)?.hash ?? null
     }
     if (expected === null) continue

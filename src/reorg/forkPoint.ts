@@ -21,7 +21,10 @@ export type FindForkPointParameters = {
  * with no stored header (stored by a backfill from logs alone, or never) proves nothing, so the walk
  * goes on, down to the finalized block at most.
  */
-export async function findForkPoint(pool: pg.Pool, { chainId, from, finalizedBlock, fetchHeader }: FindForkPointParameters): Promise<{ number: number; hash: string }> {
+export async function findForkPoint(
+  pool: pg.Pool,
+  { chainId, from, finalizedBlock, fetchHeader }: FindForkPointParameters,
+): Promise<{ number: number; hash: string }> {
   for (let n = from; n >= 0; n--) {
     const [stored, onNode] = await Promise.all([getCanonicalBlock(pool, chainId, n), fetchHeader(n)])
     if (!onNode) throw new Error(`node has no block ${n}`)

@@ -1,5 +1,17 @@
 import type pg from 'pg'
-import { lockForkMarks, lockTipWrites, markRemovedAbove, orphanBlocksIn, recordReorg, recordRepairs, takeOutOfIntervals, updateChainState, withTransaction, type BlockId, type Fence } from '../store/index.js'
+import {
+  lockForkMarks,
+  lockTipWrites,
+  markRemovedAbove,
+  orphanBlocksIn,
+  recordReorg,
+  recordRepairs,
+  takeOutOfIntervals,
+  updateChainState,
+  withTransaction,
+  type BlockId,
+  type Fence,
+} from '../store/index.js'
 import { alignedChunks, intervalDifference, type Interval } from '../utils/interval.js'
 
 /**
@@ -21,7 +33,13 @@ export async function applyReorg(
     const taken = await takeOutOfIntervals(client, chainId, [[forkBlock.number + 1, Number.MAX_SAFE_INTEGER]])
     taken.delete(params.followerFilterId)
     for (const [filterId, ranges] of taken) await recordRepairs(client, chainId, filterId, ranges, 'reorg')
-    await recordReorg(client, chainId, { forkBlock: forkBlock.number, depth: params.depth, oldHash: params.oldHash, newHash: params.newHash, logsRemoved })
+    await recordReorg(client, chainId, {
+      forkBlock: forkBlock.number,
+      depth: params.depth,
+      oldHash: params.oldHash,
+      newHash: params.newHash,
+      logsRemoved,
+    })
     await updateChainState(client, chainId, { liveBlock: forkBlock.number, liveHash: forkBlock.hash })
     return { logsRemoved, repairs: taken }
   })
@@ -32,7 +50,12 @@ export async function applyReorg(
  * the follower never saw) removed, in one transaction with their repair: the blocks leave the sync
  * intervals of every filter that covered them, each of which gets a repair, the follower's included.
  */
-export async function orphanBlocks(pool: pg.Pool, chainId: number, orphaned: readonly BlockId[], fence?: Fence): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
+export async function orphanBlocks(
+  pool: pg.Pool,
+  chainId: number,
+  orphaned: readonly BlockId[],
+  fence?: Fence,
+): Promise<{ logsRemoved: number; repairs: Map<string, Interval[]> }> {
   return withTransaction(pool, async (client) => {
     await lockTipWrites(client, chainId)
     await lockForkMarks(client, chainId, 'mark')

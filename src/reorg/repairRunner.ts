@@ -2,7 +2,17 @@ import type pg from 'pg'
 import { repairChunks } from './marks.js'
 import type { Logger } from '../internal/logger.js'
 import { FatalError, toKindedError } from '../rpc/index.js'
-import { clearRepairRetry, closeRepairIfStored, deleteRepair, getIntervals, listFilters, listRepairs, recordRepairFailure, type FilterRange, type Repair } from '../store/index.js'
+import {
+  clearRepairRetry,
+  closeRepairIfStored,
+  deleteRepair,
+  getIntervals,
+  listFilters,
+  listRepairs,
+  recordRepairFailure,
+  type FilterRange,
+  type Repair,
+} from '../store/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
 import { briefly } from '../internal/errors.js'
 
@@ -44,7 +54,14 @@ export function createRepairRunner(context: RepairRunnerContext) {
   async function fail(repair: Repair, error: string): Promise<boolean> {
     const retryInMs = Math.min(REPAIR_RETRY_MAX_MS, retryBaseMs * 2 ** repair.failures)
     const { failures, quarantined } = await recordRepairFailure(pool, repair, { error, retryInMs, maxFailures })
-    const fields = { chain_id: chainId, filter_id: repair.filterId, from_block: repair.fromBlock, to_block: repair.toBlock, failures, reason: error }
+    const fields = {
+      chain_id: chainId,
+      filter_id: repair.filterId,
+      from_block: repair.fromBlock,
+      to_block: repair.toBlock,
+      failures,
+      reason: error,
+    }
     if (quarantined) logger.error(fields, 'repair quarantined: its blocks stay missing until it is marked again')
     else logger.warn({ ...fields, retry_in_ms: retryInMs }, 'repair failed: retrying later')
     return quarantined
@@ -103,7 +120,17 @@ export function createRepairRunner(context: RepairRunnerContext) {
         enqueued += jobs.length
       }
       if (repair.failed) await clearRepairRetry(pool, repair)
-      logger.debug({ chain_id: chainId, filter_id: repair.filterId, from_block: repair.fromBlock, to_block: repair.toBlock, reason: repair.reason, jobs: jobs.length }, 'repairing blocks')
+      logger.debug(
+        {
+          chain_id: chainId,
+          filter_id: repair.filterId,
+          from_block: repair.fromBlock,
+          to_block: repair.toBlock,
+          reason: repair.reason,
+          jobs: jobs.length,
+        },
+        'repairing blocks',
+      )
     }
     crashPoint('repairs-enqueued')
     return { open: repairs.length - closed, enqueued, closed, quarantined }

@@ -106,8 +106,21 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, maxRe
     for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) responseHeaders.set(name, String(value))
     // A node that rejects a whole batch answers once, bare or in a one-element array.
     const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data
-    if (isRpcError(error)) throw new RpcRequestError({ body, error: { ...error.error, message: redact(error.error.message) }, headers: responseHeaders, status, url })
-    throw new HttpRequestError({ body, details: redact(JSON.stringify((data as { error?: unknown }).error) ?? '') || response.statusMessage, headers: responseHeaders, status, url })
+    if (isRpcError(error))
+      throw new RpcRequestError({
+        body,
+        error: { ...error.error, message: redact(error.error.message) },
+        headers: responseHeaders,
+        status,
+        url,
+      })
+    throw new HttpRequestError({
+      body,
+      details: redact(JSON.stringify((data as { error?: unknown }).error) ?? '') || response.statusMessage,
+      headers: responseHeaders,
+      status,
+      url,
+    })
   }
 
   return function exchange(body: RpcBody | RpcBody[], { signal, timeoutMs = defaultTimeoutMs }: RpcRequestOptions): Promise<unknown> {
@@ -154,7 +167,9 @@ function createHttpExchange(endpointUrl: string, defaultTimeoutMs: number, maxRe
             }, false),
           )
           response.on('error', (error) => fail(() => new HttpRequestError({ body, cause: error, url })))
-          response.on('close', () => fail(() => new HttpRequestError({ body, details: 'the connection closed before the answer was complete', url })))
+          response.on('close', () =>
+            fail(() => new HttpRequestError({ body, details: 'the connection closed before the answer was complete', url })),
+          )
         },
       )
       request.on('error', (error) => fail(() => new HttpRequestError({ body, cause: error, url })))
@@ -201,7 +216,16 @@ export function createRpcClient({
     } catch (error) {
       const durationMs = performance.now() - started
       const action = classifyRpcError(error)
-      logger.debug({ method: [...methods.keys()].join(','), calls: [...methods.values()].reduce((a, b) => a + b, 0), duration_ms: Math.round(durationMs), error_kind: action.kind, error_pattern: action.pattern }, 'rpc request failed')
+      logger.debug(
+        {
+          method: [...methods.keys()].join(','),
+          calls: [...methods.values()].reduce((a, b) => a + b, 0),
+          duration_ms: Math.round(durationMs),
+          error_kind: action.kind,
+          error_pattern: action.pattern,
+        },
+        'rpc request failed',
+      )
       report({ ok: false, errorKind: action.kind, durationMs })
       throw error
     }
@@ -222,7 +246,8 @@ export function createRpcClient({
 
   async function batch<T>(calls: readonly RpcCall[], options: RpcRequestOptions = {}): Promise<T[]> {
     const results: T[] = []
-    for (let start = 0; start < calls.length; start += batchSize) results.push(...(await batchOf<T>(calls.slice(start, start + batchSize), options)))
+    for (let start = 0; start < calls.length; start += batchSize)
+      results.push(...(await batchOf<T>(calls.slice(start, start + batchSize), options)))
     return results
   }
 

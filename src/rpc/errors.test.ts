@@ -4,7 +4,17 @@ import { describe, expect, it } from 'vitest'
 import { createRpcClient } from './client.js'
 import { GetLogsError } from './actions/getLogs.js'
 import { InconsistentAnswerError } from './verify.js'
-import { classifyRpcError, FatalError, isRevert, parseBlockCount, parseRetryAfter, RetryableError, rpcErrorPatterns, toKindedError, type RpcErrorAction } from './errors.js'
+import {
+  classifyRpcError,
+  FatalError,
+  isRevert,
+  parseBlockCount,
+  parseRetryAfter,
+  RetryableError,
+  rpcErrorPatterns,
+  toKindedError,
+  type RpcErrorAction,
+} from './errors.js'
 
 const url = 'http://node.invalid'
 const body = { method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x3e7' }] }
@@ -29,10 +39,12 @@ async function throughViem(error: Error): Promise<unknown> {
 
 /** A closed local port: connecting fails at once with ECONNREFUSED. */
 async function networkError() {
-  return createRpcClient({ url: 'http://127.0.0.1:1' }).request('eth_chainId').then(
-    () => expect.unreachable('request resolved'),
-    (thrown: unknown) => thrown,
-  )
+  return createRpcClient({ url: 'http://127.0.0.1:1' })
+    .request('eth_chainId')
+    .then(
+      () => expect.unreachable('request resolved'),
+      (thrown: unknown) => thrown,
+    )
 }
 
 /** An action without its pattern name (the table key is the name). */
@@ -113,7 +125,8 @@ const samples: Record<string, Sample> = {
     expected: { kind: 'retry' },
   },
   'rate-limit-message': {
-    error: () => rpcError(429, 'Your app has exceeded its compute units per second capacity.', { status: 429, headers: { 'retry-after': '2' } }),
+    error: () =>
+      rpcError(429, 'Your app has exceeded its compute units per second capacity.', { status: 429, headers: { 'retry-after': '2' } }),
     expected: { kind: 'backoff', retryAfterMs: 2000 },
   },
   'rate-limit-code': {
@@ -273,7 +286,14 @@ describe('toKindedError', () => {
       expect(kinded).toBeInstanceOf(FatalError)
       expect(kinded.cause).toBe(error)
     }
-    const gaveUp = new GetLogsError({ fromBlock: 0, toBlock: 9, attempts: 1, reason: { kind: 'fatal', pattern: 'invalid-request' }, retryable: false, cause: await rpcError(-32601, 'method not found') })
+    const gaveUp = new GetLogsError({
+      fromBlock: 0,
+      toBlock: 9,
+      attempts: 1,
+      reason: { kind: 'fatal', pattern: 'invalid-request' },
+      retryable: false,
+      cause: await rpcError(-32601, 'method not found'),
+    })
     expect(toKindedError(gaveUp)).toBeInstanceOf(FatalError)
   })
 
@@ -286,7 +306,14 @@ describe('toKindedError', () => {
       await httpError(429, 'Too Many Requests'),
       controller.signal.reason,
       new Error('log 3 of block 7 has no transactionHash'),
-      new GetLogsError({ fromBlock: 0, toBlock: 0, attempts: 5, reason: { kind: 'retry', pattern: 'malformed-json' }, retryable: true, cause: new SyntaxError('Unexpected end of JSON input') }),
+      new GetLogsError({
+        fromBlock: 0,
+        toBlock: 0,
+        attempts: 5,
+        reason: { kind: 'retry', pattern: 'malformed-json' },
+        retryable: true,
+        cause: new SyntaxError('Unexpected end of JSON input'),
+      }),
     ]) {
       expect(toKindedError(error)).toBeInstanceOf(RetryableError)
     }

@@ -77,17 +77,38 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
   { name: 'blocks-distance', message: new RegExp(`blocks distance: ${COUNT}`, 'i'), action: 'cap' },
 
   // The node has not caught up with the block asked for (load-balanced providers): ask again.
-  { name: 'block-not-found', message: /cannot be found|block not found|header not found|unknown block|beyond (?:the )?current head/i, action: 'retry' },
+  {
+    name: 'block-not-found',
+    message: /cannot be found|block not found|header not found|unknown block|beyond (?:the )?current head/i,
+    action: 'retry',
+  },
 
   // Rate limits and quotas (before the size errors: -32005 also means "limit exceeded" for quotas).
-  { name: 'rate-limit-message', message: /rate.?limit|too many requests|request rate exceeded|request limit reached|(?:quota|capacity|compute units?)(?: \w+)? exceeded|exceeded (?:\w+ ){0,5}(?:quota|capacity)/i, action: 'backoff' },
+  {
+    name: 'rate-limit-message',
+    message:
+      /rate.?limit|too many requests|request rate exceeded|request limit reached|(?:quota|capacity|compute units?)(?: \w+)? exceeded|exceeded (?:\w+ ){0,5}(?:quota|capacity)/i,
+    action: 'backoff',
+  },
   { name: 'rate-limit-code', code: [429, -32007], action: 'backoff' },
   { name: 'http-429', status: 429, action: 'backoff' },
 
   // Too much: no hint how much, split the range.
-  { name: 'more-than-results', message: /returned more than [\d,]+ results|query exceeds max results|matched by query exceeds limit/i, action: 'halve' },
-  { name: 'response-size', message: /response size (?:exceeded|should not|is too)|response (?:is )?too large|size exceeded/i, action: 'halve' },
-  { name: 'block-range-too-large', message: /block range (?:is )?too (?:large|wide)|block range limit exceeded|too many blocks/i, action: 'halve' },
+  {
+    name: 'more-than-results',
+    message: /returned more than [\d,]+ results|query exceeds max results|matched by query exceeds limit/i,
+    action: 'halve',
+  },
+  {
+    name: 'response-size',
+    message: /response size (?:exceeded|should not|is too)|response (?:is )?too large|size exceeded/i,
+    action: 'halve',
+  },
+  {
+    name: 'block-range-too-large',
+    message: /block range (?:is )?too (?:large|wide)|block range limit exceeded|too many blocks/i,
+    action: 'halve',
+  },
   { name: 'invalid-params-range', code: -32602, message: /range|blocks/i, action: 'halve' },
   { name: 'limit-exceeded', code: -32005, action: 'halve' },
   { name: 'no-healthy-backend', message: /no backend is currently healthy/i, action: 'halve' },
@@ -100,7 +121,11 @@ export const rpcErrorPatterns: readonly RpcErrorPattern[] = [
   // Transient transport trouble.
   { name: 'malformed-json', errorName: 'SyntaxError', action: 'retry' },
   { name: 'inconsistent-answer', errorName: 'InconsistentAnswerError', action: 'retry' },
-  { name: 'network', message: /fetch failed|socket hang up|other side closed|terminated|ECONN\w+|EPIPE|ETIMEDOUT|EAI_AGAIN/, action: 'retry' },
+  {
+    name: 'network',
+    message: /fetch failed|socket hang up|other side closed|terminated|ECONN\w+|EPIPE|ETIMEDOUT|EAI_AGAIN/,
+    action: 'retry',
+  },
   { name: 'http-5xx', status: [500, 502, 504, 520, 521, 522, 523, 524], action: 'retry' },
   { name: 'internal-error', code: -32603, action: 'retry' },
 

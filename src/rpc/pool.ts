@@ -85,7 +85,8 @@ export function createRpcPool({
 
   const bestHead = () => Math.max(-1, ...members.filter((m) => !m.refused && m.restUntil <= now()).map((m) => m.head ?? -1))
   const lagging = (m: Member) => m.head !== null && m.head < bestHead() - maxLagBlocks
-  const stateOf = (m: Member): EndpointState['state'] => (m.refused ? 'refused' : m.restUntil > now() ? 'resting' : lagging(m) ? 'lagging' : 'serving')
+  const stateOf = (m: Member): EndpointState['state'] =>
+    m.refused ? 'refused' : m.restUntil > now() ? 'resting' : lagging(m) ? 'lagging' : 'serving'
 
   function hasToken(m: Member): boolean {
     if (m.cap === undefined) return true
@@ -105,7 +106,11 @@ export function createRpcPool({
       const pool = (serving.length > 0 ? serving : open).filter(hasToken)
       if (pool.length > 0) {
         let draw = Math.random() * pool.reduce((sum, m) => sum + m.weight, 0)
-        const chosen = pool.find((m) => (draw -= m.weight) < 0) ?? pool.at(-1)!
+        const chosen =
+          pool.find((m) => {
+            draw -= m.weight
+            return draw < 0
+          }) ?? pool.at(-1)!
         if (chosen.cap !== undefined) chosen.tokens -= 1
         return chosen
       }
@@ -122,7 +127,8 @@ export function createRpcPool({
   }
 
   const isRefusedKey = (error: unknown) => {
-    const status = (error as { status?: unknown; cause?: { status?: unknown } })?.status ?? (error as { cause?: { status?: unknown } })?.cause?.status
+    const status =
+      (error as { status?: unknown; cause?: { status?: unknown } })?.status ?? (error as { cause?: { status?: unknown } })?.cause?.status
     return status === 401 || status === 403
   }
 
@@ -183,13 +189,15 @@ export function createRpcPool({
   const client: RpcClient = {
     url: members[0]!.client.url,
     logger,
-    request: <T>(method: string, params?: readonly unknown[], options?: RpcRequestOptions) => call((c) => c.request<T>(method, params, options)),
+    request: <T>(method: string, params?: readonly unknown[], options?: RpcRequestOptions) =>
+      call((c) => c.request<T>(method, params, options)),
     batch: <T>(calls: readonly RpcCall[], options?: RpcRequestOptions) => call((c) => c.batch<T>(calls, options)),
   }
   return {
     ...client,
     /** Each endpoint's state, in configuration order. */
-    endpoints: (): EndpointState[] => members.map((m) => ({ url: m.shown, weight: m.weight, head: m.head, state: stateOf(m), lastError: m.lastError })),
+    endpoints: (): EndpointState[] =>
+      members.map((m) => ({ url: m.shown, weight: m.weight, head: m.head, state: stateOf(m), lastError: m.lastError })),
     close: () => clearInterval(timer),
   }
 }

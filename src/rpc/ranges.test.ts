@@ -89,7 +89,7 @@ describe('narrowInterval', () => {
 describe('blocksForTarget', () => {
   const target = { logs: 2_500, bytes: 4 * 1024 * 1024 }
 
-  it('aims at the logs target at the last answer\'s density, at least one block', () => {
+  it("aims at the logs target at the last answer's density, at least one block", () => {
     expect(blocksForTarget({ blocks: 100, logs: 10_000, bytes: 6_000_000 }, target)).toBe(25)
     expect(blocksForTarget({ blocks: 25, logs: 250, bytes: 150_000 }, target)).toBe(250)
     expect(blocksForTarget({ blocks: 1, logs: 50_000, bytes: 30_000_000 }, target)).toBe(1)

@@ -18,7 +18,10 @@ export async function withRetry<T>(request: () => Promise<T>, policy: RetryPolic
     } catch (error) {
       const action = classifyRpcError(error)
       if (action.kind === 'fatal' || attempt >= policy.attempts) throw error
-      const delay = action.kind === 'backoff' && action.retryAfterMs !== undefined ? Math.min(action.retryAfterMs, policy.maxDelayMs) : backoffDelay(attempt, policy)
+      const delay =
+        action.kind === 'backoff' && action.retryAfterMs !== undefined
+          ? Math.min(action.retryAfterMs, policy.maxDelayMs)
+          : backoffDelay(attempt, policy)
       await sleep(delay)
     }
   }

@@ -11,7 +11,10 @@ const log = (blockNumber: string | null, blockHash: string | null) => ({ blockNu
 
 describe('verifyLogs', () => {
   it('accepts logs that agree with their headers', () => {
-    const headers = new Map([[1, { hash: HASH_A, logsBloom: BLOOM }], [2, { hash: HASH_B, logsBloom: EMPTY }]])
+    const headers = new Map([
+      [1, { hash: HASH_A, logsBloom: BLOOM }],
+      [2, { hash: HASH_B, logsBloom: EMPTY }],
+    ])
     expect(() => verifyLogs([log('0x1', HASH_A.toUpperCase().replace('0X', '0x'))], { headers, everyLog: true })).not.toThrow()
   })
 

@@ -65,13 +65,16 @@ export function verifyLogsRequested(
   const wanted = topics.map((position) => (position === null ? null : new Set([position].flat().map((item) => item.toLowerCase()))))
   for (const log of logs) {
     const shown = `a log of ${log.address} in block ${log.blockNumber}`
-    if (addresses && !addresses.has(String(log.address).toLowerCase())) throw new InconsistentAnswerError(`${shown} was not asked for (address)`)
+    if (addresses && !addresses.has(String(log.address).toLowerCase()))
+      throw new InconsistentAnswerError(`${shown} was not asked for (address)`)
     for (const [i, set] of wanted.entries()) {
-      if (set && !set.has(String(log.topics?.[i]).toLowerCase())) throw new InconsistentAnswerError(`${shown} was not asked for (topic ${i})`)
+      if (set && !set.has(String(log.topics?.[i]).toLowerCase()))
+        throw new InconsistentAnswerError(`${shown} was not asked for (topic ${i})`)
     }
     if (typeof fromBlock === 'number' && typeof toBlock === 'number') {
       const number = log.blockNumber === null ? NaN : Number(log.blockNumber)
-      if (!(number >= fromBlock && number <= toBlock)) throw new InconsistentAnswerError(`${shown} is outside the blocks asked for, ${fromBlock}..${toBlock}`)
+      if (!(number >= fromBlock && number <= toBlock))
+        throw new InconsistentAnswerError(`${shown} is outside the blocks asked for, ${fromBlock}..${toBlock}`)
     }
   }
 }

@@ -77,7 +77,11 @@ export type UnverifiedTransaction = { hash: string; registryAddress: string; cod
  * node error when they were decoded), asked last more than `olderThanMs` ago, longest waiting first.
  * Served by the partial index `transactions_registry_unknown`.
  */
-export async function unverifiedTransactions(db: Queryable, chainId: number, { olderThanMs, limit }: { olderThanMs: number; limit: number }): Promise<UnverifiedTransaction[]> {
+export async function unverifiedTransactions(
+  db: Queryable,
+  chainId: number,
+  { olderThanMs, limit }: { olderThanMs: number; limit: number },
+): Promise<UnverifiedTransaction[]> {
   const { rows } = await db.query<UnverifiedTransaction>(
     `SELECT hash, registry_address AS "registryAddress", codes FROM transactions
      WHERE chain_id = $1 AND registry_chain_id = $1 AND registry_verified IS NULL AND registry_address IS NOT NULL AND codes IS NOT NULL AND NOT removed
@@ -92,7 +96,11 @@ export async function unverifiedTransactions(db: Queryable, chainId: number, { o
  * Stores registry answers asked again for transactions still unknown: `null` (unknown again) only marks
  * them asked now, so others come first next time. Rows another transaction holds are left to it.
  */
-export async function storeRegistryAnswers(client: pg.PoolClient, chainId: number, answers: readonly { hash: string; verified: boolean | null }[]): Promise<void> {
+export async function storeRegistryAnswers(
+  client: pg.PoolClient,
+  chainId: number,
+  answers: readonly { hash: string; verified: boolean | null }[],
+): Promise<void> {
   if (answers.length === 0) return
   await client.query(
     `UPDATE transactions t SET registry_verified = u.verified, updated_at = now()

@@ -9,7 +9,12 @@ export type BuilderCodeRecord = { builderCode: string; walletAddress: string; so
  */
 export async function insertBuilderCode(
   db: Queryable,
-  { chainId, builderCode, walletAddress, source }: { chainId: number; builderCode: string; walletAddress: string; source: BuilderCodeSource },
+  {
+    chainId,
+    builderCode,
+    walletAddress,
+    source,
+  }: { chainId: number; builderCode: string; walletAddress: string; source: BuilderCodeSource },
 ): Promise<BuilderCodeRecord | null> {
   const { rows } = await db.query<BuilderCodeRecord>(
     `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source) VALUES ($1, $2, $3, $4)

@@ -20,5 +20,8 @@ export async function lockTipWrites(client: pg.PoolClient, chainId: number): Pro
  * every mark after it sees the range job's rows. Tip writes and pending polls never wait for range jobs.
  */
 export async function lockForkMarks(client: pg.PoolClient, chainId: number, mode: 'mark' | 'store'): Promise<void> {
-  await client.query(mode === 'mark' ? 'SELECT pg_advisory_xact_lock($1, $2)' : 'SELECT pg_advisory_xact_lock_shared($1, $2)', [FORK_MARKS_LOCK, chainId])
+  await client.query(mode === 'mark' ? 'SELECT pg_advisory_xact_lock($1, $2)' : 'SELECT pg_advisory_xact_lock_shared($1, $2)', [
+    FORK_MARKS_LOCK,
+    chainId,
+  ])
 }

@@ -106,7 +106,9 @@ export async function storeLogChunk(pool: pg.Pool, params: StoreLogChunkParamete
     if (await isCovered(client, chainId, filterId, range)) return { stored: false, inserted: 0 }
     const stale = await blocksInConflict(client, chainId, unfinalized)
     if (stale.length > 0) {
-      throw new StaleForkError(`blocks ${range[0]}–${range[1]} were read from another fork than the one stored (block ${stale[0]}): reading them again`)
+      throw new StaleForkError(
+        `blocks ${range[0]}–${range[1]} were read from another fork than the one stored (block ${stale[0]}): reading them again`,
+      )
     }
     const moved = await transactionsStoredElsewhere(client, chainId, logs.transactions, finalizedBlock)
     if (moved) {

@@ -110,7 +110,11 @@ export async function queryPrepared<Row extends pg.QueryResultRow>(
     statement = { name: statementName(text), text, params }
     statements.set(shape, statement)
   }
-  const result = await db.$client.query<Row>({ name: statement.name, text: statement.text, values: fillPlaceholders(statement.params, values) })
+  const result = await db.$client.query<Row>({
+    name: statement.name,
+    text: statement.text,
+    values: fillPlaceholders(statement.params, values),
+  })
   return result.rows
 }
 

@@ -10,7 +10,7 @@ export type CopyValue = string | number | bigint | boolean | readonly string[] |
 
 const SPECIAL = /[\\\t\n\r]/g
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
-const escape = (text: string) => text.replace(SPECIAL, (c) => ESCAPES[c]!)
+const escapeText = (text: string) => text.replace(SPECIAL, (c) => ESCAPES[c]!)
 const arrayElement = (element: string) => `"${element.replace(/[\\"]/g, '\\$&')}"`
 
 /** One row in PostgreSQL `COPY` text format, newline included (jsonb values go in as their JSON text). */
@@ -22,11 +22,13 @@ export function copyLine(values: readonly CopyValue[]): string {
       value === null || value === undefined
         ? '\\N'
         : typeof value === 'string'
-          ? escape(value)
+          ? escapeText(value)
           : typeof value === 'boolean'
-            ? value ? 't' : 'f'
+            ? value
+              ? 't'
+              : 'f'
             : typeof value === 'object'
-              ? escape(`{${value.map(arrayElement).join(',')}}`)
+              ? escapeText(`{${value.map(arrayElement).join(',')}}`)
               : String(value)
     line += i === 0 ? field : `\t${field}`
   }
@@ -34,7 +36,13 @@ export function copyLine(values: readonly CopyValue[]): string {
 }
 
 /** `COPY table (columns) FROM STDIN` of pieces in the text (or binary) format, on the caller's connection. */
-async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], pieces: Iterable<Buffer | string>, binary: boolean): Promise<void> {
+async function copyInto(
+  client: pg.PoolClient,
+  table: string,
+  columns: readonly string[],
+  pieces: Iterable<Buffer | string>,
+  binary: boolean,
+): Promise<void> {
   const format = binary ? ' (FORMAT binary)' : ''
   await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN${format}`)))
 }

@@ -49,7 +49,12 @@ export function createLeaseFence(pool: pg.Pool, chainId: number) {
 
 export type LeaseFence = ReturnType<typeof createLeaseFence>
 
-export async function checkLeaseGeneration(client: pg.PoolClient, chainId: number, generation: number, mode: 'share' | 'update'): Promise<void> {
+export async function checkLeaseGeneration(
+  client: pg.PoolClient,
+  chainId: number,
+  generation: number,
+  mode: 'share' | 'update',
+): Promise<void> {
   const { rows } = await client.query<{ generation: string }>(
     `SELECT lease_generation AS generation FROM chain_state WHERE chain_id = $1 ${mode === 'share' ? 'FOR SHARE' : 'FOR NO KEY UPDATE'}`,
     [chainId],

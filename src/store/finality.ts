@@ -28,7 +28,12 @@ export async function advanceFinalityIn(client: pg.PoolClient, chainId: number, 
 }
 
 /** Rows of `(from, to]` (headers, confirmed logs, not removed) of any block but the `canonical` ones. */
-export async function blocksOtherThan(db: Pick<pg.PoolClient, 'query'>, chainId: number, [from, to]: Interval, canonical: ReadonlyMap<number, string>): Promise<{ number: number; hash: string }[]> {
+export async function blocksOtherThan(
+  db: Pick<pg.PoolClient, 'query'>,
+  chainId: number,
+  [from, to]: Interval,
+  canonical: ReadonlyMap<number, string>,
+): Promise<{ number: number; hash: string }[]> {
   const { rows } = await db.query(
     `SELECT DISTINCT r.number, r.hash FROM (
        SELECT number, hash FROM blocks WHERE chain_id = $1 AND number > $2 AND number <= $3 AND NOT removed
@@ -61,8 +66,15 @@ async function markFinalized(client: pg.PoolClient, chainId: number, [from, to]:
  * blocks' rows become `finalized` in the job's own transaction, since the finality step that passed them
  * ran before they were there.
  */
-export async function finalizeBehindFinality(client: pg.PoolClient, chainId: number, [from, to]: Interval, finalizedWhenRead: number | null): Promise<void> {
-  const { rows } = await client.query<{ finalized_block: number | null }>(`SELECT finalized_block FROM chain_state WHERE chain_id = $1`, [chainId])
+export async function finalizeBehindFinality(
+  client: pg.PoolClient,
+  chainId: number,
+  [from, to]: Interval,
+  finalizedWhenRead: number | null,
+): Promise<void> {
+  const { rows } = await client.query<{ finalized_block: number | null }>(`SELECT finalized_block FROM chain_state WHERE chain_id = $1`, [
+    chainId,
+  ])
   const finalized = rows[0]?.finalized_block ?? null
   if (finalized === null || (finalizedWhenRead !== null && finalized <= finalizedWhenRead)) return
   const low = Math.max(from, (finalizedWhenRead ?? -1) + 1)
@@ -70,7 +82,11 @@ export async function finalizeBehindFinality(client: pg.PoolClient, chainId: num
 }
 
 /** Stored headers of `(from, to]` not marked removed, as their writers saw them (parent hash null where a backfill stored a block from its logs alone). */
-export async function blocksBetween(db: Pick<pg.Pool | pg.PoolClient, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string; parentHash: string | null }[]> {
+export async function blocksBetween(
+  db: Pick<pg.Pool | pg.PoolClient, 'query'>,
+  chainId: number,
+  [from, to]: Interval,
+): Promise<{ number: number; hash: string; parentHash: string | null }[]> {
   const { rows } = await db.query(
     `SELECT number, hash, parent_hash AS "parentHash" FROM blocks WHERE chain_id = $1 AND number > $2 AND number <= $3 AND NOT removed`,
     [chainId, from, to],
@@ -79,7 +95,11 @@ export async function blocksBetween(db: Pick<pg.Pool | pg.PoolClient, 'query'>, 
 }
 
 /** Distinct blocks of `(from, to]` holding logs stored as confirmed (not yet final) and not removed. */
-export async function unfinalizedLogBlocks(db: Pick<pg.Pool, 'query'>, chainId: number, [from, to]: Interval): Promise<{ number: number; hash: string }[]> {
+export async function unfinalizedLogBlocks(
+  db: Pick<pg.Pool, 'query'>,
+  chainId: number,
+  [from, to]: Interval,
+): Promise<{ number: number; hash: string }[]> {
   const { rows } = await db.query(
     `SELECT DISTINCT block_number AS number, block_hash AS hash FROM logs
      WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND status = 'confirmed' AND NOT removed`,

@@ -2,7 +2,6 @@ import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import type { Queryable } from './client.js'
 
-
 /** An attributed transaction whose gas used is still owed, with the block it is stored under. */
 export type GasOwed = { hash: string; blockNumber: number; blockHash: string }
 
@@ -13,7 +12,12 @@ export type GasRead = { hash: string; blockHash: string; gasUsed: number }
  * Attributed, confirmed and live transactions of `range` that lack gas used, in block order after
  * `after` (a keyset cursor: rows left owed by an earlier page are not asked again), at most `limit`.
  */
-export async function gasOwed(db: Queryable, chainId: number, range: Interval, { after, limit }: { after?: { blockNumber: number; hash: string }; limit: number }): Promise<GasOwed[]> {
+export async function gasOwed(
+  db: Queryable,
+  chainId: number,
+  range: Interval,
+  { after, limit }: { after?: { blockNumber: number; hash: string }; limit: number },
+): Promise<GasOwed[]> {
   const { rows } = await db.query<{ hash: string; block_number: string; block_hash: string }>(
     `SELECT DISTINCT ON (block_number, tx_hash) tx_hash AS hash, block_number, block_hash FROM attributions
      WHERE chain_id = $1 AND block_number BETWEEN $2 AND $3 AND gas_used IS NULL AND status <> 'pending' AND NOT removed

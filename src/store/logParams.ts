@@ -30,4 +30,3 @@ export const UNNEST_LOGS = `unnest($2::bigint[], $3::text[], $4::bigint[], $5::t
   $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[])
   AS u(block_number, block_hash, ts, transaction_hash, transaction_index, log_index, tx_log_ordinal, address,
        topic0, topic1, topic2, topic3, data, status, ts_ms)`
-

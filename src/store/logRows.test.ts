@@ -21,7 +21,15 @@ function readCopyData(data: Buffer): Field[][] {
   expect(data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0')
   expect(data.readInt32BE(11)).toBe(0)
   expect(data.readInt32BE(15)).toBe(0)
-  const integers: Record<string, 4 | 8> = { chain_id: 4, block_number: 8, block_timestamp: 8, block_timestamp_ms: 8, transaction_index: 4, log_index: 4, tx_log_ordinal: 4 }
+  const integers: Record<string, 4 | 8> = {
+    chain_id: 4,
+    block_number: 8,
+    block_timestamp: 8,
+    block_timestamp_ms: 8,
+    transaction_index: 4,
+    log_index: 4,
+    tx_log_ordinal: 4,
+  }
   const rows: Field[][] = []
   let at = 19
   for (;;) {
@@ -61,7 +69,24 @@ describe('toCopyData', () => {
     expect(readCopyData(Buffer.concat(copyStatement(data)))).toEqual([
       [8453, 10, hash(1_000_000), at, hash(0), 0, 0, 0, address, null, null, null, null, '0x', 'confirmed', null],
       [8453, 10, hash(1_000_000), at, hash(1), 0, 1, 0, address, hash(0xabc0), hash(0xabc1), null, null, '0xff', 'finalized', null],
-      [8453, 10, hash(1_000_000), at, hash(2), 0, 2, 0, address, hash(0xabc0), hash(0xabc1), hash(0xabc2), hash(0xabc3), '0x', 'confirmed', null],
+      [
+        8453,
+        10,
+        hash(1_000_000),
+        at,
+        hash(2),
+        0,
+        2,
+        0,
+        address,
+        hash(0xabc0),
+        hash(0xabc1),
+        hash(0xabc2),
+        hash(0xabc3),
+        '0x',
+        'confirmed',
+        null,
+      ],
     ])
   })
 
@@ -71,7 +96,7 @@ describe('toCopyData', () => {
     expect(fields!.slice(0, 4)).toEqual([1, Number.MAX_SAFE_INTEGER, hash(1_000_000), '1970-01-01T00:00:01.000Z'])
   })
 
-  it('writes the milliseconds a log carries, else its header\'s, else null', () => {
+  it("writes the milliseconds a log carries, else its header's, else null", () => {
     const ms = 1_700_000_000_400
     const rows = toLogRows(
       [{ ...log(0, 1), blockTimestampMs: `0x${ms.toString(16)}` }, { ...log(3, 1), blockTimestampMs: ms + 200 }, log(6, 1)],

@@ -36,7 +36,10 @@ export type LogRow = {
 }
 
 /** Where a log's transaction stands: what attribution needs of a range's rows. */
-export type TransactionRow = Pick<LogRow, 'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'blockTimestampMs' | 'transactionIndex'>
+export type TransactionRow = Pick<
+  LogRow,
+  'transactionHash' | 'blockNumber' | 'blockHash' | 'blockTimestamp' | 'blockTimestampMs' | 'transactionIndex'
+>
 
 export class LogShapeError extends CodetrailError {
   override name = 'LogShapeError'
@@ -44,13 +47,15 @@ export class LogShapeError extends CodetrailError {
 
 /** Decodes a hex quantity (or a JSON number, which some geth builds send). */
 export function quantity(value: string | number | null | undefined, field: string): number {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && value.startsWith('0x') ? Number.parseInt(value, 16) : Number.NaN
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && value.startsWith('0x') ? Number.parseInt(value, 16) : Number.NaN
   if (!Number.isSafeInteger(n) || n < 0) throw new LogShapeError(`log field ${field} is not a quantity: ${JSON.stringify(value)}`)
   return n
 }
 
 function hash(value: string | null, field: string): string {
-  if (typeof value !== 'string' || value.length !== 66) throw new LogShapeError(`log field ${field} is not a hash: ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value.length !== 66)
+    throw new LogShapeError(`log field ${field} is not a hash: ${JSON.stringify(value)}`)
   return value.toLowerCase()
 }
 
@@ -91,7 +96,8 @@ export function toLogRows(
     }
   })
   // Nodes answer in this order already: checking is one pass, sorting many.
-  const byPosition = (a: LogRow, b: LogRow) => a.blockNumber - b.blockNumber || a.transactionIndex - b.transactionIndex || a.logIndex - b.logIndex
+  const byPosition = (a: LogRow, b: LogRow) =>
+    a.blockNumber - b.blockNumber || a.transactionIndex - b.transactionIndex || a.logIndex - b.logIndex
   if (rows.some((row, i) => i > 0 && byPosition(rows[i - 1]!, row) > 0)) rows.sort(byPosition)
   for (let i = 1; i < rows.length; i++) {
     const previous = rows[i - 1]!

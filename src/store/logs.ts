@@ -33,7 +33,12 @@ export type BlockRow = {
  * Stores block headers (those known only from logs have no parent hash yet), keeping what is there; a
  * block a reorg had marked removed is canonical again.
  */
-export async function insertBlocks(client: pg.PoolClient, chainId: number, rows: readonly BlockRow[], statusOf: (number: number) => Status) {
+export async function insertBlocks(
+  client: pg.PoolClient,
+  chainId: number,
+  rows: readonly BlockRow[],
+  statusOf: (number: number) => Status,
+) {
   if (rows.length === 0) return
   const sorted = [...rows].sort((a, b) => a.number - b.number)
   await client.query(

@@ -102,7 +102,9 @@ export async function definitionsApplied(pool: pg.Pool): Promise<boolean> {
  * (a migration is pending when it is newer than the last one applied); applies nothing.
  */
 export async function migrationStatus(pool: pg.Pool): Promise<MigrationStatus[]> {
-  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string; when: number }[] }
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as {
+    entries: { tag: string; when: number }[]
+  }
   const { rows: table } = await pool.query<{ exists: boolean }>(`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`)
   const { rows } = table[0]!.exists
     ? await pool.query<{ last: string | null }>('SELECT max(created_at)::text AS last FROM drizzle.__drizzle_migrations')

@@ -37,4 +37,3 @@ export async function upsertPendingLogs(pool: pg.Pool, chainId: number, rows: re
   })
   return result.rowCount ?? 0
 }
-

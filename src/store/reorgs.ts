@@ -102,7 +102,11 @@ export async function blocksInConflict(db: Queryable, chainId: number, blocks: r
  * Takes `ranges` out of the stored intervals of every filter whose intervals touch them, inside the
  * caller's transaction; returns, per filter, the blocks that were taken out (what it must read again).
  */
-export async function takeOutOfIntervals(client: pg.PoolClient, chainId: number, ranges: readonly Interval[]): Promise<Map<string, Interval[]>> {
+export async function takeOutOfIntervals(
+  client: pg.PoolClient,
+  chainId: number,
+  ranges: readonly Interval[],
+): Promise<Map<string, Interval[]>> {
   const taken = new Map<string, Interval[]>()
   if (ranges.length === 0) return taken
   const low = Math.min(...ranges.map((r) => r[0]))
@@ -120,10 +124,19 @@ export async function takeOutOfIntervals(client: pg.PoolClient, chainId: number,
     await lockFilterIntervals(client, chainId, filterId)
     for (const interval of intervals) {
       if (intervalIntersection([interval], ranges).length === 0) continue
-      await client.query(`DELETE FROM sync_intervals WHERE chain_id = $1 AND filter_id = $2 AND from_block = $3`, [chainId, filterId, interval[0]])
+      await client.query(`DELETE FROM sync_intervals WHERE chain_id = $1 AND filter_id = $2 AND from_block = $3`, [
+        chainId,
+        filterId,
+        interval[0],
+      ])
       const kept = intervalDifference(interval, ranges)
       for (const [from, to] of kept) {
-        await client.query(`INSERT INTO sync_intervals (chain_id, filter_id, from_block, to_block) VALUES ($1, $2, $3, $4)`, [chainId, filterId, from, to])
+        await client.query(`INSERT INTO sync_intervals (chain_id, filter_id, from_block, to_block) VALUES ($1, $2, $3, $4)`, [
+          chainId,
+          filterId,
+          from,
+          to,
+        ])
       }
     }
     taken.set(filterId, removed)
@@ -152,7 +165,13 @@ export type Repair = {
  * Records blocks a filter must read again, in the caller's transaction (see `sync_repairs`). A repair
  * already open for the same blocks starts over: new blocks there deserve fresh attempts.
  */
-export async function recordRepairs(client: pg.PoolClient, chainId: number, filterId: string, ranges: readonly Interval[], reason: Repair['reason']) {
+export async function recordRepairs(
+  client: pg.PoolClient,
+  chainId: number,
+  filterId: string,
+  ranges: readonly Interval[],
+  reason: Repair['reason'],
+) {
   for (const [from, to] of ranges) {
     await client.query(
       `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, $2, $3, $4, $5)
@@ -175,7 +194,12 @@ export async function listRepairs(db: Queryable, chainId: number): Promise<Repai
 }
 
 const repairKey = `chain_id = $1 AND filter_id = $2 AND from_block = $3 AND to_block = $4`
-const repairKeyOf = ({ chainId, filterId, fromBlock, toBlock }: Pick<Repair, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>) => [chainId, filterId, fromBlock, toBlock]
+const repairKeyOf = ({ chainId, filterId, fromBlock, toBlock }: Pick<Repair, 'chainId' | 'filterId' | 'fromBlock' | 'toBlock'>) => [
+  chainId,
+  filterId,
+  fromBlock,
+  toBlock,
+]
 
 /** Closes a repair unconditionally (its filter is gone). */
 export async function deleteRepair(db: Queryable, repair: Repair): Promise<void> {
@@ -225,10 +249,20 @@ export async function clearRepairRetry(db: Queryable, repair: Repair): Promise<v
 export async function recordReorg(
   client: pg.PoolClient,
   chainId: number,
-  { forkBlock, depth, oldHash, newHash, logsRemoved }: { forkBlock: number; depth: number; oldHash: string; newHash: string; logsRemoved: number },
+  {
+    forkBlock,
+    depth,
+    oldHash,
+    newHash,
+    logsRemoved,
+  }: { forkBlock: number; depth: number; oldHash: string; newHash: string; logsRemoved: number },
 ): Promise<void> {
-  await client.query(
-    `INSERT INTO reorgs (chain_id, fork_block, depth, old_hash, new_hash, logs_removed) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [chainId, forkBlock, depth, oldHash, newHash, logsRemoved],
-  )
+  await client.query(`INSERT INTO reorgs (chain_id, fork_block, depth, old_hash, new_hash, logs_removed) VALUES ($1, $2, $3, $4, $5, $6)`, [
+    chainId,
+    forkBlock,
+    depth,
+    oldHash,
+    newHash,
+    logsRemoved,
+  ])
 }

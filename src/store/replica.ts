@@ -64,7 +64,12 @@ export function createReadRouting({
   // An idle client's error (the replica restarting) must not end the process; the next check reports it.
   replica.on('error', () => {})
   // A connection of its own, so a check neither waits behind busy requests nor makes them wait.
-  const probe = new pg.Pool({ connectionString: replicaUrl, max: 1, connectionTimeoutMillis: CHECK_TIMEOUT_MS, statement_timeout: CHECK_TIMEOUT_MS })
+  const probe = new pg.Pool({
+    connectionString: replicaUrl,
+    max: 1,
+    connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+    statement_timeout: CHECK_TIMEOUT_MS,
+  })
   probe.on('error', () => {})
   const where = redactUrl(replicaUrl)
 
@@ -91,9 +96,11 @@ export function createReadRouting({
       next = { state: lagMs !== null && lagMs <= maxLagMs ? 'serving' : 'lagging', lagMs, maxLagMs, checkedAt: new Date() }
     } catch (error) {
       next = { state: 'down', lagMs: null, maxLagMs, checkedAt: new Date() }
-      if (status.state !== 'down' || status.checkedAt === null) logger.warn({ replica: where, err: error }, 'read replica unreachable: reads go to the primary')
+      if (status.state !== 'down' || status.checkedAt === null)
+        logger.warn({ replica: where, err: error }, 'read replica unreachable: reads go to the primary')
     }
-    if (next.state !== status.state) logger.info({ replica: where, state: next.state, lag_ms: next.lagMs, max_lag_ms: maxLagMs }, 'read replica state changed')
+    if (next.state !== status.state)
+      logger.info({ replica: where, state: next.state, lag_ms: next.lagMs, max_lag_ms: maxLagMs }, 'read replica state changed')
     status = next
     return status
   }

@@ -1,6 +1,4 @@
-import type pg from 'pg'
 import type { Queryable } from './client.js'
-
 
 /** Rows looked at per delete statement: each is a short transaction that holds few locks. */
 export const RETENTION_BATCH = 5_000
@@ -23,7 +21,12 @@ const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
  * order from the oldest (an index range scan each), until the oldest rows walked are younger than
  * `cutoff`. Rows kept for a reason above are stepped over, never walked again in this pass.
  */
-export async function pruneRawHistory(db: Queryable, chainId: number, cutoff: Date, batch = RETENTION_BATCH): Promise<{ logs: number; transactions: number }> {
+export async function pruneRawHistory(
+  db: Queryable,
+  chainId: number,
+  cutoff: Date,
+  batch = RETENTION_BATCH,
+): Promise<{ logs: number; transactions: number }> {
   const logs = await pruneWalk(db, chainId, cutoff, batch, {
     // The canonical key (status <> 'pending') orders them by block.
     walk: `SELECT l.block_number, l.block_timestamp FROM logs l WHERE l.chain_id = $1 AND l.status <> 'pending' AND l.block_number >= $2
@@ -38,7 +41,13 @@ export async function pruneRawHistory(db: Queryable, chainId: number, cutoff: Da
   return { logs, transactions }
 }
 
-async function pruneWalk(db: Queryable, chainId: number, cutoff: Date, batch: number, sql: { walk: string; prune: string }): Promise<number> {
+async function pruneWalk(
+  db: Queryable,
+  chainId: number,
+  cutoff: Date,
+  batch: number,
+  sql: { walk: string; prune: string },
+): Promise<number> {
   let deleted = 0
   let from = 0
   for (;;) {

@@ -69,9 +69,7 @@ export const logs = pgTable(
   (t) => [
     // Led by block number, so backfill inserts append to the btree instead of landing at random hashes.
     uniqueIndex('logs_canonical_key').on(t.chainId, t.blockNumber, t.blockHash, t.logIndex).where(sql`status <> 'pending'`),
-    uniqueIndex('logs_pending_key')
-      .on(t.chainId, t.transactionHash, t.txLogOrdinal)
-      .where(sql`status = 'pending'`),
+    uniqueIndex('logs_pending_key').on(t.chainId, t.transactionHash, t.txLogOrdinal).where(sql`status = 'pending'`),
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
@@ -80,7 +78,9 @@ export const logs = pgTable(
     // One registry token's events, for the triggers that keep `registry_tokens` (sql/01-registry.sql).
     index('logs_registry_token')
       .on(t.chainId, t.topic1)
-      .where(sql`topic0 IN ('0xa40b6458b572771734739539dfd7c77d6c2a8970136e92c607ca50d90dbad410', '0x579a3b4ca7558a4f7fbbe4d6d29175c8f8910f7b112a235b14564f32f9949b43')`),
+      .where(
+        sql`topic0 IN ('0xa40b6458b572771734739539dfd7c77d6c2a8970136e92c607ca50d90dbad410', '0x579a3b4ca7558a4f7fbbe4d6d29175c8f8910f7b112a235b14564f32f9949b43')`,
+      ),
     index('logs_registry_transfer')
       .on(t.chainId, t.topic3)
       .where(sql`topic0 = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef' AND topic3 IS NOT NULL`),
@@ -202,7 +202,9 @@ export const attributions = pgTable(
     txHash: text('tx_hash').notNull(),
     userOpHash: text('user_op_hash').notNull().default(''),
     builderCode: text('builder_code').notNull(),
-    role: text('role', { enum: ['', ...CODE_ROLES] }).notNull().default(''),
+    role: text('role', { enum: ['', ...CODE_ROLES] })
+      .notNull()
+      .default(''),
     codeIndex: smallint('code_index').notNull(),
     /** The registry the suffix names for this code: schema 1's, or schema 2's `r` entry for the role. */
     registryAddress: text('registry_address'),
@@ -229,7 +231,9 @@ export const attributions = pgTable(
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
     index('attributions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     // Gas used the follow-up gas fill still owes: a backfill's tail, so a partial index.
-    index('attributions_gas_missing').on(t.chainId, t.blockNumber, t.txHash).where(sql`gas_used IS NULL AND status <> 'pending' AND NOT removed`),
+    index('attributions_gas_missing')
+      .on(t.chainId, t.blockNumber, t.txHash)
+      .where(sql`gas_used IS NULL AND status <> 'pending' AND NOT removed`),
     statusCheck('attributions_status_check', t.status),
     roleCheck('attributions_role_check'),
   ],
@@ -289,7 +293,10 @@ export const registryTokens = pgTable(
     registeredBlock: bigint('registered_block', { mode: 'number' }).notNull(),
     registeredAt: timestamp('registered_at', { withTimezone: true }).notNull(),
   },
-  (t) => [primaryKey({ name: 'registry_tokens_pkey', columns: [t.chainId, t.tokenTopic] }), index('registry_tokens_code').on(t.chainId, t.builderCode)],
+  (t) => [
+    primaryKey({ name: 'registry_tokens_pkey', columns: [t.chainId, t.tokenTopic] }),
+    index('registry_tokens_code').on(t.chainId, t.builderCode),
+  ],
 )
 
 /** Bucket sizes of the stats rollup: UTC hours and days. */
@@ -384,10 +391,7 @@ export const syncIntervals = pgTable(
     fromBlock: bigint('from_block', { mode: 'number' }).notNull(),
     toBlock: bigint('to_block', { mode: 'number' }).notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock] }),
-    check('sync_intervals_order', sql`from_block <= to_block`),
-  ],
+  (t) => [primaryKey({ columns: [t.chainId, t.filterId, t.fromBlock] }), check('sync_intervals_order', sql`from_block <= to_block`)],
 )
 
 /**
@@ -488,9 +492,7 @@ export const attributionChangeSets = pgTable(
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     /** The writing transaction: the publisher nets its changes of one attribution into the final state. */
-    xactId: bigint('xact_id', { mode: 'number' })
-      .notNull()
-      .default(sql`(pg_current_xact_id()::text)::bigint`),
+    xactId: bigint('xact_id', { mode: 'number' }).notNull().default(sql`(pg_current_xact_id()::text)::bigint`),
     /** Changes in `changes`: the publisher takes whole transactions of about its batch size without reading the arrays. */
     size: integer('size').notNull(),
     changes: attributionChangeArray('changes').notNull(),
@@ -551,7 +553,10 @@ export const webhookOutstanding = pgTable(
     eventId: bigint('event_id', { mode: 'number' }).notNull(),
     txHash: text('tx_hash').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.subscriptionId, t.eventId] }), index('webhook_outstanding_tx').on(t.subscriptionId, t.txHash, t.eventId)],
+  (t) => [
+    primaryKey({ columns: [t.subscriptionId, t.eventId] }),
+    index('webhook_outstanding_tx').on(t.subscriptionId, t.txHash, t.eventId),
+  ],
 )
 
 /** Every delivery attempt, for `GET /v1/webhooks/{id}/deliveries`. */
@@ -569,7 +574,10 @@ export const webhookDeliveries = pgTable(
     durationMs: integer('duration_ms').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('webhook_deliveries_subscription').on(t.subscriptionId, t.id), index('webhook_deliveries_created').using('brin', t.createdAt)],
+  (t) => [
+    index('webhook_deliveries_subscription').on(t.subscriptionId, t.id),
+    index('webhook_deliveries_created').using('brin', t.createdAt),
+  ],
 )
 
 /** Until when a stream reader may come back for events: the outbox records every type until then. */

@@ -9,10 +9,12 @@ export type FilterRange = { chainId: number; filterId: string; addresses: string
 
 /** Remembers a filter's definition so its `filter_id` can be read back by people. */
 export async function saveFilter(db: Queryable, filter: FilterRecord): Promise<void> {
-  await db.query(
-    `INSERT INTO sync_filters (chain_id, filter_id, addresses, topics) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-    [filter.chainId, filter.filterId, filter.addresses, filter.topics],
-  )
+  await db.query(`INSERT INTO sync_filters (chain_id, filter_id, addresses, topics) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
+    filter.chainId,
+    filter.filterId,
+    filter.addresses,
+    filter.topics,
+  ])
 }
 
 /** The merged block ranges stored for a filter, optionally only those touching `[from, to]`. */
@@ -79,7 +81,13 @@ export async function getChainState(db: Queryable, chainId: number): Promise<Cha
 
 /** Updates the given fields of a chain's state (creating the row), leaving the others as they are. */
 export async function updateChainState(db: Queryable, chainId: number, fields: Partial<Omit<ChainState, 'chainId'>>): Promise<void> {
-  const columns = { headBlock: 'head_block', safeBlock: 'safe_block', finalizedBlock: 'finalized_block', liveBlock: 'live_block', liveHash: 'live_hash' } as const
+  const columns = {
+    headBlock: 'head_block',
+    safeBlock: 'safe_block',
+    finalizedBlock: 'finalized_block',
+    liveBlock: 'live_block',
+    liveHash: 'live_hash',
+  } as const
   const entries = (Object.keys(columns) as (keyof typeof columns)[]).filter((key) => fields[key] !== undefined)
   if (entries.length === 0) return
   const names = entries.map((key) => columns[key])

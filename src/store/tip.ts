@@ -57,13 +57,15 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     await lockForkMarks(client, chainId, 'mark')
     await params.fence?.(client, 'update')
     await insertBlocks(client, chainId, blocks, statusOf)
-    await client.query(
-      `UPDATE blocks SET removed = false, updated_at = now() WHERE chain_id = $1 AND hash = ANY($2::text[]) AND removed`,
-      [chainId, blocks.map((b) => b.hash)],
-    )
+    await client.query(`UPDATE blocks SET removed = false, updated_at = now() WHERE chain_id = $1 AND hash = ANY($2::text[]) AND removed`, [
+      chainId,
+      blocks.map((b) => b.hash),
+    ])
     const arrays = logArrays(rows, (row) => statusOf(row.blockNumber))
     // Where no pre-confirmed row exists (a chain that does not pre-confirm), one look spares the claim and drop statements.
-    const { rows: [pending] } = await client.query<{ any: boolean }>(
+    const {
+      rows: [pending],
+    } = await client.query<{ any: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM logs WHERE chain_id = $1 AND status = 'pending')
            OR EXISTS (SELECT 1 FROM transactions WHERE chain_id = $1 AND status = 'pending' AND NOT removed)
            OR EXISTS (SELECT 1 FROM attributions WHERE chain_id = $1 AND status = 'pending' AND NOT removed) AS any`,
@@ -116,9 +118,17 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
     await params.extraWrites?.(client)
     // In this transaction: no moment (nor a crash) when both forks are served at one height.
     const orphaned = await blocksOffCanonical(client, chainId, blocks)
-    const { logsRemoved } = orphaned.length > 0 ? await orphanBlocksIn(client, chainId, orphaned, [filterId, ...(params.alsoFilterIds ?? [])]) : { logsRemoved: 0 }
-    for (const id of [filterId, ...(params.alsoFilterIds ?? [])]) await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
-    await updateChainState(client, chainId, { liveBlock: last.number, liveHash: last.hash, ...(params.headBlock !== undefined ? { headBlock: params.headBlock } : {}) })
+    const { logsRemoved } =
+      orphaned.length > 0
+        ? await orphanBlocksIn(client, chainId, orphaned, [filterId, ...(params.alsoFilterIds ?? [])])
+        : { logsRemoved: 0 }
+    for (const id of [filterId, ...(params.alsoFilterIds ?? [])])
+      await recordInterval(client, chainId, id, [first.number, last.number] satisfies Interval)
+    await updateChainState(client, chainId, {
+      liveBlock: last.number,
+      liveHash: last.hash,
+      ...(params.headBlock !== undefined ? { headBlock: params.headBlock } : {}),
+    })
     return {
       confirmed: claimed.rowCount ?? 0,
       diverged: claimed.rows.filter((row) => row.diverged).length,
@@ -140,4 +150,3 @@ export async function getCanonicalBlock(db: Pick<pg.Pool, 'query'>, chainId: num
   )
   return (rows[0] as StoredBlock | undefined) ?? null
 }
-

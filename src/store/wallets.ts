@@ -7,7 +7,11 @@ export type WalletNonces = { walletAddress: string; latestNonce: number; pending
  * within `activeWithinMs`), least recently checked first, at most `limit`: a public registration costs
  * node calls only while its wallet is in use, and a refresh never more than the budget.
  */
-export async function walletsToRefresh(db: Queryable, chainId: number, { activeWithinMs, limit }: { activeWithinMs: number; limit: number }): Promise<string[]> {
+export async function walletsToRefresh(
+  db: Queryable,
+  chainId: number,
+  { activeWithinMs, limit }: { activeWithinMs: number; limit: number },
+): Promise<string[]> {
   const { rows } = await db.query<{ wallet_address: string }>(
     `SELECT bc.wallet_address FROM builder_codes bc
      LEFT JOIN wallet_nonces wn ON wn.chain_id = bc.chain_id AND wn.wallet_address = bc.wallet_address

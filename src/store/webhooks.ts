@@ -87,7 +87,12 @@ export async function publishChanges(pool: pg.Pool, limit: number): Promise<{ pu
 }
 
 /** Filters of the event stream; each one given narrows it. */
-export type EventFilter = { builderCodes?: readonly string[]; walletAddresses?: readonly string[]; types?: readonly string[]; chainIds?: readonly number[] }
+export type EventFilter = {
+  builderCodes?: readonly string[]
+  walletAddresses?: readonly string[]
+  types?: readonly string[]
+  chainIds?: readonly number[]
+}
 
 /** Published events after `after` (and at most `upTo`), in id order, at most `limit`. */
 export async function readEvents(
@@ -99,7 +104,15 @@ export async function readEvents(
      WHERE id > $1 AND ($6::bigint IS NULL OR id <= $6) AND ($3::text[] IS NULL OR builder_code = ANY($3)) AND ($4::text[] IS NULL OR wallet_address = ANY($4))
        AND ($5::text[] IS NULL OR type = ANY($5)) AND ($7::int[] IS NULL OR chain_id = ANY($7))
      ORDER BY id LIMIT $2`,
-    [after, limit, filter.builderCodes ?? null, filter.walletAddresses ?? null, filter.types ?? null, upTo ?? null, filter.chainIds ?? null],
+    [
+      after,
+      limit,
+      filter.builderCodes ?? null,
+      filter.walletAddresses ?? null,
+      filter.types ?? null,
+      upTo ?? null,
+      filter.chainIds ?? null,
+    ],
   )
   return rows
 }
@@ -111,13 +124,17 @@ export async function latestEventId(db: Queryable): Promise<number> {
 }
 
 export async function getDispatchCursor(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1`, [DISPATCH_CURSOR])
+  const { rows } = await db.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1`, [
+    DISPATCH_CURSOR,
+  ])
   return rows[0]?.eventId ?? 0
 }
 
 /** The dispatch cursor, locked until the transaction ends: a second dispatcher (a lease hand-over) waits instead of owing the same events again. */
 export async function lockDispatchCursor(client: pg.PoolClient): Promise<number> {
-  const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1 FOR UPDATE`, [DISPATCH_CURSOR])
+  const { rows } = await client.query<{ eventId: number }>(`SELECT event_id AS "eventId" FROM webhook_cursor WHERE name = $1 FOR UPDATE`, [
+    DISPATCH_CURSOR,
+  ])
   return rows[0]?.eventId ?? 0
 }
 
@@ -147,7 +164,10 @@ const SUBSCRIPTION_COLUMNS = `id, url, secret, events, builder_codes AS "builder
   created_at AS "createdAt", consecutive_failures AS "consecutiveFailures", retry_at AS "retryAt", disabled_at AS "disabledAt",
   disabled_reason AS "disabledReason", CASE WHEN previous_secret_until > now() THEN previous_secret END AS "previousSecret"`
 
-export type NewWebhookSubscription = Pick<WebhookSubscription, 'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'> &
+export type NewWebhookSubscription = Pick<
+  WebhookSubscription,
+  'id' | 'url' | 'secret' | 'events' | 'builderCodes' | 'walletAddresses' | 'roles'
+> &
   Partial<Pick<WebhookSubscription, 'chainIds'>>
 
 /** Replaces the secret (as stored); the old one signs beside it for `overlapMs`. Returns until when; null when there is no such subscription. */
@@ -245,7 +265,10 @@ export async function claimDrain(db: Queryable, subscriptionId: string, leaseMs:
 
 /** Extends a held drain lease. */
 export async function renewDrain(db: Queryable, subscriptionId: string, leaseMs: number): Promise<void> {
-  await db.query(`UPDATE webhook_subscriptions SET drain_until = now() + make_interval(secs => $2 / 1000.0) WHERE id = $1`, [subscriptionId, leaseMs])
+  await db.query(`UPDATE webhook_subscriptions SET drain_until = now() + make_interval(secs => $2 / 1000.0) WHERE id = $1`, [
+    subscriptionId,
+    leaseMs,
+  ])
 }
 
 export async function releaseDrain(db: Queryable, subscriptionId: string): Promise<void> {
@@ -338,7 +361,10 @@ export async function recordFailure(
     if (failures === undefined) return { retryAt: null, disabled: true }
     if (failures >= maxFailures) {
       const reason = `${failures} consecutive failed deliveries; last: ${lastError}`
-      await client.query(`UPDATE webhook_subscriptions SET retry_at = NULL, disabled_at = now(), disabled_reason = $2 WHERE id = $1`, [subscriptionId, reason])
+      await client.query(`UPDATE webhook_subscriptions SET retry_at = NULL, disabled_at = now(), disabled_reason = $2 WHERE id = $1`, [
+        subscriptionId,
+        reason,
+      ])
       await client.query('DELETE FROM webhook_outstanding WHERE subscription_id = $1', [subscriptionId])
       return { retryAt: null, disabled: true }
     }
@@ -373,7 +399,11 @@ export async function markStreamDemand(db: Queryable, untilMs: number): Promise<
  * Deletes, `batch` rows per statement, the events older than `retentionDays` that the dispatcher has
  * handed out and no enabled subscription is still owed, and the delivery records older than that.
  */
-export async function pruneWebhookHistory(db: Queryable, retentionDays: number, batch: number): Promise<{ events: number; deliveries: number }> {
+export async function pruneWebhookHistory(
+  db: Queryable,
+  retentionDays: number,
+  batch: number,
+): Promise<{ events: number; deliveries: number }> {
   let events = 0
   let deliveries = 0
   for (;;) {

@@ -8,7 +8,9 @@ const T = `0x${'12'.repeat(32)}`
 describe('filters', () => {
   it('gives equal ids to equal filters in any order or letter case', () => {
     expect(filterIdOf({ addresses: [], topics: [] })).toBe('all')
-    expect(filterIdOf({ addresses: [A, B], topics: [T] })).toBe(filterIdOf({ addresses: [B, A.toLowerCase(), B], topics: [T.toUpperCase().replace('0X', '0x')] }))
+    expect(filterIdOf({ addresses: [A, B], topics: [T] })).toBe(
+      filterIdOf({ addresses: [B, A.toLowerCase(), B], topics: [T.toUpperCase().replace('0X', '0x')] }),
+    )
     expect(filterIdOf({ addresses: [A], topics: [] })).not.toBe(filterIdOf({ addresses: [B], topics: [] }))
     expect(filterIdOf({ addresses: [A], topics: [] })).not.toBe(filterIdOf({ addresses: [], topics: [A] }))
   })

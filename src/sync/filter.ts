@@ -15,7 +15,10 @@ export function normalizeFilter(filter: LogFilter): LogFilter {
 export function filterIdOf(filter: LogFilter): string {
   const { addresses, topics } = normalizeFilter(filter)
   if (addresses.length === 0 && topics.length === 0) return 'all'
-  return createHash('sha256').update(`${addresses.join(',')}|${topics.join(',')}`).digest('hex').slice(0, 16)
+  return createHash('sha256')
+    .update(`${addresses.join(',')}|${topics.join(',')}`)
+    .digest('hex')
+    .slice(0, 16)
 }
 
 /** The filter in `eth_getLogs` form: topic0 values are one OR-list in the first position. */

@@ -35,7 +35,9 @@ export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
       const owed = await gasOwed(pool, chainId, [fromBlock, toBlock], { ...(after ? { after } : {}), limit: GAS_PAGE })
       if (owed.length === 0) break
       after = { blockNumber: owed.at(-1)!.blockNumber, hash: owed.at(-1)!.hash }
-      const gasUsed = await gasUsedOf(owed.map((row) => ({ hash: row.hash, blockHash: row.blockHash, blockTransactions: sizeOf.get(row.blockHash) })))
+      const gasUsed = await gasUsedOf(
+        owed.map((row) => ({ hash: row.hash, blockHash: row.blockHash, blockTransactions: sizeOf.get(row.blockHash) })),
+      )
       const reads = owed.flatMap((row) => {
         const gas = gasUsed.get(row.hash)
         return gas === undefined ? [] : [{ hash: row.hash, blockHash: row.blockHash, gasUsed: gas }]
@@ -45,12 +47,14 @@ export function createGasFiller({ pool, logger, rpc }: GasFillContext) {
       left += owed.length - stored
     }
     if (filled > 0 || left > 0) {
-      logger.info({ chain_id: chainId, from_block: fromBlock, to_block: toBlock, filled, left, duration_ms: Math.round(performance.now() - started) }, 'gas used filled')
+      logger.info(
+        { chain_id: chainId, from_block: fromBlock, to_block: toBlock, filled, left, duration_ms: Math.round(performance.now() - started) },
+        'gas used filled',
+      )
     }
     return { filled, left }
   }
 }
-
 
 /**
  * Queues one fill over every attributed row still owed gas used when no fill is waiting or running: a

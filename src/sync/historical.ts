@@ -147,13 +147,19 @@ export function createRangeProcessor(context: RangeContext) {
       context.onLogsRequest?.(part, last)
       next = part[1] < range[1] ? request(part[1] + 1, blocksForTarget(last, target)) : undefined
       verifyLogs(logs, { headers: headersWithin(headerAt, part), everyLog })
-      const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter((n) => !timestamps.has(n))
+      const missing = [...new Set(logs.filter((log) => log.blockTimestamp == null).map((log) => Number(log.blockNumber)))].filter(
+        (n) => !timestamps.has(n),
+      )
       for (const block of missing.length > 0 ? await context.fetchBlocks(missing) : []) {
         blocks.push(block)
         timestamps.set(block.number, block.timestamp)
         timestampsMs.set(block.number, block.timestampMs)
       }
-      const rows = toLogRows(logs, (blockNumber) => timestamps.get(blockNumber), (blockNumber) => timestampsMs.get(blockNumber))
+      const rows = toLogRows(
+        logs,
+        (blockNumber) => timestamps.get(blockNumber),
+        (blockNumber) => timestampsMs.get(blockNumber),
+      )
       parts.push(prepareLogs(rows, data.chainId, finalizedBlock))
     }
     return { prepared: joinPrepared(parts), blocks }
@@ -177,8 +183,15 @@ export function createRangeProcessor(context: RangeContext) {
     const range: Interval = [data.fromBlock, data.toBlock]
     // Two deployments sharing a Redis prefix, or a node swapped under a worker, must not store one chain's logs as another's.
     if (data.chainId !== context.chain.chainId) {
-      const error = new ChainMismatchError(data.chainId, context.chain.chainId, `range job ${data.fromBlock}–${data.toBlock} refused: this worker's node`)
-      context.logger.error({ chain_id: data.chainId, node_chain_id: context.chain.chainId, from_block: data.fromBlock, to_block: data.toBlock }, 'range job for another chain refused')
+      const error = new ChainMismatchError(
+        data.chainId,
+        context.chain.chainId,
+        `range job ${data.fromBlock}–${data.toBlock} refused: this worker's node`,
+      )
+      context.logger.error(
+        { chain_id: data.chainId, node_chain_id: context.chain.chainId, from_block: data.fromBlock, to_block: data.toBlock },
+        'range job for another chain refused',
+      )
       throw error
     }
     await context.chain.verify()
@@ -188,13 +201,23 @@ export function createRangeProcessor(context: RangeContext) {
     }
     const finalizedBlock = await context.finalizedBlock()
     // Headers of the blocks that may still be reorged, read before the logs: the finality check compares them with the node, empty blocks included.
-    const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter((n) => finalizedBlock === null || n > finalizedBlock)
+    const unfinalized = Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i).filter(
+      (n) => finalizedBlock === null || n > finalizedBlock,
+    )
     const headers = unfinalized.length > 0 ? await context.fetchBlocks(unfinalized) : []
     const { prepared, blocks } = await fetchPrepared(data, range, headers, finalizedBlock)
 
     // The headers read say how many transactions their blocks hold: only those may be read whole.
-    const blockSizes = new Map(blocks.flatMap((block) => (block.transactionCount === undefined ? [] : [[block.hash, block.transactionCount] as const])))
-    const extraWrites = await context.attribute?.(prepared.transactions, statusBelow(finalizedBlock), range, blockSizes, new Map(headers.map((block) => [block.number, block.hash])))
+    const blockSizes = new Map(
+      blocks.flatMap((block) => (block.transactionCount === undefined ? [] : [[block.hash, block.transactionCount] as const])),
+    )
+    const extraWrites = await context.attribute?.(
+      prepared.transactions,
+      statusBelow(finalizedBlock),
+      range,
+      blockSizes,
+      new Map(headers.map((block) => [block.number, block.hash])),
+    )
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

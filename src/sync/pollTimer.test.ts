@@ -2,7 +2,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createPollTimer } from './pollTimer.js'
 
 const T0 = 1_800_000_000_000
-const block = (number: number, timestampMs: number | null = T0 + number * 200) => ({ number, hash: `0x${number}`, parentHash: `0x${number - 1}`, timestamp: 0, timestampMs })
+const block = (number: number, timestampMs: number | null = T0 + number * 200) => ({
+  number,
+  hash: `0x${number}`,
+  parentHash: `0x${number - 1}`,
+  timestamp: 0,
+  timestampMs,
+})
 
 describe('createPollTimer', () => {
   beforeEach(() => vi.useFakeTimers({ toFake: ['Date'] }))

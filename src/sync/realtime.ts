@@ -17,7 +17,6 @@ import {
   type Fence,
 } from '../store/index.js'
 import { crashPoint } from '../internal/crashPoint.js'
-import type { Interval } from '../utils/interval.js'
 import { isEveryLog, type LogFilter } from './filter.js'
 import { createPollTimer } from './pollTimer.js'
 import type { TipBlock, TipReader } from './tipReads.js'
@@ -44,7 +43,17 @@ const now = () => performance.timeOrigin + performance.now()
 /** What one step of the follower did, for logs, metrics and tests. */
 export type FollowEvent =
   | { type: 'idle'; head: number }
-  | { type: 'blocks'; from: number; to: number; head: number; logs: number; confirmed: number; diverged: number; dropped: number; timings: StepTimings }
+  | {
+      type: 'blocks'
+      from: number
+      to: number
+      head: number
+      logs: number
+      confirmed: number
+      diverged: number
+      dropped: number
+      timings: StepTimings
+    }
   | { type: 'reorg'; forkBlock: number; depth: number; logsRemoved: number }
   | { type: 'finalize'; from: number; to: number; logs: number }
   | { type: 'retry'; reason: string }
@@ -67,7 +76,12 @@ export type HeadFollowerContext = {
   /** Reads blocks with their transactions and the step's logs in as few calls as a step allows. */
   tip: TipReader
   /** Attribution of blocks read whole at the tip, `gasUsed` already read by the step. */
-  attribute?: (blocks: readonly TipBlock[], rows: readonly TransactionRow[], statusOf: (blockNumber: number) => Status, gasUsed: ReadonlyMap<string, number>) => Promise<(client: pg.PoolClient) => Promise<void>>
+  attribute?: (
+    blocks: readonly TipBlock[],
+    rows: readonly TransactionRow[],
+    statusOf: (blockNumber: number) => Status,
+    gasUsed: ReadonlyMap<string, number>,
+  ) => Promise<(client: pg.PoolClient) => Promise<void>>
   /** Transactions of these blocks whose gas used attribution will want: their receipts ride with the step's logs. */
   gasWanted?: (blocks: readonly TipBlock[]) => string[]
   /** The scheduler lease's fence: tip, reorg, orphan and finality transactions of a stale leader are refused. */
@@ -128,7 +142,13 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const finalized = await context.finalized()
     // Finality already reached this read of the node's finalized block: nothing to do until it moves.
     if (finalized && finalized.number === finalizedReached) return []
-    const steps = await advanceToFinalized(pool, { chainId, finalized, fetchHeader: context.fetchHeader, fetchHeaders: context.fetchHeaders, ...fenced })
+    const steps = await advanceToFinalized(pool, {
+      chainId,
+      finalized,
+      fetchHeader: context.fetchHeader,
+      fetchHeaders: context.fetchHeaders,
+      ...fenced,
+    })
     if (steps.some((step) => step.type === 'finalize' && step.to === finalized?.number)) finalizedReached = finalized!.number
     return steps.map((step) => {
       if (step.type === 'finalize') return step
@@ -207,7 +227,11 @@ export function createHeadFollower(context: HeadFollowerContext) {
       if (error instanceof InconsistentAnswerError) return [{ type: 'retry', reason: error.message }]
       throw error
     }
-    const rows = toLogRows(logs, (n) => hashAt.get(n)?.timestamp, (n) => hashAt.get(n)?.timestampMs)
+    const rows = toLogRows(
+      logs,
+      (n) => hashAt.get(n)?.timestamp,
+      (n) => hashAt.get(n)?.timestampMs,
+    )
     const finalized = (await context.finalized())?.number ?? null
     // Gas used of the transactions attribution records it for (receipts may have brought every transaction's).
     const wanted = context.gasWanted?.(headers) ?? []
@@ -232,7 +256,14 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const events: FollowEvent[] = orphanedOffCanonical(orphaned, orphanLogsRemoved)
     events.push(...(await finalize()))
     const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10
-    const timings = { startedAt: Math.round(startedAt), head: ms(startedAt, headAt), read: ms(headAt, readAt), attribute: ms(readAt, attributedAt), store: ms(attributedAt, storedAt), finalize: ms(storedAt, now()) }
+    const timings = {
+      startedAt: Math.round(startedAt),
+      head: ms(startedAt, headAt),
+      read: ms(headAt, readAt),
+      attribute: ms(readAt, attributedAt),
+      store: ms(attributedAt, storedAt),
+      finalize: ms(storedAt, now()),
+    }
     return [{ type: 'blocks', from: liveBlock + 1, to, head: head.number, logs: rows.length, ...stored, timings }, ...events]
   }
 

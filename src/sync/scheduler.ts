@@ -92,7 +92,10 @@ export function startScheduler(context: SchedulerContext) {
         for (;;) {
           const events = await context.follower.step().catch((error: unknown) => {
             if (!(error instanceof LeaseFencedError)) throw error
-            logger.warn({ chain_id: chainId, lease_generation: error.generation, current_generation: error.current }, 'scheduler lease fenced: write refused, stopping')
+            logger.warn(
+              { chain_id: chainId, lease_generation: error.generation, current_generation: error.current },
+              'scheduler lease fenced: write refused, stopping',
+            )
             term.abort()
             return []
           })
@@ -117,7 +120,11 @@ export function startScheduler(context: SchedulerContext) {
       )
     const profiler = context.profiler
     const poll =
-      poller && context.pendingPollMs > 0 ? (profiler ? whilePreconfirming(profiler, term.signal, pollPending) : pollPending(term.signal)) : Promise.resolve()
+      poller && context.pendingPollMs > 0
+        ? profiler
+          ? whilePreconfirming(profiler, term.signal, pollPending)
+          : pollPending(term.signal)
+        : Promise.resolve()
     const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
     const repairs = context.repairs
     const repair = repairs

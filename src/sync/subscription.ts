@@ -65,7 +65,14 @@ export type NewHeadsSubscriptionParameters = {
  * freshness watchdog closes a subscription that stays open but announces nothing for `silentAfterMs`
  * while the head seen over HTTP moves past the last one it announced; it is then opened again.
  */
-export async function followNewHeads({ url, logger, signal, onHead, silentAfterMs, httpHead }: NewHeadsSubscriptionParameters): Promise<void> {
+export async function followNewHeads({
+  url,
+  logger,
+  signal,
+  onHead,
+  silentAfterMs,
+  httpHead,
+}: NewHeadsSubscriptionParameters): Promise<void> {
   await resubscribing('newHeads', url, logger, signal, async () => {
     let lastMessageAt = Date.now()
     let announced = -1
@@ -82,7 +89,10 @@ export async function followNewHeads({ url, logger, signal, onHead, silentAfterM
       () => {
         const head = httpHead()
         if (Date.now() - lastMessageAt > silentAfterMs() && head !== undefined && head > announced) {
-          logger.warn({ url: redactUrl(url), last_announced: announced, http_head: head }, 'newHeads subscription silent while the head moves: reopening')
+          logger.warn(
+            { url: redactUrl(url), last_announced: announced, http_head: head },
+            'newHeads subscription silent while the head moves: reopening',
+          )
           subscription.terminate()
         }
       },

@@ -18,7 +18,7 @@ const BLOOM = (() => {
     const hash = Hash.keccak256(value as `0x${string}`, { as: 'Bytes' })
     for (const i of [0, 2, 4]) {
       const bit = (hash[i + 1]! + (hash[i]! << 8)) & 0x7ff
-      bits[256 - 1 - Math.floor(bit / 8)]! |= 1 << bit % 8
+      bits[256 - 1 - Math.floor(bit / 8)]! |= 1 << (bit % 8)
     }
   }
   return `0x${Buffer.from(bits).toString('hex')}`
@@ -47,7 +47,12 @@ const log = (transaction: number, logIndex: number, blockHash = HASH): LogInput 
     logIndex: `0x${logIndex.toString(16)}`,
     removed: false,
   }) as unknown as LogInput
-const receipt = (transaction: number, logs: LogInput[], blockHash = HASH) => ({ transactionHash: tx(transaction).hash, blockHash, gasUsed: '0x5208', logs })
+const receipt = (transaction: number, logs: LogInput[], blockHash = HASH) => ({
+  transactionHash: tx(transaction).hash,
+  blockHash,
+  gasUsed: '0x5208',
+  logs,
+})
 
 /** A node answering each batch from `answer` by method, counting the batches. */
 function nodeAnswering(answer: (call: RpcCall) => unknown) {
@@ -72,7 +77,9 @@ const fetchLogs = async () => {
 
 describe('the tip poll', () => {
   it('brings the new block with its receipts in one request where every log is followed', async () => {
-    const node = nodeAnswering((call) => (call.method === 'eth_getBlockByNumber' ? block() : [receipt(1, [log(1, 0), log(1, 1)]), receipt(2, [log(2, 2)])]))
+    const node = nodeAnswering((call) =>
+      call.method === 'eth_getBlockByNumber' ? block() : [receipt(1, [log(1, 0), log(1, 1)]), receipt(2, [log(2, 2)])],
+    )
     const polled = await createTipReader({ rpc: node.rpc, fetchLogs }).poll([everyLog])
     expect(node.batches).toHaveLength(1)
     expect(node.batches[0]!.map((call) => call.method)).toEqual(['eth_getBlockByNumber', 'eth_getBlockReceipts'])

@@ -37,7 +37,8 @@ export type PolledHead = { block: TipBlock; reads?: { logs: LogInput[][]; gasUse
 export function bloomMayMatch(bloom: string | undefined, filter: LogFilter): boolean {
   if (!bloom) return true
   const prepared = Bloom.prepare(bloom as `0x${string}`)
-  const any = (values: readonly string[]) => values.length === 0 || values.some((value) => Bloom.containsPrepared(prepared, value as `0x${string}`))
+  const any = (values: readonly string[]) =>
+    values.length === 0 || values.some((value) => Bloom.containsPrepared(prepared, value as `0x${string}`))
   return any(filter.addresses) && any(filter.topics)
 }
 
@@ -74,11 +75,17 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
       return block && { block }
     }
     const receipts = isEveryLog(filters[0]!)
-    const asked: LogsRequest[] = filters.slice(receipts ? 1 : 0).map((filter) => ({ fromBlock: 'latest', toBlock: 'latest', ...toRpcFilter(filter) }))
+    const asked: LogsRequest[] = filters
+      .slice(receipts ? 1 : 0)
+      .map((filter) => ({ fromBlock: 'latest', toBlock: 'latest', ...toRpcFilter(filter) }))
     let answers: unknown[]
     try {
       answers = await withRetry(() =>
-        rpc.batch([getBlockRequest('latest', { includeTransactions: true }), ...(receipts ? [getBlockReceiptsRequest('latest')] : []), ...asked.map(getLogsRequest)]),
+        rpc.batch([
+          getBlockRequest('latest', { includeTransactions: true }),
+          ...(receipts ? [getBlockReceiptsRequest('latest')] : []),
+          ...asked.map(getLogsRequest),
+        ]),
       )
     } catch (error) {
       const block = await latest()
@@ -97,11 +104,17 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
   function readsOf(block: TipBlock, filters: readonly LogFilter[], receipts: boolean, answers: unknown[]): PolledHead['reads'] {
     const gasUsed = new Map<string, number>()
     const logs: LogInput[][] = []
-    const ofBlock = (list: readonly { blockHash: string | null }[]) => list.every((log) => String(log.blockHash).toLowerCase() === block.hash)
+    const ofBlock = (list: readonly { blockHash: string | null }[]) =>
+      list.every((log) => String(log.blockHash).toLowerCase() === block.hash)
     try {
       if (receipts) {
         const read = parseBlockReceiptsWithLogs(answers.shift())
-        if (!read || read.receipts.length !== block.transactions.length || !read.receipts.every((receipt) => receipt.blockHash === block.hash)) return undefined
+        if (
+          !read ||
+          read.receipts.length !== block.transactions.length ||
+          !read.receipts.every((receipt) => receipt.blockHash === block.hash)
+        )
+          return undefined
         if (!ofBlock(read.logs)) return undefined
         for (const receipt of read.receipts) gasUsed.set(receipt.transactionHash, receipt.gasUsed)
         logs.push(read.logs as LogInput[])
@@ -149,7 +162,11 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
       // Every log followed: each block's receipts carry its logs and every transaction's gas used, in the blocks' batch.
       const asked: LogsRequest[] = filters.slice(1).map((filter) => ({ fromBlock: from, toBlock: to, ...toRpcFilter(filter) }))
       const answers = await rpc
-        .batch([...missing.map((n) => getBlockRequest(n, { includeTransactions: true })), ...numbers.map(getBlockReceiptsRequest), ...asked.map(getLogsRequest)])
+        .batch([
+          ...missing.map((n) => getBlockRequest(n, { includeTransactions: true })),
+          ...numbers.map(getBlockReceiptsRequest),
+          ...asked.map(getLogsRequest),
+        ])
         .catch(() => null)
       const read = answers && readReceiptsBatch(answers, asked)
       if (read) return read
@@ -157,7 +174,11 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
     } else if (numbers.length <= BATCHED_STEP_BLOCKS) {
       const asked: LogsRequest[] = filters.map((filter) => ({ fromBlock: from, toBlock: to, ...toRpcFilter(filter) }))
       const answers = await rpc
-        .batch([...missing.map((n) => getBlockRequest(n, { includeTransactions: true })), ...asked.map(getLogsRequest), ...receipts.map(getTransactionReceiptRequest)])
+        .batch([
+          ...missing.map((n) => getBlockRequest(n, { includeTransactions: true })),
+          ...asked.map(getLogsRequest),
+          ...receipts.map(getTransactionReceiptRequest),
+        ])
         .catch(() => null)
       const read = answers && readBatch(answers, asked)
       if (read) return { blocks: assemble(read.fetched), logs: read.logs, gasUsed: read.gasUsed }
@@ -195,7 +216,12 @@ export function createTipReader({ rpc, fetchLogs }: TipReaderParameters) {
         const logs: LogInput[] = []
         for (const [i, read] of perBlock.entries()) {
           const block = blocks[i]!
-          if (!read || read.receipts.length !== block.transactions.length || !read.receipts.every((receipt) => receipt.blockHash === block.hash)) return null
+          if (
+            !read ||
+            read.receipts.length !== block.transactions.length ||
+            !read.receipts.every((receipt) => receipt.blockHash === block.hash)
+          )
+            return null
           for (const receipt of read.receipts) gasUsed.set(receipt.transactionHash, receipt.gasUsed)
           logs.push(...(read.logs as LogInput[]))
         }

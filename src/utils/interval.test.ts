@@ -4,7 +4,19 @@ import { alignedChunks, intervalDifference, intervalSum, intervalUnion, type Int
 
 describe('intervalUnion', () => {
   it('merges overlapping and adjacent intervals', () => {
-    expect(intervalUnion([[10, 20], [0, 5], [6, 8], [19, 30], [40, 40]])).toEqual([[0, 8], [10, 30], [40, 40]])
+    expect(
+      intervalUnion([
+        [10, 20],
+        [0, 5],
+        [6, 8],
+        [19, 30],
+        [40, 40],
+      ]),
+    ).toEqual([
+      [0, 8],
+      [10, 30],
+      [40, 40],
+    ])
   })
   it('returns nothing for nothing', () => {
     expect(intervalUnion([])).toEqual([])
@@ -13,9 +25,29 @@ describe('intervalUnion', () => {
 
 describe('intervalDifference', () => {
   it('finds the gaps', () => {
-    expect(intervalDifference([0, 100], [[10, 20], [50, 60]])).toEqual([[0, 9], [21, 49], [61, 100]])
+    expect(
+      intervalDifference(
+        [0, 100],
+        [
+          [10, 20],
+          [50, 60],
+        ],
+      ),
+    ).toEqual([
+      [0, 9],
+      [21, 49],
+      [61, 100],
+    ])
     expect(intervalDifference([0, 100], [[0, 100]])).toEqual([])
-    expect(intervalDifference([5, 10], [[0, 6], [9, 20]])).toEqual([[7, 8]])
+    expect(
+      intervalDifference(
+        [5, 10],
+        [
+          [0, 6],
+          [9, 20],
+        ],
+      ),
+    ).toEqual([[7, 8]])
     expect(intervalDifference([5, 10], [])).toEqual([[5, 10]])
     expect(intervalDifference([5, 10], [[20, 30]])).toEqual([[5, 10]])
   })
@@ -25,7 +57,12 @@ const intervalArb = fc.tuple(fc.nat(500), fc.nat(60)).map(([from, length]): Inte
 
 describe('alignedChunks', () => {
   it('aligns chunk edges to multiples of the size', () => {
-    expect(alignedChunks([[995, 3001]], 1000)).toEqual([[995, 999], [1000, 1999], [2000, 2999], [3000, 3001]])
+    expect(alignedChunks([[995, 3001]], 1000)).toEqual([
+      [995, 999],
+      [1000, 1999],
+      [2000, 2999],
+      [3000, 3001],
+    ])
     expect(alignedChunks([[7, 7]], 1000)).toEqual([[7, 7]])
   })
 

@@ -26,7 +26,9 @@ describe('secretsOfUrl and createRedactor', () => {
   })
 
   it('takes only credentials from a database URL: its user and database names are not secret', () => {
-    const secrets = secretsOfUrl('postgres://postgres:hunter22@db.example/codetrail?sslmode=require&sslpassword=k3yk3yk3y', { credentialsOnly: true })
+    const secrets = secretsOfUrl('postgres://postgres:hunter22@db.example/codetrail?sslmode=require&sslpassword=k3yk3yk3y', {
+      credentialsOnly: true,
+    })
     expect(secrets.sort()).toEqual(['hunter22', 'k3yk3yk3y'])
   })
 

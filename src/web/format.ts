@@ -26,7 +26,10 @@ export function formatGas(value: string): string {
 
 export const formatLocalTime = (iso: string, withMs = false) => (withMs ? localTimeMs : localTime).format(new Date(iso))
 export const formatUtcTime = (iso: string, withMs = false) =>
-  `${new Date(iso).toISOString().replace('T', ' ').replace(withMs ? /Z$/ : /\.\d+Z$/, '')} UTC`
+  `${new Date(iso)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(withMs ? /Z$/ : /\.\d+Z$/, '')} UTC`
 
 export function formatDuration(seconds: number): string {
   if (seconds < 120) return `${formatInteger(Math.round(seconds))} s`

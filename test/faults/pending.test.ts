@@ -22,7 +22,11 @@ describe('pending logs', () => {
     const devnet: Devnet = await createDevnet({ profile: 'op', blockTimeMs: 0, shuffle: true })
     cleanups.add(() => devnet.stop())
     const client = fixtureClient(devnet.url)
-    const deploy = await rawSignedTx(devnet.url, { from: 0, data: encodeDeployData({ abi: artifacts.Emitter.abi, bytecode: artifacts.Emitter.bytecode }), gas: 3_000_000n })
+    const deploy = await rawSignedTx(devnet.url, {
+      from: 0,
+      data: encodeDeployData({ abi: artifacts.Emitter.abi, bytecode: artifacts.Emitter.bytecode }),
+      gas: 3_000_000n,
+    })
     const deployHash = await client.sendRawTransaction({ serializedTransaction: deploy })
     await devnet.mine()
     const emitter: Address = (await client.getTransactionReceipt({ hash: deployHash })).contractAddress!
@@ -55,7 +59,9 @@ describe('pending logs', () => {
     const t3 = await send(raw3)
     // Pending attribution is written beside the polls, after the logs it belongs to: wait for both.
     await waitFor(async () => {
-      const counts = await Promise.all([t0, t1, t2, t3].map(async (hash) => (await rowsOf(hash)).filter((r) => r.status === 'pending').length))
+      const counts = await Promise.all(
+        [t0, t1, t2, t3].map(async (hash) => (await rowsOf(hash)).filter((r) => r.status === 'pending').length),
+      )
       const attributed = await Promise.all([t0, t1, t2, t3].map(async (hash) => (await attributionOf(hash)).length))
       return counts.join() === '2,3,2,2' && attributed.join() === '1,1,1,1'
     }, 'the pending rows and attributions of four transactions')
@@ -90,14 +96,18 @@ describe('pending logs', () => {
 
     // t2 is announced again for N + 1 before it is mined; t3 is mined without the poller seeing it again.
     await send(raw2)
-    await waitFor(async () => (await rowsOf(t2)).every((r) => !r.removed && r.block_number === announced + 1), 't2 announced again for N + 1')
+    await waitFor(
+      async () => (await rowsOf(t2)).every((r) => !r.removed && r.block_number === announced + 1),
+      't2 announced again for N + 1',
+    )
     await send(raw3)
     const later = await devnet.mine()
     await waitCaughtUp(pool, devnet.anvilUrl)
     for (const hash of [t2, t3]) {
       const rows = await rowsOf(hash)
       expect(rows).toHaveLength(2)
-      for (const row of rows) expect(row).toMatchObject({ status: 'confirmed', removed: false, block_hash: later.hash, block_number: Number(later.number) })
+      for (const row of rows)
+        expect(row).toMatchObject({ status: 'confirmed', removed: false, block_hash: later.hash, block_number: Number(later.number) })
       expect(await attributionOf(hash)).toEqual([{ block_number: Number(later.number), status: 'confirmed', removed: false }])
     }
 

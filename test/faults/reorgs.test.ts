@@ -12,7 +12,16 @@ import { startFaultProxy } from '../../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { runTs, spawnTs } from '../../harness/processes.js'
 import { blocksDifferingFromNode, expectAttributionsMatchNode, rpcCall } from './helpers/nodeCompare.js'
-import { attributedCall, buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, nodeHead, sharedEnvironment, waitCaughtUp } from './helpers/faultChain.js'
+import {
+  attributedCall,
+  buildAttributedChain,
+  CHAIN_ID,
+  createCleanups,
+  mineEmpty,
+  nodeHead,
+  sharedEnvironment,
+  waitCaughtUp,
+} from './helpers/faultChain.js'
 
 /** Anvil reports `finalized` as head − 64: mining this many blocks makes everything before final. */
 const PAST_FINALITY = 70
@@ -36,7 +45,16 @@ async function reorg(anvil: Anvil, emitter: Address, depth: number, replacements
   let nonce = await client.getTransactionCount({ address: anvilAccount(REPLACER).address, blockNumber: BigInt(fork) })
   const list: [Hex, number][] = []
   for (const [i, r] of replacements.entries()) {
-    const raw = r.raw ?? (await attributedCall(anvil.url, { from: REPLACER, emitter, logs: 3, seq: 9_000 + depth * 100 + i * 10, code: r.code, nonce: nonce++ }))
+    const raw =
+      r.raw ??
+      (await attributedCall(anvil.url, {
+        from: REPLACER,
+        emitter,
+        logs: 3,
+        seq: 9_000 + depth * 100 + i * 10,
+        code: r.code,
+        nonce: nonce++,
+      }))
     list.push([raw, r.offset])
   }
   await rpcCall(anvil.url, 'anvil_reorg', [depth, list])
@@ -53,8 +71,16 @@ async function removedRows(pool: import('pg').Pool, blockHashes: string[]): Prom
  * their repair, which the scheduler runs after it, so finality alone may come before the logs are back.
  */
 async function waitFinalizedAndRepaired(pool: import('pg').Pool, atLeast: number) {
-  await waitFor(async () => ((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1) >= atLeast, `finality over block ${atLeast}`, 90_000)
-  await waitFor(async () => (await pool.query('SELECT count(*)::int AS n FROM sync_repairs')).rows[0].n === 0, 'every repair to close', 90_000)
+  await waitFor(
+    async () => ((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1) >= atLeast,
+    `finality over block ${atLeast}`,
+    90_000,
+  )
+  await waitFor(
+    async () => (await pool.query('SELECT count(*)::int AS n FROM sync_repairs')).rows[0].n === 0,
+    'every repair to close',
+    90_000,
+  )
 }
 
 describe('reorgs', () => {
@@ -78,7 +104,12 @@ describe('reorgs', () => {
     cleanups.add(() => backfill.kill('SIGKILL'))
 
     // Chunks run oldest first: once blocks up to head − 6 are stored, the last ten blocks are replaced.
-    await waitFor(async () => (await storedBlocks(pool, CHAIN_ID, 'all', range)) >= head - 5, 'the backfill to pass the fork point', 90_000, 20)
+    await waitFor(
+      async () => (await storedBlocks(pool, CHAIN_ID, 'all', range)) >= head - 5,
+      'the backfill to pass the fork point',
+      90_000,
+      20,
+    )
     const doneAtReorg = await storedBlocks(pool, CHAIN_ID, 'all', range)
     expect(doneAtReorg).toBeLessThan(head + 1)
     const { fork, orphanedHashes, orphanedLogs } = await reorg(anvil, emitter, 10, [

@@ -58,8 +58,12 @@ async function backfillThroughEdge(faults: EdgeFaults, extraEnv: Record<string, 
 }
 
 function report(name: string, outcome: { logs: number; attributions: number; seconds: number }, faults: Partial<Record<string, number>>) {
-  const injected = Object.entries(faults).map(([fault, n]) => `${fault} ×${n}`).join(', ')
-  console.info(`rpc fault case "${name}": ${injected}; backfill exited 0 in ${outcome.seconds.toFixed(1)} s; ${outcome.logs} logs, ${outcome.attributions} attributions equal the node's`)
+  const injected = Object.entries(faults)
+    .map(([fault, n]) => `${fault} ×${n}`)
+    .join(', ')
+  console.info(
+    `rpc fault case "${name}": ${injected}; backfill exited 0 in ${outcome.seconds.toFixed(1)} s; ${outcome.logs} logs, ${outcome.attributions} attributions equal the node's`,
+  )
 }
 
 describe('a faulty node interface during a backfill', () => {

@@ -64,7 +64,10 @@ describe('Redis restarted during a backfill', () => {
     const afterWait = await done()
     expect(worker.child.exitCode).toBeNull()
     // The waiting backfill plans the jobs Redis lost again and ends by itself, without a re-run.
-    expect(selfRecovered, `the waiting backfill was still waiting ${SELF_RECOVERY_MS / 1000} s after the restart: ${backfill.output().slice(-1_500)}`).toBe(true)
+    expect(
+      selfRecovered,
+      `the waiting backfill was still waiting ${SELF_RECOVERY_MS / 1000} s after the restart: ${backfill.output().slice(-1_500)}`,
+    ).toBe(true)
 
     // The documented way to resume: the same command again plans only the missing blocks.
     const rerun = await runTs('scripts/backfill.ts', ['--from', String(range[0]), '--to', String(range[1])], env)

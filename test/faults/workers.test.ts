@@ -13,7 +13,15 @@ import { expectIndexMatchesNode, waitFor } from '../helpers/compare.js'
 import { runTs, spawnTs, type Spawned } from '../../harness/processes.js'
 import { REDIS_URL } from '../../harness/services.js'
 import { expectAttributionsMatchNode } from './helpers/nodeCompare.js'
-import { buildAttributedChain, CHAIN_ID, createCleanups, mineEmpty, runSeed, seededRandom, sharedEnvironment } from './helpers/faultChain.js'
+import {
+  buildAttributedChain,
+  CHAIN_ID,
+  createCleanups,
+  mineEmpty,
+  runSeed,
+  seededRandom,
+  sharedEnvironment,
+} from './helpers/faultChain.js'
 
 const KILLS = 6
 /** Every answer of eth_getLogs waits this long, so each chunk job is in flight long enough to be killed in. */

@@ -39,11 +39,17 @@ async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T
 }
 
 /** The node's own `eth_getLogs` over the range (asked in 1000-block slices), in comparable form. */
-export async function nodeLogs(rpcUrl: string, [from, to]: readonly [number, number], filter: { address?: string[]; topics?: string[][] } = {}) {
+export async function nodeLogs(
+  rpcUrl: string,
+  [from, to]: readonly [number, number],
+  filter: { address?: string[]; topics?: string[][] } = {},
+) {
   const logs: ComparableLog[] = []
   for (let start = from; start <= to; start += 1000) {
     const end = Math.min(to, start + 999)
-    const slice = await rpc<NodeLog[]>(rpcUrl, 'eth_getLogs', [{ fromBlock: `0x${start.toString(16)}`, toBlock: `0x${end.toString(16)}`, ...filter }])
+    const slice = await rpc<NodeLog[]>(rpcUrl, 'eth_getLogs', [
+      { fromBlock: `0x${start.toString(16)}`, toBlock: `0x${end.toString(16)}`, ...filter },
+    ])
     for (const log of slice) {
       logs.push({
         blockNumber: Number(log.blockNumber),
@@ -63,7 +69,11 @@ export async function nodeLogs(rpcUrl: string, [from, to]: readonly [number, num
 }
 
 /** Rows of `analytics.logs` over the range (not removed unless asked), in comparable form. */
-export async function indexedLogs(pool: pg.Pool, [from, to]: readonly [number, number], { includeRemoved = false, chainId }: { includeRemoved?: boolean; chainId?: number } = {}) {
+export async function indexedLogs(
+  pool: pg.Pool,
+  [from, to]: readonly [number, number],
+  { includeRemoved = false, chainId }: { includeRemoved?: boolean; chainId?: number } = {},
+) {
   const { rows } = await pool.query(
     `SELECT block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, address, topics, data, removed
      FROM analytics.logs WHERE block_number BETWEEN $1 AND $2 AND ($3 OR NOT removed) AND ($4::int IS NULL OR chain_id = $4)
@@ -98,12 +108,17 @@ export async function expectIndexMatchesNode(
   /** Only this chain's rows, where the index holds several. */
   chainId?: number,
 ) {
-  const [expected, actual] = await Promise.all([nodeLogs(rpcUrl, range, filter), indexedLogs(pool, range, chainId === undefined ? {} : { chainId })])
+  const [expected, actual] = await Promise.all([
+    nodeLogs(rpcUrl, range, filter),
+    indexedLogs(pool, range, chainId === undefined ? {} : { chainId }),
+  ])
   expect(expected.length).toBeGreaterThan(0)
   expect(actual.length).toBe(expected.length)
   expect(actual).toEqual(expected)
   // Pending rows all carry the zero hash; their identity is (transaction, ordinal), checked by its unique index.
-  const { rows } = await pool.query(`SELECT count(*) AS n, count(DISTINCT (block_hash, log_index)) AS d FROM logs WHERE status <> 'pending'`)
+  const { rows } = await pool.query(
+    `SELECT count(*) AS n, count(DISTINCT (block_hash, log_index)) AS d FROM logs WHERE status <> 'pending'`,
+  )
   expect(rows[0].n).toBe(rows[0].d)
   return expected.length
 }

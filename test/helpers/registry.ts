@@ -5,11 +5,21 @@
 import { decodeAbiParameters, toEventSelector } from 'viem'
 import { builderCodesRegistryAbi } from '../../src/attribution/registry.js'
 
-const [CODE_REGISTERED, PAYOUT_UPDATED, TRANSFER] = builderCodesRegistryAbi.map((event) => toEventSelector(event)) as [string, string, string]
+const [CODE_REGISTERED, PAYOUT_UPDATED, TRANSFER] = builderCodesRegistryAbi.map((event) => toEventSelector(event)) as [
+  string,
+  string,
+  string,
+]
 const ZERO_ADDRESS = `0x${'0'.repeat(40)}`
 
 /** A row of `registry_codes` as the comparisons read it. */
-export type RegistryRow = { token_id: string; builder_code: string; owner: string | null; payout_address: string | null; registered_block: string }
+export type RegistryRow = {
+  token_id: string
+  builder_code: string
+  owner: string | null
+  payout_address: string | null
+  registered_block: string
+}
 
 /** What the registry's live logs say, replayed in chain order the way the registry applies them. */
 export function replayRegistry(logs: { topics: string[]; data: string; block_number: string }[]): RegistryRow[] {

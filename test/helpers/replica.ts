@@ -17,7 +17,13 @@ const SLOT_PREFIX = 'codetrail_test_replica_'
 /** Longest wait for the replica to replay what the primary wrote. */
 const CATCH_UP_MS = 120_000
 /** Settings a hot standby must hold at least at the primary's values, or it refuses to start. */
-const STANDBY_MINIMUMS = ['max_connections', 'max_worker_processes', 'max_wal_senders', 'max_prepared_transactions', 'max_locks_per_transaction']
+const STANDBY_MINIMUMS = [
+  'max_connections',
+  'max_worker_processes',
+  'max_wal_senders',
+  'max_prepared_transactions',
+  'max_locks_per_transaction',
+]
 
 export type Replica = {
   /** `ADMIN_DATABASE_URL`'s user on the replica, for `database`. */
@@ -60,7 +66,9 @@ export async function startReplica(): Promise<Replica> {
   try {
     await allowReplication(admin)
     // A slot left by a killed run would hold the primary's WAL for ever.
-    await admin.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE $1 AND NOT active`, [`${SLOT_PREFIX}%`])
+    await admin.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE $1 AND NOT active`, [
+      `${SLOT_PREFIX}%`,
+    ])
     ;({ rows: settings } = await admin.query('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [STANDBY_MINIMUMS]))
     const { rows } = await admin.query<{ major: string }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)
     binDir = `/usr/lib/postgresql/${rows[0]!.major}/bin`
@@ -85,16 +93,32 @@ export async function startReplica(): Promise<Replica> {
   async function dropSlot() {
     const primary = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
     await primary.connect()
-    await primary.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, [slot]).finally(() => primary.end())
+    await primary
+      .query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, [slot])
+      .finally(() => primary.end())
   }
   try {
     // The rule just added takes effect once the postmaster has reloaded: try again shortly.
     for (let attempt = 1; ; attempt++) {
       try {
         await asPostgres(`${binDir}/pg_basebackup`, [
-          '-h', primaryUrl.hostname, '-p', primaryUrl.port || '5432', '-U', decodeURIComponent(primaryUrl.username) || 'postgres',
+          '-h',
+          primaryUrl.hostname,
+          '-p',
+          primaryUrl.port || '5432',
+          '-U',
+          decodeURIComponent(primaryUrl.username) || 'postgres',
           // A throwaway copy: no fsync, which on a busy machine is most of its time.
-          '-D', data, '-X', 'stream', '-R', '--checkpoint=fast', '--no-sync', '-C', '-S', slot,
+          '-D',
+          data,
+          '-X',
+          'stream',
+          '-R',
+          '--checkpoint=fast',
+          '--no-sync',
+          '-C',
+          '-S',
+          slot,
         ])
         break
       } catch (error) {

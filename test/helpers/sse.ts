@@ -10,10 +10,12 @@ export function openSse(url: string, { lastEventId }: { lastEventId?: string } =
   const messages: SseMessage[] = []
   let comments = 0
   let status = 0
-  const opened = fetch(url, { headers: lastEventId ? { 'Last-Event-ID': lastEventId } : {}, signal: controller.signal }).then((response) => {
-    status = response.status
-    return response
-  })
+  const opened = fetch(url, { headers: lastEventId ? { 'Last-Event-ID': lastEventId } : {}, signal: controller.signal }).then(
+    (response) => {
+      status = response.status
+      return response
+    },
+  )
   const done = opened
     .then(async (response) => {
       const decoder = new TextDecoder()

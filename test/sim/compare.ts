@@ -78,7 +78,13 @@ function differingFields(expected: ComparableLog, stored: ComparableLog): LogFie
 }
 
 /** The filter's logs: node against index, keyed by (block, log index). Returns the node's logs. */
-async function compareFilterLogs(pool: pg.Pool, rpcUrl: string, filter: ComparedFilter, range: Interval, findings: Findings): Promise<ComparableLog[]> {
+async function compareFilterLogs(
+  pool: pg.Pool,
+  rpcUrl: string,
+  filter: ComparedFilter,
+  range: Interval,
+  findings: Findings,
+): Promise<ComparableLog[]> {
   const rpcFilter = {
     ...(filter.addresses.length > 0 ? { address: filter.addresses } : {}),
     ...(filter.topics.length > 0 ? { topics: [filter.topics] } : {}),
@@ -105,7 +111,10 @@ async function compareFilterLogs(pool: pg.Pool, rpcUrl: string, filter: Compared
       )
     }
     if (rows.length > 1) {
-      findings.add(`${filter.name} duplicate`, `${at(log)}: ${rows.length} rows not removed: ${rows.map((r) => `${r.blockHash} (${r.status})`).join(', ')}`)
+      findings.add(
+        `${filter.name} duplicate`,
+        `${at(log)}: ${rows.length} rows not removed: ${rows.map((r) => `${r.blockHash} (${r.status})`).join(', ')}`,
+      )
     }
   }
   for (const rows of storedByKey.values()) {
@@ -141,7 +150,12 @@ type Placed = { blockNumber: number; blockHash: string; blockTimestamp: number }
  * What the attribution rows must be: the decoded suffixes of the given canonical transactions and of
  * their user operations, one row per code and role, at their blocks, `finalized` at or below `finalized`.
  */
-async function nodeAttributionRows(rpcUrl: string, transactions: readonly (NodeTransaction & Placed)[], entryPoints: readonly string[], finalized: number): Promise<SimAttribution[]> {
+async function nodeAttributionRows(
+  rpcUrl: string,
+  transactions: readonly (NodeTransaction & Placed)[],
+  entryPoints: readonly string[],
+  finalized: number,
+): Promise<SimAttribution[]> {
   const rows: SimAttribution[] = []
   const row = (tx: NodeTransaction & Placed, sender: string, userOpHash: string, input: Hex) => {
     const decoded = decodeAttribution(input)
@@ -168,7 +182,10 @@ async function nodeAttributionRows(rpcUrl: string, transactions: readonly (NodeT
     }
   }
   const bundles = transactions.filter((tx) => tx.to && entryPoints.includes(tx.to.toLowerCase()))
-  const receipts = await rpcBatch<NodeReceipt>(rpcUrl, bundles.map((tx) => ({ method: 'eth_getTransactionReceipt', params: [tx.hash] })))
+  const receipts = await rpcBatch<NodeReceipt>(
+    rpcUrl,
+    bundles.map((tx) => ({ method: 'eth_getTransactionReceipt', params: [tx.hash] })),
+  )
   for (const tx of transactions) row(tx, tx.from, '', tx.input)
   bundles.forEach((tx, i) => {
     const abi = ENTRY_POINT_ABIS[entryPoints.indexOf(tx.to!.toLowerCase())]!
@@ -192,7 +209,10 @@ async function transactionsBehind(rpcUrl: string, logs: readonly ComparableLog[]
   const transactions: (NodeTransaction & Placed)[] = []
   for (let i = 0; i < hashes.length; i += BATCH) {
     const slice = hashes.slice(i, i + BATCH)
-    const answers = await rpcBatch<NodeTransaction>(rpcUrl, slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))
+    const answers = await rpcBatch<NodeTransaction>(
+      rpcUrl,
+      slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })),
+    )
     for (const tx of answers) {
       const at = blockOf.get(tx.hash)!
       transactions.push({ ...tx, blockNumber: at.blockNumber, blockHash: at.blockHash, blockTimestamp: at.blockTimestamp })
@@ -252,7 +272,8 @@ function compareAttributions(expected: SimAttribution[], stored: SimAttribution[
   const expectedByKey = new Map(expected.map((a) => [key(a), a]))
   const storedByKey = new Map<string, SimAttribution[]>()
   for (const a of stored) storedByKey.set(key(a), [...(storedByKey.get(key(a)) ?? []), a])
-  const what = (a: SimAttribution) => `attribution block ${a.blockNumber} tx ${a.txHash}${a.userOpHash ? ` user op ${a.userOpHash}` : ''} code ${a.builderCode}${a.role ? ` (${a.role})` : ''}`
+  const what = (a: SimAttribution) =>
+    `attribution block ${a.blockNumber} tx ${a.txHash}${a.userOpHash ? ` user op ${a.userOpHash}` : ''} code ${a.builderCode}${a.role ? ` (${a.role})` : ''}`
   const differing = (a: SimAttribution, b: SimAttribution) =>
     (Object.keys(a) as (keyof SimAttribution)[]).filter((field) => JSON.stringify(a[field]) !== JSON.stringify(b[field]))
   for (const [k, a] of expectedByKey) {
@@ -268,7 +289,11 @@ function compareAttributions(expected: SimAttribution[], stored: SimAttribution[
     if (rows.length > 1) findings.add('attribution duplicate', `${what(a)}: ${rows.length} rows not removed`)
   }
   for (const [k, rows] of storedByKey) {
-    if (!expectedByKey.has(k)) findings.add('attribution extra', `${what(rows[0]!)}: stored (not removed) but no canonical transaction carries it: ${show(rows[0]!)}`)
+    if (!expectedByKey.has(k))
+      findings.add(
+        'attribution extra',
+        `${what(rows[0]!)}: stored (not removed) but no canonical transaction carries it: ${show(rows[0]!)}`,
+      )
   }
 }
 
@@ -294,7 +319,8 @@ async function compareRollups(pool: pg.Pool, findings: Findings) {
        FULL JOIN (SELECT chain_id, builder_code, sender, n FROM builder_code_senders WHERE n <> 0) k USING (chain_id, builder_code, sender)
      WHERE r.n IS DISTINCT FROM k.n`,
   )
-  for (const d of differences.rows) findings.add('rollup differing', `${d.kind} rollup of ${d.code} at ${d.at}: recount ${d.recount}, kept ${d.kept}`)
+  for (const d of differences.rows)
+    findings.add('rollup differing', `${d.kind} rollup of ${d.code} at ${d.at}: recount ${d.recount}, kept ${d.kept}`)
 }
 
 /**
@@ -311,7 +337,11 @@ async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, 
           [registry],
         )
       ).rows
-    : (await nodeLogs(rpcUrl, [0, Number((await rpcBatch<Hex>(rpcUrl, [{ method: 'eth_blockNumber', params: [] }]))[0])], { address: [registry] })).map((log) => ({
+    : (
+        await nodeLogs(rpcUrl, [0, Number((await rpcBatch<Hex>(rpcUrl, [{ method: 'eth_blockNumber', params: [] }]))[0])], {
+          address: [registry],
+        })
+      ).map((log) => ({
         topics: log.topics,
         data: log.data,
         block_number: String(log.blockNumber),
@@ -325,9 +355,11 @@ async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, 
     const kept = byToken.get(row.token_id)
     byToken.delete(row.token_id)
     if (!kept) findings.add('registry missing', `registry code ${row.builder_code}: missing; replay ${show(row)}`)
-    else if (JSON.stringify(kept) !== JSON.stringify(row)) findings.add('registry differing', `registry code ${row.builder_code}: replay ${show(row)} stored ${show(kept)}`)
+    else if (JSON.stringify(kept) !== JSON.stringify(row))
+      findings.add('registry differing', `registry code ${row.builder_code}: replay ${show(row)} stored ${show(kept)}`)
   }
-  for (const row of byToken.values()) findings.add('registry extra', `registry code ${row.builder_code}: stored but no live registration on the node: ${show(row)}`)
+  for (const row of byToken.values())
+    findings.add('registry extra', `registry code ${row.builder_code}: stored but no live registration on the node: ${show(row)}`)
 }
 
 /** Canonical block hashes of the node by number. */
@@ -335,28 +367,43 @@ async function canonicalHashes(rpcUrl: string, numbers: readonly number[]): Prom
   const hashes = new Map<number, string>()
   for (let i = 0; i < numbers.length; i += BATCH) {
     const slice = numbers.slice(i, i + BATCH)
-    const blocks = await rpcBatch<{ hash: string } | null>(rpcUrl, slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] })))
+    const blocks = await rpcBatch<{ hash: string } | null>(
+      rpcUrl,
+      slice.map((n) => ({ method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] })),
+    )
     slice.forEach((n, j) => blocks[j] && hashes.set(n, blocks[j]!.hash.toLowerCase()))
   }
   return hashes
 }
 
 /** Rows the index holds beyond the filters: rows of orphaned blocks not removed, leftover pending rows, orphaned rows lost, stale statuses. */
-async function compareRowStates(pool: pg.Pool, rpcUrl: string, orphanedRows: readonly OrphanedRow[], canonicalTop: number | undefined, findings: Findings) {
+async function compareRowStates(
+  pool: pg.Pool,
+  rpcUrl: string,
+  orphanedRows: readonly OrphanedRow[],
+  canonicalTop: number | undefined,
+  findings: Findings,
+) {
   const { rows: perBlock } = await pool.query(
     `SELECT block_number, block_hash, count(*)::int AS n FROM logs WHERE NOT removed AND status <> 'pending' GROUP BY 1, 2 ORDER BY 1`,
   )
-  const canonical = await canonicalHashes(rpcUrl, [...new Set([...perBlock.map((r) => Number(r.block_number)), ...orphanedRows.map((r) => r.blockNumber)])])
+  const canonical = await canonicalHashes(rpcUrl, [
+    ...new Set([...perBlock.map((r) => Number(r.block_number)), ...orphanedRows.map((r) => r.blockNumber)]),
+  ])
   for (const r of perBlock) {
     if (canonical.get(Number(r.block_number)) !== r.block_hash) {
-      findings.add('orphaned block not removed', `block ${r.block_number}: ${r.n} rows of orphaned block ${r.block_hash} not removed (canonical ${canonical.get(Number(r.block_number))})`)
+      findings.add(
+        'orphaned block not removed',
+        `block ${r.block_number}: ${r.n} rows of orphaned block ${r.block_hash} not removed (canonical ${canonical.get(Number(r.block_number))})`,
+      )
     }
   }
   const { rows: pending } = await pool.query(
     `SELECT transaction_hash, block_number, count(*)::int AS n FROM logs WHERE status = 'pending' AND NOT removed AND block_number <= $1 GROUP BY 1, 2 ORDER BY 2`,
     [canonicalTop ?? Number.MAX_SAFE_INTEGER],
   )
-  for (const r of pending) findings.add('pending left', `block ${r.block_number}: ${r.n} pending rows of ${r.transaction_hash} neither confirmed nor removed`)
+  for (const r of pending)
+    findings.add('pending left', `block ${r.block_number}: ${r.n} pending rows of ${r.transaction_hash} neither confirmed nor removed`)
 
   for (const orphan of orphanedRows) {
     if (canonical.get(orphan.blockNumber) === orphan.blockHash) continue
@@ -365,15 +412,27 @@ async function compareRowStates(pool: pg.Pool, rpcUrl: string, orphanedRows: rea
       orphan.blockHash,
       orphan.logIndex,
     ])
-    if (rows.length === 0) findings.add('orphaned row lost', `block ${orphan.blockNumber} log ${orphan.logIndex}: row of orphaned block ${orphan.blockHash} was deleted`)
-    else if (!rows[0].removed) findings.add('orphaned row not removed', `block ${orphan.blockNumber} log ${orphan.logIndex}: row of orphaned block ${orphan.blockHash} not marked removed`)
+    if (rows.length === 0)
+      findings.add(
+        'orphaned row lost',
+        `block ${orphan.blockNumber} log ${orphan.logIndex}: row of orphaned block ${orphan.blockHash} was deleted`,
+      )
+    else if (!rows[0].removed)
+      findings.add(
+        'orphaned row not removed',
+        `block ${orphan.blockNumber} log ${orphan.logIndex}: row of orphaned block ${orphan.blockHash} not marked removed`,
+      )
   }
 
   const { rows: stale } = await pool.query(
     `SELECT l.block_number, count(*)::int AS n, c.finalized_block FROM logs l, chain_state c
      WHERE NOT l.removed AND l.status = 'confirmed' AND l.block_number <= c.finalized_block GROUP BY 1, 3 ORDER BY 1`,
   )
-  for (const r of stale) findings.add('not finalized', `block ${r.block_number}: ${r.n} rows still confirmed at or below the finalized block ${r.finalized_block}`)
+  for (const r of stale)
+    findings.add(
+      'not finalized',
+      `block ${r.block_number}: ${r.n} rows still confirmed at or below the finalized block ${r.finalized_block}`,
+    )
 }
 
 /** Every difference between the index and the node, as lines; empty when they are equal. */
@@ -404,15 +463,20 @@ export async function compareWithNode(parameters: {
     // What the index claims to hold for the filter is compared too, asked for or not.
     const claimed = await getIntervals(pool, parameters.chainId, filterIdOf(filter))
     for (const range of intervalUnion([filter.range, ...claimed])) {
-      if (range[0] < filter.range[0] || range[1] > filter.range[1]) parameters.note(`filter ${filter.name}: comparing blocks ${range[0]}–${range[1]} (claimed ${JSON.stringify(claimed)})`)
+      if (range[0] < filter.range[0] || range[1] > filter.range[1])
+        parameters.note(`filter ${filter.name}: comparing blocks ${range[0]}–${range[1]} (claimed ${JSON.stringify(claimed)})`)
       covered.push(...(await compareFilterLogs(pool, rpcUrl, filter, range, findings)))
       ranges.push(range)
     }
   }
   const entryPoints = parameters.entryPoints.map((a) => a.toLowerCase())
   const finalized = Number((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1)
-  const transactions = parameters.scope === 'blocks' ? await transactionsOfBlocks(rpcUrl, ranges) : await transactionsBehind(rpcUrl, covered)
-  const [expected, stored] = await Promise.all([nodeAttributionRows(rpcUrl, transactions, entryPoints, finalized), indexedAttributionRows(pool)])
+  const transactions =
+    parameters.scope === 'blocks' ? await transactionsOfBlocks(rpcUrl, ranges) : await transactionsBehind(rpcUrl, covered)
+  const [expected, stored] = await Promise.all([
+    nodeAttributionRows(rpcUrl, transactions, entryPoints, finalized),
+    indexedAttributionRows(pool),
+  ])
   compareAttributions(expected, stored, findings)
   await compareRollups(pool, findings)
   await compareRegistry(pool, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)

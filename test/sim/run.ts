@@ -49,7 +49,11 @@ const tally: Reporter = {
     }
   },
 }
-const vitest = await startVitest('test', [], { config: values.delivery ? 'test/sim/delivery/vitest.config.ts' : 'test/sim/vitest.config.ts', watch: false, reporters: ['default', tally] })
+const vitest = await startVitest('test', [], {
+  config: values.delivery ? 'test/sim/delivery/vitest.config.ts' : 'test/sim/vitest.config.ts',
+  watch: false,
+  reporters: ['default', tally],
+})
 await vitest?.close()
 // Seeds that never reported (a crash of the run itself) count as failed.
 failed = Math.max(failed, seeds.length - passed)

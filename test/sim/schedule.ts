@@ -130,7 +130,11 @@ export function filterKey(filter: SimFilter): string {
 
 function randomFilter(random: Random, emitters: number, allowEverything: boolean): SimFilter {
   const contracts = (): SimFilter['contracts'] => {
-    const chosen: SimFilter['contracts'] = random.subset(Array.from({ length: emitters }, (_, i) => i), 1, emitters - 1)
+    const chosen: SimFilter['contracts'] = random.subset(
+      Array.from({ length: emitters }, (_, i) => i),
+      1,
+      emitters - 1,
+    )
     return random.chance(0.3) ? [...chosen, 'entryPoints'] : chosen
   }
   const events = () => random.subset(TOPIC_EVENTS, 1, 3)
@@ -229,17 +233,29 @@ export function createSchedule(seed: number): Schedule {
       continue
     }
     const roll = random.next()
-    if (roll < 0.3) actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 4) }, () => randomBlock(random, emitters, preconfirmed)) })
+    if (roll < 0.3)
+      actions.push({ type: 'blocks', blocks: Array.from({ length: random.int(1, 4) }, () => randomBlock(random, emitters, preconfirmed)) })
     else if (roll < 0.45) actions.push(randomReorg(random, emitters))
-    else if (roll < 0.55) actions.push({ type: 'kill', process: random.pick(['scheduler', 'worker', 'backfill'] as const), afterMs: random.int(0, 600) })
+    else if (roll < 0.55)
+      actions.push({ type: 'kill', process: random.pick(['scheduler', 'worker', 'backfill'] as const), afterMs: random.int(0, 600) })
     else if (roll < 0.65) {
-      const point = random.pick(preconfirmed ? (['reorg-marked', 'reorg-marked', 'tip-stored', 'pending-stored'] as const) : (['reorg-marked', 'tip-stored'] as const))
+      const point = random.pick(
+        preconfirmed
+          ? (['reorg-marked', 'reorg-marked', 'tip-stored', 'pending-stored'] as const)
+          : (['reorg-marked', 'tip-stored'] as const),
+      )
       actions.push({ type: 'crash', process: 'scheduler', point })
       // The point is reached by what comes next: a reorg, a block, a pending transaction.
       if (point === 'reorg-marked') actions.push(randomReorg(random, emitters))
       else if (point === 'tip-stored') actions.push({ type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
       else actions.push({ type: 'pending', kind: 'moved', emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
-    } else if (roll < 0.75) actions.push({ type: 'pending', kind: random.pick(['dropped', 'moved'] as const), emitter: random.int(0, emitters - 1), logs: random.int(1, 5) })
+    } else if (roll < 0.75)
+      actions.push({
+        type: 'pending',
+        kind: random.pick(['dropped', 'moved'] as const),
+        emitter: random.int(0, emitters - 1),
+        logs: random.int(1, 5),
+      })
     else if (roll < 0.85) actions.push({ type: 'faults', kind: random.pick([...FAULT_KINDS, 'none'] as const) })
     else if (roll < 0.9 && !redisRestarted) {
       redisRestarted = true
@@ -251,7 +267,9 @@ export function createSchedule(seed: number): Schedule {
   // At least one suffixed user operation of an EIP-7702 account in every seed, where the daemon follows.
   last[0]!.bundle = {
     version: '0.8',
-    ops: [{ account: EIP7702_ACCOUNT, emitter: random.int(0, emitters - 1), logs: random.int(1, 4), suffix: random.int(0, SUFFIX_KINDS - 2) }],
+    ops: [
+      { account: EIP7702_ACCOUNT, emitter: random.int(0, emitters - 1), logs: random.int(1, 4), suffix: random.int(0, SUFFIX_KINDS - 2) },
+    ],
   }
   actions.push({ type: 'blocks', blocks: last })
   // Inserted actions never part a crash point from the action that reaches it.
@@ -267,7 +285,8 @@ export function createSchedule(seed: number): Schedule {
   for (let k = positions.length - 1; k >= 0; k--) actions.splice(positions[k]!, 0, { type: 'registry', call: calls[k]!, code: 0 })
   insert({ type: 'registry', call: 'register', code: 1 }, randomReorg(random, emitters))
   // The stalled leader resumes into blocks it must not write.
-  if (features.twoSchedulers) insert({ type: 'stall', ms: random.int(6_000, 8_000) }, { type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
+  if (features.twoSchedulers)
+    insert({ type: 'stall', ms: random.int(6_000, 8_000) }, { type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
   insert({ type: 'check' })
 
   return {
@@ -287,7 +306,9 @@ export function createSchedule(seed: number): Schedule {
 
 /** The crash points the schedule plans, each of which must fire. */
 export function plannedCrashes(schedule: Schedule): CrashPlan[] {
-  return schedule.actions.flatMap((action) => (action.type === 'crash' ? [{ process: action.process, point: action.point } as CrashPlan] : []))
+  return schedule.actions.flatMap((action) =>
+    action.type === 'crash' ? [{ process: action.process, point: action.point } as CrashPlan] : [],
+  )
 }
 
 /** The plan as readable lines, printed with a failure. */
@@ -299,7 +320,10 @@ export function describeSchedule(schedule: Schedule): string[] {
   const lines = [
     `seed ${schedule.seed}: ${schedule.chain.profile} profile${schedule.chain.profile === 'op' && schedule.chain.canonicalLag > 0 ? ` (canonical chain ${schedule.chain.canonicalLag} blocks behind)` : ''}, ${schedule.scope} scope${schedule.twoSchedulers ? ', two schedulers' : ''}, ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
     `daemon filter: ${filter(schedule.daemonFilter)}`,
-    ...schedule.backfills.map((b, i) => `backfill-${i} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`),
+    ...schedule.backfills.map(
+      (b, i) =>
+        `backfill-${i} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`,
+    ),
   ]
   schedule.actions.forEach((action, i) => {
     const { type, ...rest } = action

@@ -22,7 +22,17 @@ import type { PrivateRedis } from '../faults/helpers/privateServices.js'
 import { createSimChain, type SimChain } from './simChain.js'
 import { compareWithNode, type ComparedFilter, type OrphanedRow } from './compare.js'
 import { createSupervisor, type Supervisor } from './supervisor.js'
-import { createSchedule, describeSchedule, PAST_FINALITY, plannedCrashes, type Action, type CrashPlan, type FaultKind, type ProcessName, type SimFilter } from './schedule.js'
+import {
+  createSchedule,
+  describeSchedule,
+  PAST_FINALITY,
+  plannedCrashes,
+  type Action,
+  type CrashPlan,
+  type FaultKind,
+  type ProcessName,
+  type SimFilter,
+} from './schedule.js'
 
 const SETTLE_TIMEOUT_MS = 180_000
 /** A quiet moment mid-run settles sooner: only the tip, the backfills and the repairs, no finality. */
@@ -73,7 +83,9 @@ type World = {
 
 /** A filter in `eth_getLogs` terms, and as the backfill's flags. */
 function resolveFilter(filter: SimFilter, chain: SimChain) {
-  const addresses = filter.contracts.flatMap((c) => (c === 'entryPoints' ? chain.entryPoints : [chain.emitters[c]!])).map((a) => a.toLowerCase())
+  const addresses = filter.contracts
+    .flatMap((c) => (c === 'entryPoints' ? chain.entryPoints : [chain.emitters[c]!]))
+    .map((a) => a.toLowerCase())
   const topics = filter.events.map((name) => {
     const event = artifacts.Emitter.abi.find((item): item is AbiEvent => item.type === 'event' && item.name === name)!
     return toEventSelector(event)
@@ -100,7 +112,11 @@ async function runAction(world: World, action: Action, index: number, schedule: 
     }
     case 'reorg': {
       const done = await chain.reorg(action, async (fork) => void world.orphanedRows.push(...(await rowsAbove(world, fork))))
-      return log(done ? `reorg: depth ${done.depth}, fork block ${done.fork}, ${done.replacements} transaction(s) on the new fork; head ${await chain.head()}` : 'reorg skipped: the chain is too short')
+      return log(
+        done
+          ? `reorg: depth ${done.depth}, fork block ${done.fork}, ${done.replacements} transaction(s) on the new fork; head ${await chain.head()}`
+          : 'reorg skipped: the chain is too short',
+      )
     }
     case 'start-backfill': {
       const plan = schedule.backfills[action.index]!
@@ -120,13 +136,19 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       const filterId = filterIdOf({ addresses: range.addresses, topics: range.topics })
       const blocks = range.range[1] - range.range[0] + 1
       const progressed = async () =>
-        !processes.running(name) || (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) >= Math.ceil(blocks * action.share)
-      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() => log(`${name} had not stored ${action.share * 100} % of its range within ${AWAIT_MS / 1000} s`))
+        !processes.running(name) ||
+        (await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)) >= Math.ceil(blocks * action.share)
+      await waitFor(progressed, `${name} to store blocks`, AWAIT_MS, 50).catch(() =>
+        log(`${name} had not stored ${action.share * 100} % of its range within ${AWAIT_MS / 1000} s`),
+      )
       return log(`${name} has stored ${await storedBlocks(world.db.store.pool, CHAIN_ID, filterId, range.range)} blocks`)
     }
     case 'kill': {
       await sleep(action.afterMs)
-      const running = action.process === 'backfill' ? schedule.backfills.map((_, i) => `backfill-${i}` as const).filter(processes.running) : [action.process]
+      const running =
+        action.process === 'backfill'
+          ? schedule.backfills.map((_, i) => `backfill-${i}` as const).filter(processes.running)
+          : [action.process]
       const victim = running[index % Math.max(running.length, 1)]
       if (!victim || !(await processes.kill(victim))) return log(`kill ${action.process}: none running`)
       return log(`${victim} SIGKILLed`)
@@ -138,10 +160,14 @@ async function runAction(world: World, action: Action, index: number, schedule: 
       world.awaitedCrash = { point: action.point, firedBefore: firedCount(world, action.point) }
       // A new scheduler waits for the killed one's lease to lapse: the point must be reachable before what follows.
       if (action.process === 'scheduler') {
-        await waitFor(async () => {
-          const now = await world.redisClient.get(world.leaseKey)
-          return now !== null && now !== leader
-        }, 'the restarted scheduler to lead', AWAIT_MS).catch(() => log('the restarted scheduler did not lead in time'))
+        await waitFor(
+          async () => {
+            const now = await world.redisClient.get(world.leaseKey)
+            return now !== null && now !== leader
+          },
+          'the restarted scheduler to lead',
+          AWAIT_MS,
+        ).catch(() => log('the restarted scheduler did not lead in time'))
       }
       return log(`${action.process} restarted with CODETRAIL_CRASH_AT=${action.point}`)
     }
@@ -187,8 +213,12 @@ async function settle(world: World, finalAtLeast: number | undefined, timeoutMs 
       const state = rows[0]
       const waitingFor = [
         ...(world.processes.backfillsDone() ? [] : ['backfills to finish']),
-        ...(state?.live_block === head.number && state?.live_hash === head.hash ? [] : [`the follower to reach head ${head.number} (at ${state?.live_block})`]),
-        ...(finalAtLeast === undefined || (state?.finalized_block ?? -1) >= finalAtLeast ? [] : [`finality to reach ${finalAtLeast} (at ${state?.finalized_block})`]),
+        ...(state?.live_block === head.number && state?.live_hash === head.hash
+          ? []
+          : [`the follower to reach head ${head.number} (at ${state?.live_block})`]),
+        ...(finalAtLeast === undefined || (state?.finalized_block ?? -1) >= finalAtLeast
+          ? []
+          : [`finality to reach ${finalAtLeast} (at ${state?.finalized_block})`]),
         ...(repairs.rows[0].n === 0 ? [] : [`${repairs.rows[0].n} open repair(s)`]),
         ...(Object.entries(counts).every(([state, n]) => state === 'failed' || n === 0) ? [] : [`queued jobs ${JSON.stringify(counts)}`]),
       ]
@@ -200,7 +230,10 @@ async function settle(world: World, finalAtLeast: number | undefined, timeoutMs 
         }
       } else settledSince = undefined
       if (Date.now() > deadline) {
-        return [...waitingFor.map((what) => `not settled after ${timeoutMs / 1000} s: waiting for ${what}`), ...world.processes.unfinishedOutput()]
+        return [
+          ...waitingFor.map((what) => `not settled after ${timeoutMs / 1000} s: waiting for ${what}`),
+          ...world.processes.unfinishedOutput(),
+        ]
       }
       await sleep(SETTLE_POLL_MS)
     }
@@ -235,7 +268,9 @@ async function stallLeader(world: World, ms: number) {
     const holder = await world.redisClient.get(world.leaseKey)
     return holder !== null && holder !== token
   }
-  await waitFor(takenOver, 'the other scheduler to take the lease', AWAIT_MS).catch(() => world.log('stall: no scheduler took the lease over'))
+  await waitFor(takenOver, 'the other scheduler to take the lease', AWAIT_MS).catch(() =>
+    world.log('stall: no scheduler took the lease over'),
+  )
   await sleep(Math.max(0, ms - (Date.now() - started)))
   world.processes.signal(leader.name, 'SIGCONT')
   world.log(`${leader.name} resumed (SIGCONT) after ${((Date.now() - started) / 1000).toFixed(1)} s`)
@@ -248,7 +283,12 @@ async function awaitCrash(world: World) {
   const planned = world.awaitedCrash
   if (!planned) return
   world.awaitedCrash = undefined
-  await waitFor(async () => firedCount(world, planned.point) > planned.firedBefore, `crash point ${planned.point} to fire`, AWAIT_MS, 50).catch(() => world.log(`crash point ${planned.point} had not fired ${AWAIT_MS / 1000} s after the action meant to reach it`))
+  await waitFor(
+    async () => firedCount(world, planned.point) > planned.firedBefore,
+    `crash point ${planned.point} to fire`,
+    AWAIT_MS,
+    50,
+  ).catch(() => world.log(`crash point ${planned.point} had not fired ${AWAIT_MS / 1000} s after the action meant to reach it`))
 }
 
 /** The filters asked for so far, each over its range (the daemon's and the registry's, always indexed from block 0, up to `top`). */
@@ -297,7 +337,9 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
   const cleanups = createCleanups()
   try {
     const devnet = await createDevnet(
-      schedule.chain.profile === 'op' ? { profile: 'op', blockTimeMs: 0, refreshMs: 100, canonicalLag: schedule.chain.canonicalLag } : { profile: 'base', blockTimeMs: 0 },
+      schedule.chain.profile === 'op'
+        ? { profile: 'op', blockTimeMs: 0, refreshMs: 100, canonicalLag: schedule.chain.canonicalLag }
+        : { profile: 'base', blockTimeMs: 0 },
     )
     cleanups.add(() => devnet.stop())
     const chain = await createSimChain(devnet, schedule.emitters, log)
@@ -412,7 +454,13 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
   } catch (error) {
     // A seed that cannot play out (a node call refused, a wait timed out) is reported like a difference, with its schedule.
     const reason = error instanceof Error ? (error.stack ?? error.message) : String(error)
-    return { seed, schedule: describeSchedule(schedule), log: lines, differences: [`the seed stopped: ${reason}`], seconds: (Date.now() - started) / 1000 }
+    return {
+      seed,
+      schedule: describeSchedule(schedule),
+      log: lines,
+      differences: [`the seed stopped: ${reason}`],
+      seconds: (Date.now() - started) / 1000,
+    }
   } finally {
     await cleanups.run()
   }

@@ -7,11 +7,34 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { concat, encodeFunctionData, type Address, type Hash, type Hex } from 'viem'
 import { DEPOSITOR, type Devnet } from '../../harness/devnet/index.js'
-import { anvilAccount, artifacts, chainPayload, deployContract, encodeEmitMany, fixtureClient, loadArtifact, rawSignedTx } from '../../harness/fixtures/chain.js'
-import { createEip7702Account, createSmartAccount, deployEntryPoints, encodeExecute, sendHandleOps, type SmartAccount } from '../../harness/fixtures/entryPoint.js'
+import {
+  anvilAccount,
+  artifacts,
+  chainPayload,
+  deployContract,
+  encodeEmitMany,
+  fixtureClient,
+  loadArtifact,
+  rawSignedTx,
+} from '../../harness/fixtures/chain.js'
+import {
+  createEip7702Account,
+  createSmartAccount,
+  deployEntryPoints,
+  encodeExecute,
+  sendHandleOps,
+  type SmartAccount,
+} from '../../harness/fixtures/entryPoint.js'
 import { attributedCall, seededRandom, suffixFor } from '../faults/helpers/faultChain.js'
 import { rpcCall } from '../faults/helpers/nodeCompare.js'
-import { ACCOUNTS_PER_VERSION, EIP7702_ACCOUNT, ENTRY_POINT_VERSIONS, type Action, type BlockPlan, type EntryPointVersion } from './schedule.js'
+import {
+  ACCOUNTS_PER_VERSION,
+  EIP7702_ACCOUNT,
+  ENTRY_POINT_VERSIONS,
+  type Action,
+  type BlockPlan,
+  type EntryPointVersion,
+} from './schedule.js'
 
 const BuilderCodes = loadArtifact('BuilderCodes')
 const REGISTRY_GAS = 300_000n
@@ -54,10 +77,12 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
   const accounts = {} as Record<EntryPointVersion, SmartAccount[]>
   for (const version of ENTRY_POINT_VERSIONS) {
     accounts[version] = []
-    for (let i = 0; i < ACCOUNTS_PER_VERSION; i++) accounts[version].push(await createSmartAccount(url, { version, owner: 1 + i, salt: BigInt(i) }))
+    for (let i = 0; i < ACCOUNTS_PER_VERSION; i++)
+      accounts[version].push(await createSmartAccount(url, { version, owner: 1 + i, salt: BigInt(i) }))
   }
   const registry = await deployContract(url, BuilderCodes)
-  for (const account of [EIP7702_OWNER, REGISTRY_OWNER]) await node.setBalance({ address: anvilAccount(account).address, value: FUNDING_WEI })
+  for (const account of [EIP7702_OWNER, REGISTRY_OWNER])
+    await node.setBalance({ address: anvilAccount(account).address, value: FUNDING_WEI })
   accounts['0.8'][EIP7702_ACCOUNT] = await createEip7702Account(url, { owner: EIP7702_OWNER })
   await node.setAutomine(false)
   // A chain change through the devnet makes it pick up the head the deployments left (`base` stamps the next block after it).
@@ -89,9 +114,14 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
       const { version, ops } = plan.bundle
       const userOps = ops.map((op) => ({
         account: accounts[version][op.account]!,
-        callData: concat([encodeExecute({ to: emitters[op.emitter]!, data: encodeEmitMany(op.logs, nextSeq(op.logs), '0x') }), suffixFor(op.suffix) ?? '0x']),
+        callData: concat([
+          encodeExecute({ to: emitters[op.emitter]!, data: encodeEmitMany(op.logs, nextSeq(op.logs), '0x') }),
+          suffixFor(op.suffix) ?? '0x',
+        ]),
       }))
-      sent.push(await sendHandleOps(url, { version, ops: userOps, beneficiary: anvilAccount(BUNDLER).address, bundler: BUNDLER, wait: false }))
+      sent.push(
+        await sendHandleOps(url, { version, ops: userOps, beneficiary: anvilAccount(BUNDLER).address, bundler: BUNDLER, wait: false }),
+      )
     }
     if (plan.pendingMs > 0) await sleep(plan.pendingMs)
     const mined = await devnet.mine()
@@ -142,7 +172,14 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
     const replacements = await reincluded(fork, depth, action)
     let nonce = await node.getTransactionCount({ address: anvilAccount(REPLACER).address, blockNumber: BigInt(fork) })
     for (const r of action.replacements) {
-      const transaction = await attributedCall(url, { from: REPLACER, emitter: emitters[r.emitter]!, logs: r.logs, seq: nextSeq(r.logs), code: 'bc_sim_reorg', nonce: nonce++ })
+      const transaction = await attributedCall(url, {
+        from: REPLACER,
+        emitter: emitters[r.emitter]!,
+        logs: r.logs,
+        seq: nextSeq(r.logs),
+        code: 'bc_sim_reorg',
+        nonce: nonce++,
+      })
       replacements.push({ transaction, blockOffset: Math.min(r.offset, depth - 1) })
     }
     await beforeReorg(fork, top)
@@ -156,13 +193,26 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
    */
   async function pendingChurn(action: Extract<Action, { type: 'pending' }>): Promise<string> {
     const emitter = emitters[action.emitter]!
-    const raw = await attributedCall(url, { from: PENDING_SENDER, emitter, logs: action.logs, seq: nextSeq(action.logs), code: `bc_sim_${action.kind}` })
+    const raw = await attributedCall(url, {
+      from: PENDING_SENDER,
+      emitter,
+      logs: action.logs,
+      seq: nextSeq(action.logs),
+      code: `bc_sim_${action.kind}`,
+    })
     const hash = await client.sendRawTransaction({ serializedTransaction: raw })
     await sleep(SEEN_PENDING_MS)
     await devnet.dropTransaction(hash)
     const announced = await devnet.mine()
     if (action.kind === 'dropped') return `${hash} announced for block ${announced.number}, dropped`
-    const overtaker = await attributedCall(url, { from: OVERTAKER, emitter, logs: 2, seq: nextSeq(2), code: 'bc_sim_overtaker', tipGwei: 5n })
+    const overtaker = await attributedCall(url, {
+      from: OVERTAKER,
+      emitter,
+      logs: 2,
+      seq: nextSeq(2),
+      code: 'bc_sim_overtaker',
+      tipGwei: 5n,
+    })
     await client.sendRawTransaction({ serializedTransaction: raw })
     await client.sendRawTransaction({ serializedTransaction: overtaker })
     await sleep(SEEN_PENDING_MS)
@@ -189,9 +239,15 @@ export async function createSimChain(devnet: Devnet, emitterCount: number, log: 
           : encodeFunctionData({
               abi: BuilderCodes.abi,
               functionName: 'transferFrom',
-              args: [owner, otherAddress(n), await node.readContract({ address: registry, abi: BuilderCodes.abi, functionName: 'toTokenId', args: [code] })],
+              args: [
+                owner,
+                otherAddress(n),
+                await node.readContract({ address: registry, abi: BuilderCodes.abi, functionName: 'toTokenId', args: [code] }),
+              ],
             })
-    const hash = await client.sendRawTransaction({ serializedTransaction: await rawSignedTx(url, { from: sender, to: registry, data, gas: REGISTRY_GAS }) })
+    const hash = await client.sendRawTransaction({
+      serializedTransaction: await rawSignedTx(url, { from: sender, to: registry, data, gas: REGISTRY_GAS }),
+    })
     const mined = await devnet.mine()
     const receipt = await node.getTransactionReceipt({ hash })
     return `${action.call} ${code} in block ${mined.number}: ${receipt.status}`

@@ -105,7 +105,9 @@ export function createSupervisor(log: (line: string) => void) {
     },
     /** The last part of what each unfinished backfill has printed, for a report that it never finished. */
     unfinishedOutput: () =>
-      [...managed.values()].filter((m) => m.name.startsWith('backfill') && !m.done).map((m) => `${m.name}: ${m.current.output().slice(-OUTPUT_TAIL_CHARS).trim()}`),
+      [...managed.values()]
+        .filter((m) => m.name.startsWith('backfill') && !m.done)
+        .map((m) => `${m.name}: ${m.current.output().slice(-OUTPUT_TAIL_CHARS).trim()}`),
     backfillsDone: () => [...managed.values()].filter((m) => m.name.startsWith('backfill')).every((m) => m.done),
     restarts: () => Object.fromEntries([...managed.values()].map((m) => [m.name, m.restarts])),
     async stopAll() {

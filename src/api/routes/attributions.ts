@@ -124,7 +124,10 @@ const roleCounts = z
       pending: z.number().int(),
     }),
   )
-  .meta({ description: 'The attributions split by the role the code held (a code in two roles of one suffix counts in each); only roles with rows.' })
+  .meta({
+    description:
+      'The attributions split by the role the code held (a code in two roles of one suffix counts in each); only roles with rows.',
+  })
 
 /** What the BuilderCodes registry says of a code; shared with the code page. */
 export const registryRecord = z
@@ -136,7 +139,11 @@ export const registryRecord = z
     registeredAt: isoTime,
   })
   .nullable()
-  .meta({ id: 'RegistryCode', description: 'The code on the BuilderCodes registry (BUILDER_CODES_REGISTRY), as its logs that are not removed say; null when not there.' })
+  .meta({
+    id: 'RegistryCode',
+    description:
+      'The code on the BuilderCodes registry (BUILDER_CODES_REGISTRY), as its logs that are not removed say; null when not there.',
+  })
 
 const builderCodeStatsAnswer = z
   .object({
@@ -147,7 +154,9 @@ const builderCodeStatsAnswer = z
     since: isoTime.meta({ description: 'Start of the first bucket: the requested since rounded down.' }),
     until: isoTime.meta({ description: 'End of the last bucket (exclusive): the requested until rounded up.' }),
     total: z.object({ ...statsCounts.shape, roles: roleCounts }),
-    buckets: z.array(z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape, roles: roleCounts })),
+    buckets: z.array(
+      z.object({ start: isoTime.meta({ description: 'Start of the UTC hour or day.' }), ...statsCounts.shape, roles: roleCounts }),
+    ),
   })
   .meta({ id: 'BuilderCodeStats' })
 
@@ -169,7 +178,11 @@ function bucketRange(interval: StatsInterval, query: { since?: Date; until?: Dat
   checkRange(requestedSince.getTime(), requestedUntil.getTime(), 'since', 'until')
   const range = roundToBuckets(interval, requestedSince, requestedUntil)
   if ((range.until.getTime() - range.since.getTime()) / INTERVAL_MS[interval] > MAX_STATS_BUCKETS)
-    throw new ApiError(400, 'range_too_large', `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`)
+    throw new ApiError(
+      400,
+      'range_too_large',
+      `since to until spans more than ${MAX_STATS_BUCKETS} ${interval}s; narrow it or use a larger interval.`,
+    )
   return range
 }
 
@@ -187,7 +200,10 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
     sender: row.sender,
     builderCode: row.builder_code,
     role: row.role === '' ? null : (row.role as (typeof ATTRIBUTION_ROLES)[number]),
-    registry: row.registry_address !== null && row.registry_chain_id !== null ? { address: row.registry_address, chainId: row.registry_chain_id } : null,
+    registry:
+      row.registry_address !== null && row.registry_chain_id !== null
+        ? { address: row.registry_address, chainId: row.registry_chain_id }
+        : null,
     walletAddress: row.wallet_address,
     schemaId: row.schema_id,
     codes: row.codes,
@@ -224,7 +240,10 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           since: timestamp.optional().meta({ description: 'Block time at or after (ISO 8601).' }),
           until: timestamp.optional().meta({ description: 'Block time before (ISO 8601).' }),
           status: statuses.optional(),
-          role: z.enum(ATTRIBUTION_ROLES, 'must be app, wallet or service').optional().meta({ description: 'Only codes in this schema-2 role.' }),
+          role: z
+            .enum(ATTRIBUTION_ROLES, 'must be app, wallet or service')
+            .optional()
+            .meta({ description: 'Only codes in this schema-2 role.' }),
           includeRemoved: includeRemoved.optional(),
           limit: limit.optional(),
           cursor: attributionCursor.optional(),
@@ -254,7 +273,11 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       })
       const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null, coverage: coverageOf(repairs) }
+      return {
+        items: rows.map(toItem),
+        nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null,
+        coverage: coverageOf(repairs),
+      }
     },
   )
 
@@ -285,7 +308,13 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       const chainId = requestedChain(served, request.query.chainId)
       const interval = request.query.interval ?? 'day'
       const { since, until } = bucketRange(interval, request.query, DEFAULT_STATS_SPAN_MS[interval])
-      const { stats, roles, walletAddress, registry } = await builderCodeStatsReport(db, { chainId, builderCode: code, interval, since, until })
+      const { stats, roles, walletAddress, registry } = await builderCodeStatsReport(db, {
+        chainId,
+        builderCode: code,
+        interval,
+        since,
+        until,
+      })
       return {
         builderCode: code,
         walletAddress,
@@ -314,7 +343,12 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           `Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's ` +
           `counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit ${DEFAULT_LEADERBOARD_LIMIT}. ` +
           `One ranking answers every request for the same range and limit for ${LEADERBOARD_CACHE_MS / 1000} s.`,
-        querystring: z.strictObject({ chainId: chainIdParam.optional(), since: timestamp.optional(), until: timestamp.optional(), limit: limit.optional() }),
+        querystring: z.strictObject({
+          chainId: chainIdParam.optional(),
+          since: timestamp.optional(),
+          until: timestamp.optional(),
+          limit: limit.optional(),
+        }),
         response: { 200: leaderboardAnswer, ...errorResponses(400, 429, 503) },
       },
     },
@@ -322,7 +356,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       const { since, until } = bucketRange('hour', request.query, DEFAULT_LEADERBOARD_SPAN_MS)
       const limit = request.query.limit ?? DEFAULT_LEADERBOARD_LIMIT
       const chainId = requestedChain(served, request.query.chainId)
-      const items = await leaderboards.forceFetch(`${chainId}-${since.getTime()}-${until.getTime()}-${limit}`, { context: { chainId, since, until, limit } })
+      const items = await leaderboards.forceFetch(`${chainId}-${since.getTime()}-${until.getTime()}-${limit}`, {
+        context: { chainId, since, until, limit },
+      })
       return { since: since.toISOString(), until: until.toISOString(), items }
     },
   )

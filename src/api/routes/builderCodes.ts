@@ -47,9 +47,13 @@ const knownCode = z
     builderCode: builderCode,
     registered: z.literal(true).meta({ description: 'Known from at least one source.' }),
     source: z.enum(['registry', 'api', 'local']).meta({
-      description: 'registry: on the BuilderCodes registry (wins when several know it); api: issued by BUILDER_API_URL; local: derived here.',
+      description:
+        'registry: on the BuilderCodes registry (wins when several know it); api: issued by BUILDER_API_URL; local: derived here.',
     }),
-    walletAddress: z.string().nullable().meta({ description: 'Wallet the code was issued to through the registration API; null for a code known only on-chain.' }),
+    walletAddress: z
+      .string()
+      .nullable()
+      .meta({ description: 'Wallet the code was issued to through the registration API; null for a code known only on-chain.' }),
     createdAt: isoTime.nullable().meta({ description: 'When the code was issued through the API; null for a code known only on-chain.' }),
     registry: registryRecord,
   })
@@ -57,15 +61,20 @@ const knownCode = z
 
 /** Both spellings Base's docs use (`walletAddress`, `wallet_address`), read as `walletAddress`, so its errors are the same. */
 const registrationBody = z.preprocess((body) => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('wallet_address' in body) || 'walletAddress' in body) return body
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('wallet_address' in body) || 'walletAddress' in body)
+    return body
   const { wallet_address: address, ...rest } = body as Record<string, unknown>
   return { walletAddress: address, ...rest }
 }, z.strictObject({ walletAddress }))
 
 /** `POST /v1/agents/builder-codes`, `GET /v1/agents/builder-codes/{walletAddress}` and `GET /v1/builder-codes/{code}`. */
-export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, primaryDb, chainId, rpc, registrar, registrationRateLimit }) => {
+export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (
+  app,
+  { db, primaryDb, chainId, rpc, registrar, registrationRateLimit },
+) => {
   // A replica may not have replayed a registration made just now: a miss there is asked of the primary.
-  const readOwnWrite = async <T>(read: (from: Database) => Promise<T | null | undefined>) => (await read(db)) ?? (db === primaryDb ? null : await read(primaryDb))
+  const readOwnWrite = async <T>(read: (from: Database) => Promise<T | null | undefined>) =>
+    (await read(db)) ?? (db === primaryDb ? null : await read(primaryDb))
 
   app.post(
     '/v1/agents/builder-codes',
@@ -107,9 +116,7 @@ export const builderCodeRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         countWalletAttributions(db, { chainId, walletAddress: wallet, builderCode: record.builderCode }),
         Promise.all(
           (['latest', 'pending'] as const).map((tag) =>
-            rpc
-              ? getTransactionCount(rpc, wallet, tag, { timeoutMs: NONCE_TIMEOUT_MS }).catch(() => null)
-              : null,
+            rpc ? getTransactionCount(rpc, wallet, tag, { timeoutMs: NONCE_TIMEOUT_MS }).catch(() => null) : null,
           ),
         ),
       ])

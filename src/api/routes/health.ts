@@ -27,11 +27,18 @@ const check = z.object({
 })
 
 const chainFacts = {
-  blockTimeMs: z.number().int().nullable().meta({ description: 'Milliseconds between blocks, as last measured from the node (null before the first probe).' }),
+  blockTimeMs: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: 'Milliseconds between blocks, as last measured from the node (null before the first probe).' }),
   preconfirmations: z
     .object({ enabled: z.boolean(), source: z.enum(['probe', 'config']) })
     .nullable()
-    .meta({ description: "Whether the chain pre-confirms through `pending` (the node's probe, or PRECONFIRMATIONS); when not, no pending rows are written." }),
+    .meta({
+      description:
+        "Whether the chain pre-confirms through `pending` (the node's probe, or PRECONFIRMATIONS); when not, no pending rows are written.",
+    }),
 }
 
 const readiness = z
@@ -53,7 +60,11 @@ const readiness = z
 const status = z
   .object({
     chainId: z.number().int(),
-    headBlock: z.number().int().nullable().meta({ description: "The node's latest block (as the follower last saw it when the node does not answer)." }),
+    headBlock: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "The node's latest block (as the follower last saw it when the node does not answer)." }),
     indexedBlock: z.number().int().nullable().meta({ description: 'The last block the live follower stored.' }),
     indexedAt: isoTime.nullable().meta({ description: 'Block time of indexedBlock.' }),
     finalizedBlock: z.number().int().nullable(),
@@ -62,23 +73,36 @@ const status = z
     pendingLogsPerSecond: z
       .number()
       .nullable()
-      .meta({ description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.` }),
+      .meta({
+        description: `Pre-confirmed logs first stored in the last ${PENDING_RATE_WINDOW_SECONDS} s, per second; null on a chain without pre-confirmations.`,
+      }),
     reorgsLastHour: z.number().int(),
-    gasUsedMissing: z
-      .number()
-      .int()
-      .meta({ description: "Attributed, confirmed transactions whose gas used is not filled yet: range jobs leave it to a follow-up job, so a backfill's tail shows here until its receipts are read." }),
+    gasUsedMissing: z.number().int().meta({
+      description:
+        "Attributed, confirmed transactions whose gas used is not filled yet: range jobs leave it to a follow-up job, so a backfill's tail shows here until its receipts are read.",
+    }),
     retention: z
       .object({
-        logsDays: z.number().int().nullable().meta({ description: 'RETENTION_LOGS_DAYS: finalized raw logs and unattributed transactions older than this are deleted; null keeps everything.' }),
+        logsDays: z.number().int().nullable().meta({
+          description:
+            'RETENTION_LOGS_DAYS: finalized raw logs and unattributed transactions older than this are deleted; null keeps everything.',
+        }),
         logsSince: isoTime.nullable().meta({ description: 'Block time of the oldest log kept; null while none is stored.' }),
       })
-      .meta({ description: 'What is kept of raw history. Attributions, their transactions, the rollups and the registry logs are always kept.' }),
+      .meta({
+        description: 'What is kept of raw history. Attributions, their transactions, the rollups and the registry logs are always kept.',
+      }),
     ...chainFacts,
     readReplica: z
       .object({
-        state: z.enum(['serving', 'lagging', 'down']).meta({ description: 'serving: reads go to the replica; lagging or down: to the primary until it catches up.' }),
-        lagMs: z.number().int().nullable().meta({ description: 'How far the replica trails the primary, in ms; null while it cannot be measured.' }),
+        state: z
+          .enum(['serving', 'lagging', 'down'])
+          .meta({ description: 'serving: reads go to the replica; lagging or down: to the primary until it catches up.' }),
+        lagMs: z
+          .number()
+          .int()
+          .nullable()
+          .meta({ description: 'How far the replica trails the primary, in ms; null while it cannot be measured.' }),
         maxLagMs: z.number().int().meta({ description: 'READ_MAX_LAG_MS: beyond this the replica is bypassed.' }),
         checkedAt: isoTime.nullable(),
       })
@@ -88,7 +112,10 @@ const status = z
       .array(
         z.object({
           chainId: z.number().int(),
-          name: z.string().nullable().meta({ description: "The chain's name in the config file; null for a chain configured through the environment." }),
+          name: z
+            .string()
+            .nullable()
+            .meta({ description: "The chain's name in the config file; null for a chain configured through the environment." }),
           headBlock: z.number().int().nullable(),
           indexedBlock: z.number().int().nullable(),
           finalizedBlock: z.number().int().nullable(),
@@ -98,7 +125,6 @@ const status = z
       .meta({ description: 'Every chain this deployment indexes, as its head follower last saw it (analytics.chains).' }),
   })
   .meta({ id: 'SyncStatus' })
-
 
 /** How far the index trails the node, when both are known. */
 function lag(head: Head | null, indexed: { block: number | null; timestamp: Date | null }) {
@@ -113,7 +139,10 @@ function readReplica({ state, lagMs, maxLagMs, checkedAt }: ReplicaStatus) {
 }
 
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
-export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { db, chainId, chainIds, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays }) => {
+export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (
+  app,
+  { db, chainId, chainIds, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays },
+) => {
   const exempt = { rateLimit: false } as const
   const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
 
@@ -176,7 +205,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (app, { 
         tags: ['operations'],
         summary: "The chain head, the index's position and finality, sync lag, pending log rate and recent reorgs",
         description:
-          "Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old. chainId picks another chain than the first configured one (its head as its follower last saw it); chains lists every chain.",
+          'Cheap enough to poll: what the dashboard overview shows, from a snapshot at most a few seconds old. chainId picks another chain than the first configured one (its head as its follower last saw it); chains lists every chain.',
         querystring: z.strictObject({ chainId: chainIdParam.optional() }),
         response: { 200: status, ...errorResponses(429, 503) },
       },

@@ -141,7 +141,11 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ..
       })
       const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
-      return { items: rows.map(toItem), nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null, coverage: coverageOf(repairs) }
+      return {
+        items: rows.map(toItem),
+        nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null,
+        coverage: coverageOf(repairs),
+      }
     },
   )
 }

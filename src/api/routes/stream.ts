@@ -46,7 +46,12 @@ export const streamRoutes: FastifyPluginAsyncZod<{ stream: EventStream }> = asyn
       },
     },
     async (request, reply) => {
-      if (stream.full()) throw new ApiError(503, 'stream_full', `The stream serves at most ${stream.maxClients} clients (STREAM_MAX_CLIENTS); try again later.`)
+      if (stream.full())
+        throw new ApiError(
+          503,
+          'stream_full',
+          `The stream serves at most ${stream.maxClients} clients (STREAM_MAX_CLIENTS); try again later.`,
+        )
       const q = request.query
       const after = request.headers['last-event-id'] ?? q.lastEventId
       const closed = new AbortController()

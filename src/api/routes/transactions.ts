@@ -17,13 +17,19 @@ const suffix = z
       })
       .nullable()
       .meta({ description: 'Schema 1: the custom code registry.' }),
-    cbor: z.record(z.string(), z.unknown()).nullable().meta({ description: 'Schema 2: every CBOR field (app, wallet, service codes, registries, metadata).' }),
+    cbor: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({ description: 'Schema 2: every CBOR field (app, wallet, service codes, registries, metadata).' }),
     malformedReason: z.string().nullable().meta({ description: 'Why the suffix could not be read; null when it was.' }),
   })
   .meta({ id: 'Erc8021Suffix' })
 
 const match = z.object({
-  userOpHash: z.string().nullable().meta({ description: 'The user operation whose callData carried the code; null for the transaction itself.' }),
+  userOpHash: z
+    .string()
+    .nullable()
+    .meta({ description: 'The user operation whose callData carried the code; null for the transaction itself.' }),
   sender: z.string(),
   builderCode: z.string(),
   walletAddress: z.string().nullable().meta({ description: 'Wallet that registered the code here; null when not registered here.' }),
@@ -89,19 +95,18 @@ export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         userOperations: tx.userOperations,
         status: tx.status,
         removed: tx.removed,
-        suffix:
-          tx.hasSuffix
-            ? {
-                schemaId: tx.schemaId,
-                codes: tx.codes ?? [],
-                registry:
-                  tx.registryAddress !== null && tx.registryChainId !== null
-                    ? { address: tx.registryAddress, chainId: tx.registryChainId, verified: tx.registryVerified }
-                    : null,
-                cbor: (tx.cbor as Record<string, unknown> | null) ?? null,
-                malformedReason: tx.malformedReason,
-              }
-            : null,
+        suffix: tx.hasSuffix
+          ? {
+              schemaId: tx.schemaId,
+              codes: tx.codes ?? [],
+              registry:
+                tx.registryAddress !== null && tx.registryChainId !== null
+                  ? { address: tx.registryAddress, chainId: tx.registryChainId, verified: tx.registryVerified }
+                  : null,
+              cbor: (tx.cbor as Record<string, unknown> | null) ?? null,
+              malformedReason: tx.malformedReason,
+            }
+          : null,
         attributions: matches.map((m) => ({
           userOpHash: m.userOpHash === '' ? null : m.userOpHash,
           sender: m.sender,

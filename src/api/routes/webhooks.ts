@@ -52,7 +52,9 @@ const subscriptionBody = z.strictObject({
   builderCodes: array(builderCode, 'builder code').optional(),
   walletAddresses: array(walletAddress, 'wallet address').optional(),
   roles: array(z.enum(ROLES, `must be one of ${ROLES.join(', ')}`), 'role').optional(),
-  chainIds: array(z.number().int().positive('must be a chain id'), 'chain id').optional().meta({ description: 'Only events of these chains. Default: every chain.' }),
+  chainIds: array(z.number().int().positive('must be a chain id'), 'chain id')
+    .optional()
+    .meta({ description: 'Only events of these chains. Default: every chain.' }),
 })
 
 const subscriptionAnswer = z
@@ -110,7 +112,10 @@ const DEFAULT_OVERLAP_SECONDS = 24 * 3_600
 const MAX_OVERLAP_SECONDS = 7 * 24 * 3_600
 
 /** Webhook subscriptions, served only with `ADMIN_TOKEN` and only to its bearer. */
-export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, { pool, adminToken, queue, allowPrivate = false, secretsKey }) => {
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (
+  app,
+  { pool, adminToken, queue, allowPrivate = false, secretsKey },
+) => {
   app.addHook('onRequest', requireBearerToken(adminToken))
   const targets = webhookTargets({ allowPrivate })
   const found = async (id: string) => {
@@ -182,7 +187,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     },
     async (request) => {
       const secret = newWebhookSecret()
-      const until = await rotateSecret(pool, request.params.id, sealSecret(secretsKey, secret), (request.body?.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS) * 1000)
+      const until = await rotateSecret(
+        pool,
+        request.params.id,
+        sealSecret(secretsKey, secret),
+        (request.body?.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS) * 1000,
+      )
       if (!until) throw new ApiError(404, 'webhook_not_found', `There is no webhook ${request.params.id}.`)
       return { secret, previousSecretExpiresAt: until.toISOString() }
     },
@@ -190,21 +200,48 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
 
   app.get(
     '/v1/webhooks',
-    { schema: { tags, security, operationId: 'listWebhooks', summary: 'Every webhook subscription', response: { 200: z.object({ items: z.array(subscriptionAnswer) }), ...errorResponses(429) } } },
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'listWebhooks',
+        summary: 'Every webhook subscription',
+        response: { 200: z.object({ items: z.array(subscriptionAnswer) }), ...errorResponses(429) },
+      },
+    },
     async () => ({ items: (await listSubscriptions(pool)).map(toAnswer) }),
   )
 
   app.get(
     '/v1/webhooks/:id',
-    { schema: { tags, security, operationId: 'getWebhook', summary: 'One webhook subscription', params: subscriptionId, response: { 200: subscriptionAnswer, ...errorResponses(400, 404, 429) } } },
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'getWebhook',
+        summary: 'One webhook subscription',
+        params: subscriptionId,
+        response: { 200: subscriptionAnswer, ...errorResponses(400, 404, 429) },
+      },
+    },
     async (request) => toAnswer(await found(request.params.id)),
   )
 
   app.delete(
     '/v1/webhooks/:id',
-    { schema: { tags, security, operationId: 'deleteWebhook', summary: 'Delete a webhook subscription and its delivery log', params: subscriptionId, response: { 204: z.null(), ...errorResponses(400, 404, 429) } } },
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteWebhook',
+        summary: 'Delete a webhook subscription and its delivery log',
+        params: subscriptionId,
+        response: { 204: z.null(), ...errorResponses(400, 404, 429) },
+      },
+    },
     async (request, reply) => {
-      if (!(await deleteSubscription(pool, request.params.id))) throw new ApiError(404, 'webhook_not_found', `There is no webhook ${request.params.id}.`)
+      if (!(await deleteSubscription(pool, request.params.id)))
+        throw new ApiError(404, 'webhook_not_found', `There is no webhook ${request.params.id}.`)
       return reply.code(204).send(null)
     },
   )
@@ -262,7 +299,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
           `Enables a disabled subscription again and queues every matching event from fromEventId that the dispatcher has handed out, ` +
           `at most ${MAX_REDELIVER} per call; later ones follow as usual. Go on from nextFromEventId when it is not null.`,
         params: subscriptionId,
-        body: z.strictObject({ fromEventId: z.union([z.string().regex(/^[0-9]{1,15}$/), z.number().int().min(0)], 'must be an event id').transform(Number) }),
+        body: z.strictObject({
+          fromEventId: z.union([z.string().regex(/^[0-9]{1,15}$/), z.number().int().min(0)], 'must be an event id').transform(Number),
+        }),
         response: {
           202: z.object({ queued: z.number().int(), nextFromEventId: z.string().nullable() }),
           ...errorResponses(400, 404, 415, 429),

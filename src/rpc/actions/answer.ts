@@ -19,7 +19,8 @@ export const isHash = (value: unknown): value is string => typeof value === 'str
 export const isAddress = (value: unknown): value is string => typeof value === 'string' && ADDRESS.test(value)
 /** Hex data of any length; only its prefix is looked at, so a large input costs nothing to check. */
 export const isData = (value: unknown): value is string => typeof value === 'string' && value.startsWith('0x')
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** A hex quantity as a number, else the answer is malformed. */
 export function quantity(method: string, field: string, value: unknown): number {

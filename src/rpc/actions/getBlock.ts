@@ -50,7 +50,8 @@ export function parseBlockHeader(answer: unknown, method = METHOD): BlockHeader 
   if (!isObject(answer)) return malformed(method, `${typeof answer}, not a block`)
   const { hash, parentHash, timestampMs, logsBloom, transactions } = answer
   if (!isHash(hash) || !isHash(parentHash)) return malformed(method, `a block without a hash or a parent hash`)
-  if (timestampMs != null && typeof timestampMs !== 'number' && typeof timestampMs !== 'string') return malformed(method, `timestampMs ${JSON.stringify(timestampMs)}`)
+  if (timestampMs != null && typeof timestampMs !== 'number' && typeof timestampMs !== 'string')
+    return malformed(method, `timestampMs ${JSON.stringify(timestampMs)}`)
   if (logsBloom !== undefined && typeof logsBloom !== 'string') return malformed(method, `logsBloom ${JSON.stringify(logsBloom)}`)
   return {
     number: quantity(method, 'number', answer.number),
@@ -69,7 +70,8 @@ export function parseBlockWithTransactions(answer: unknown): BlockWithTransactio
   if (!header) return null
   const { transactions } = answer as { transactions?: unknown }
   if (!Array.isArray(transactions)) return malformed(METHOD, `block ${header.number} without its transactions`)
-  for (const transaction of transactions) if (!parseTransaction(transaction, METHOD)) malformed(METHOD, `a null transaction in block ${header.number}`)
+  for (const transaction of transactions)
+    if (!parseTransaction(transaction, METHOD)) malformed(METHOD, `a null transaction in block ${header.number}`)
   return { ...header, transactions: transactions as Transaction[] }
 }
 
@@ -86,7 +88,11 @@ export function parsePendingBlockNumber(answer: unknown): number | null {
  * @example
  * const safe = await getBlock(client, 'safe', { timeoutMs: 2_000 })
  */
-export async function getBlock(client: Pick<RpcClient, 'request'>, block: number | BlockTag, options?: RpcRequestOptions): Promise<BlockHeader | null> {
+export async function getBlock(
+  client: Pick<RpcClient, 'request'>,
+  block: number | BlockTag,
+  options?: RpcRequestOptions,
+): Promise<BlockHeader | null> {
   const { method, params } = getBlockRequest(block)
   return parseBlockHeader(await client.request(method, params, options))
 }
@@ -97,7 +103,10 @@ export async function getBlock(client: Pick<RpcClient, 'request'>, block: number
  * @example
  * const newest = await getBlockWithTransactions(client, 'latest')
  */
-export async function getBlockWithTransactions(client: Pick<RpcClient, 'request'>, block: number | BlockTag): Promise<BlockWithTransactions | null> {
+export async function getBlockWithTransactions(
+  client: Pick<RpcClient, 'request'>,
+  block: number | BlockTag,
+): Promise<BlockWithTransactions | null> {
   const { method, params } = getBlockRequest(block, { includeTransactions: true })
   return parseBlockWithTransactions(await client.request(method, params))
 }
@@ -130,7 +139,10 @@ export function getBlockHeaders(client: Pick<RpcClient, 'batch'>, numbers: reado
  * @example
  * const blocks = await getBlocksWithTransactions(client, [100, 101])
  */
-export async function getBlocksWithTransactions(client: Pick<RpcClient, 'batch'>, numbers: readonly number[]): Promise<(BlockWithTransactions | null)[]> {
+export async function getBlocksWithTransactions(
+  client: Pick<RpcClient, 'batch'>,
+  numbers: readonly number[],
+): Promise<(BlockWithTransactions | null)[]> {
   return (await client.batch(numbers.map((n) => getBlockRequest(n, { includeTransactions: true })))).map(parseBlockWithTransactions)
 }
 

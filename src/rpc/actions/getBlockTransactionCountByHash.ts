@@ -10,7 +10,10 @@ const METHOD = 'eth_getBlockTransactionCountByHash'
  * @example
  * const [count] = await getBlockTransactionCounts(client, [blockHash])
  */
-export async function getBlockTransactionCounts(client: Pick<RpcClient, 'batch'>, blockHashes: readonly string[]): Promise<(number | null)[]> {
+export async function getBlockTransactionCounts(
+  client: Pick<RpcClient, 'batch'>,
+  blockHashes: readonly string[],
+): Promise<(number | null)[]> {
   const answers = await client.batch(blockHashes.map((blockHash) => ({ method: METHOD, params: [blockHash] })))
   return answers.map((answer) => (answer == null ? null : quantity(METHOD, 'count', answer)))
 }

@@ -11,7 +11,6 @@ import { verifyLogsRequested } from '../verify.js'
 import { malformed } from './answer.js'
 import { getBlockRequest } from './getBlock.js'
 
-
 export const DEFAULT_GET_LOGS_RETRY: GetLogsRetryPolicy = {
   maxRetries: 4,
   maxBackoffs: 8,
@@ -85,7 +84,14 @@ export type LogsRequest = {
 export function getLogsRequest({ fromBlock, toBlock, address, topics }: LogsRequest): RpcCall {
   return {
     method: 'eth_getLogs',
-    params: [{ fromBlock: hexTag(fromBlock), toBlock: hexTag(toBlock), ...(address === undefined ? {} : { address }), ...(topics === undefined ? {} : { topics }) }],
+    params: [
+      {
+        fromBlock: hexTag(fromBlock),
+        toBlock: hexTag(toBlock),
+        ...(address === undefined ? {} : { address }),
+        ...(topics === undefined ? {} : { topics }),
+      },
+    ],
   }
 }
 
@@ -126,10 +132,20 @@ export class GetLogsError extends CodetrailError {
   /** The node's own words, from the cause. */
   readonly details: string
 
-  constructor(args: { fromBlock: BlockTag; toBlock: BlockTag; attempts: number; reason: RpcErrorAction; retryable: boolean; cause: unknown }) {
-    super(`eth_getLogs failed for blocks ${args.fromBlock}..${args.toBlock} after ${args.attempts} attempts (${args.reason.kind}: ${args.reason.pattern})`, {
-      cause: args.cause,
-    })
+  constructor(args: {
+    fromBlock: BlockTag
+    toBlock: BlockTag
+    attempts: number
+    reason: RpcErrorAction
+    retryable: boolean
+    cause: unknown
+  }) {
+    super(
+      `eth_getLogs failed for blocks ${args.fromBlock}..${args.toBlock} after ${args.attempts} attempts (${args.reason.kind}: ${args.reason.pattern})`,
+      {
+        cause: args.cause,
+      },
+    )
     this.fromBlock = args.fromBlock
     this.toBlock = args.toBlock
     this.attempts = args.attempts
@@ -158,11 +174,16 @@ type Outcome = { logs: RpcLog[] } | { parts: Interval[]; reason: RpcErrorAction 
  * @example
  * const logs = await getLogs(client, { fromBlock: 1_000, toBlock: 1_999, address, maxBlocks: 1_000 })
  */
-export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'logger'>, parameters: GetLogsParameters, hooks: GetLogsHooks = {}): Promise<GetLogsReturnType> {
+export async function getLogs(
+  client: Pick<RpcClient, 'request' | 'batch' | 'logger'>,
+  parameters: GetLogsParameters,
+  hooks: GetLogsHooks = {},
+): Promise<GetLogsReturnType> {
   const { maxBlocks, concurrency = 1, signal } = parameters
   if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1 || maxBlocks > MAX_BLOCKS_PER_REQUEST)
     throw new RangeError(`maxBlocks must be an integer from 1 to ${MAX_BLOCKS_PER_REQUEST}, got ${maxBlocks}`)
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`)
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+    throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`)
   signal?.throwIfAborted()
   const policy = { ...DEFAULT_GET_LOGS_RETRY, ...parameters.retry }
   const { logger } = client
@@ -179,20 +200,31 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
    * (load-balanced endpoints) may answer a range past its head with fewer logs and no error; it has no such header.
    */
   async function logsFromNodeAt(fromBlock: BlockTag, toBlock: number, runSignal: AbortSignal | undefined): Promise<unknown> {
-    const [logs, last] = await client.batch<unknown>([getLogsRequest(request(fromBlock, toBlock)), getBlockRequest(toBlock)], { signal: runSignal })
+    const [logs, last] = await client.batch<unknown>([getLogsRequest(request(fromBlock, toBlock)), getBlockRequest(toBlock)], {
+      signal: runSignal,
+    })
     // Only whether the node has the block matters here, not what it says of it.
     if (last === null) throw new NodeBehindError(toBlock)
     return logs
   }
 
   /** Asks for one range until it answers, must be narrowed, or fails for good. */
-  async function fetchRange(fromBlock: BlockTag, toBlock: BlockTag, runSignal: AbortSignal | undefined, narrow: (reason: RpcErrorAction) => Interval[] | undefined): Promise<Outcome> {
+  async function fetchRange(
+    fromBlock: BlockTag,
+    toBlock: BlockTag,
+    runSignal: AbortSignal | undefined,
+    narrow: (reason: RpcErrorAction) => Interval[] | undefined,
+  ): Promise<Outcome> {
     let attempts = 0
     let retries = 0
     let backoffs = 0
-    const fail = (reason: RpcErrorAction, retryable: boolean, cause: unknown) => new GetLogsError({ fromBlock, toBlock, attempts, reason, retryable, cause })
+    const fail = (reason: RpcErrorAction, retryable: boolean, cause: unknown) =>
+      new GetLogsError({ fromBlock, toBlock, attempts, reason, retryable, cause })
     const wait = async (attempt: number, delayMs: number, reason: RpcErrorAction) => {
-      logger.debug({ from_block: fromBlock, to_block: toBlock, attempt, delay_ms: delayMs, reason: reason.kind, pattern: reason.pattern }, 'eth_getLogs waiting to ask again')
+      logger.debug(
+        { from_block: fromBlock, to_block: toBlock, attempt, delay_ms: delayMs, reason: reason.kind, pattern: reason.pattern },
+        'eth_getLogs waiting to ask again',
+      )
       hooks.onBackoff?.({ fromBlock, toBlock, attempt, delayMs, reason })
       await sleep(delayMs, undefined, { signal: runSignal })
     }
@@ -202,7 +234,10 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
       try {
         const asked = request(fromBlock, toBlock)
         const alone = getLogsRequest(asked)
-        const answer = typeof toBlock === 'number' ? await logsFromNodeAt(fromBlock, toBlock, runSignal) : await client.request(alone.method, alone.params, { signal: runSignal })
+        const answer =
+          typeof toBlock === 'number'
+            ? await logsFromNodeAt(fromBlock, toBlock, runSignal)
+            : await client.request(alone.method, alone.params, { signal: runSignal })
         const logs = parseLogs(answer, asked)
         hooks.onRange?.({ fromBlock, toBlock, logs: logs.length, durationMs: performance.now() - started })
         return { logs }
@@ -262,7 +297,10 @@ export async function getLogs(client: Pick<RpcClient, 'request' | 'batch' | 'log
         return
       }
       const { parts, reason } = outcome
-      logger.debug({ from_block: interval[0], to_block: interval[1], parts: parts.length, reason: reason.kind, pattern: reason.pattern }, 'eth_getLogs range split')
+      logger.debug(
+        { from_block: interval[0], to_block: interval[1], parts: parts.length, reason: reason.kind, pattern: reason.pattern },
+        'eth_getLogs range split',
+      )
       hooks.onSplit?.({ fromBlock: interval[0], toBlock: interval[1], parts: parts.length, reason })
       queue.unshift(...parts)
     } catch (error) {

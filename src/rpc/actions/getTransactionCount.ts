@@ -18,7 +18,12 @@ export function parseTransactionCount(answer: unknown): number {
  * @example
  * const sent = await getTransactionCount(client, wallet, 'latest', { timeoutMs: 1_000 })
  */
-export async function getTransactionCount(client: Pick<RpcClient, 'request'>, address: string, block: 'latest' | 'pending', options?: RpcRequestOptions): Promise<number> {
+export async function getTransactionCount(
+  client: Pick<RpcClient, 'request'>,
+  address: string,
+  block: 'latest' | 'pending',
+  options?: RpcRequestOptions,
+): Promise<number> {
   const { method, params } = getTransactionCountRequest(address, block)
   return parseTransactionCount(await client.request(method, params, options))
 }

@@ -16,7 +16,11 @@ export function parseReceipt(answer: unknown, method = METHOD): Receipt | null {
   if (!isObject(answer)) return malformed(method, `${typeof answer}, not a receipt`)
   const { transactionHash, blockHash } = answer
   if (!isHash(transactionHash) || !isHash(blockHash)) return malformed(method, `a receipt without its transaction or block hash`)
-  return { transactionHash: transactionHash.toLowerCase(), blockHash: blockHash.toLowerCase(), gasUsed: quantity(method, 'gasUsed', answer.gasUsed) }
+  return {
+    transactionHash: transactionHash.toLowerCase(),
+    blockHash: blockHash.toLowerCase(),
+    gasUsed: quantity(method, 'gasUsed', answer.gasUsed),
+  }
 }
 
 /**

@@ -18,7 +18,12 @@ export type SubscribeHandlers<T> = {
 }
 
 /** `eth_subscribe` over a WebSocket of its own: one subscription, until the socket closes. */
-function subscribe<T>(url: string, params: readonly unknown[], parse: (result: unknown) => T | null, { signal, onResult, onSubscribed }: SubscribeHandlers<T>): Subscription {
+function subscribe<T>(
+  url: string,
+  params: readonly unknown[],
+  parse: (result: unknown) => T | null,
+  { signal, onResult, onSubscribed }: SubscribeHandlers<T>,
+): Subscription {
   const socket = new WebSocket(url)
   const closed = new Promise<void>((resolve, reject) => {
     const close = () => socket.close()
@@ -76,5 +81,10 @@ export type PendingLogsFilter = Pick<LogsRequest, 'address' | 'topics'>
  * const subscription = subscribePendingLogs(wsUrl, { address }, { signal, onResult: (log) => buffer.add(log) })
  */
 export function subscribePendingLogs(url: string, filter: PendingLogsFilter, handlers: SubscribeHandlers<RpcLog>): Subscription {
-  return subscribe(url, ['pendingLogs', filter], (result) => parseLogs([result], { fromBlock: 'pending', toBlock: 'pending', ...filter })[0]!, handlers)
+  return subscribe(
+    url,
+    ['pendingLogs', filter],
+    (result) => parseLogs([result], { fromBlock: 'pending', toBlock: 'pending', ...filter })[0]!,
+    handlers,
+  )
 }

@@ -81,7 +81,10 @@ const attributionColumns = {
  * nothing is skipped or repeated. The query is built once per combination of filters, its values
  * filled in per request.
  */
-export async function listAttributions(db: Database, parameters: ListAttributionsParameters): Promise<{ rows: AttributionRow[]; more: boolean }> {
+export async function listAttributions(
+  db: Database,
+  parameters: ListAttributionsParameters,
+): Promise<{ rows: AttributionRow[]; more: boolean }> {
   const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit } = parameters
   const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
   const shape = `attributions:${Object.entries(given)
@@ -109,7 +112,10 @@ export async function listAttributions(db: Database, parameters: ListAttribution
 }
 
 /** The list query for the filters `parameters` has, with a placeholder for each value (see {@link listAttributions}). */
-function listQuery(db: Database, { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after }: ListAttributionsParameters) {
+function listQuery(
+  db: Database,
+  { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after }: ListAttributionsParameters,
+) {
   const value = (name: string) => sql.placeholder(name)
   const where: SQL[] = [eq(attributions.chainId, value('chainId'))]
   if (builderCode !== undefined) where.push(eq(attributions.builderCode, value('builderCode')))
@@ -124,7 +130,12 @@ function listQuery(db: Database, { builderCode, walletAddress, fromBlock, toBloc
   // block at `since`, the higher at `until`); the time condition itself still decides.
   const hinted = alias(attributions, 'hint')
   const boundary = (condition: SQL, order: SQL[]) =>
-    db.select({ blockNumber: hinted.blockNumber }).from(hinted).where(and(eq(hinted.chainId, value('chainId')), condition)).orderBy(...order).limit(1)
+    db
+      .select({ blockNumber: hinted.blockNumber })
+      .from(hinted)
+      .where(and(eq(hinted.chainId, value('chainId')), condition))
+      .orderBy(...order)
+      .limit(1)
   if (since !== undefined)
     where.push(
       gte(attributions.blockTimestamp, value('since')),
@@ -147,11 +158,19 @@ function listQuery(db: Database, { builderCode, walletAddress, fromBlock, toBloc
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
     .where(and(...where))
-    .orderBy(desc(attributions.blockNumber), desc(attributions.txHash), desc(attributions.userOpHash), desc(attributions.builderCode), desc(attributions.role))
+    .orderBy(
+      desc(attributions.blockNumber),
+      desc(attributions.txHash),
+      desc(attributions.userOpHash),
+      desc(attributions.builderCode),
+      desc(attributions.role),
+    )
     .limit(value('limit'))
 }
 
-export function attributionKey(row: Pick<AttributionRow, 'block_number' | 'tx_hash' | 'user_op_hash' | 'builder_code' | 'role'>): AttributionKey {
+export function attributionKey(
+  row: Pick<AttributionRow, 'block_number' | 'tx_hash' | 'user_op_hash' | 'builder_code' | 'role'>,
+): AttributionKey {
   return [row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, row.role]
 }
 
@@ -238,12 +257,12 @@ export type BuilderCodeStatsReport = {
  */
 export async function builderCodeStatsReport(db: Database, parameters: BuilderCodeStatsParameters): Promise<BuilderCodeStatsReport> {
   const { chainId, builderCode, interval, since, until } = parameters
-  const [row] = await queryPrepared<{ stats: StatsRow[]; roles: RoleRow[]; wallet_address: string | null; registry: RegistryCodeRow | null }>(
-    db,
-    'builder-code-stats',
-    statsReportQuery,
-    { chainId, builderCode, interval, since: since.toISOString(), until: until.toISOString() },
-  )
+  const [row] = await queryPrepared<{
+    stats: StatsRow[]
+    roles: RoleRow[]
+    wallet_address: string | null
+    registry: RegistryCodeRow | null
+  }>(db, 'builder-code-stats', statsReportQuery, { chainId, builderCode, interval, since: since.toISOString(), until: until.toISOString() })
   return {
     stats: toStats(parameters, row!.stats),
     roles: toRoleStats(row!.roles),
@@ -276,7 +295,13 @@ function statsReportQuery(): SQL {
  * after `since`: the rollup's `latest_senders` of those buckets, summed. A range that ends earlier
  * counts the attributions themselves.
  */
-function distinctSenders(chainId: Value<number>, builderCode: Value<string> | SQL, interval: Value<StatsInterval>, since: Value<Date>, until: Value<Date>): SQL {
+function distinctSenders(
+  chainId: Value<number>,
+  builderCode: Value<string> | SQL,
+  interval: Value<StatsInterval>,
+  since: Value<Date>,
+  until: Value<Date>,
+): SQL {
   const b = builderCodeBuckets
   return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
       then coalesce(sum(${b.latestSenders}), 0)
@@ -322,7 +347,12 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
 function leaderboardQuery(): SQL {
   const b = builderCodeBuckets
   const r = builderCodeRoleBuckets
-  const [chainId, since, until, limit] = [sql.placeholder('chainId'), sql.placeholder('since'), sql.placeholder('until'), sql.placeholder('limit')]
+  const [chainId, since, until, limit] = [
+    sql.placeholder('chainId'),
+    sql.placeholder('since'),
+    sql.placeholder('until'),
+    sql.placeholder('limit'),
+  ]
   return sql`
     select top.builder_code, top.attributions, totals.pending, totals.gas_used, ${builderCodes.walletAddress} as wallet_address,
       (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until)})::int8 as distinct_senders,

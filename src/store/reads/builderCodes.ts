@@ -50,7 +50,13 @@ export type RegistryCodeRecord = {
 }
 
 /** A row of {@link registryCodeQuery}; `registered_at` is a string when it comes through JSON. */
-export type RegistryCodeRow = { token_id: string; owner: string | null; payout_address: string | null; registered_block: string | number; registered_at: Date | string }
+export type RegistryCodeRow = {
+  token_id: string
+  owner: string | null
+  payout_address: string | null
+  registered_block: string | number
+  registered_at: Date | string
+}
 
 /** The code's row of `public.registry_codes` (columns of {@link RegistryCodeRow}), or no row. */
 export function registryCodeQuery(chainId: number | Placeholder, builderCode: string | Placeholder): SQL {
@@ -81,7 +87,12 @@ export async function findBuilderCode(
   db: Database,
   chainId: number,
   builderCode: string,
-): Promise<{ source: 'registry' | 'api' | 'local'; walletAddress: string | null; createdAt: Date | null; registry: RegistryCodeRecord | null } | null> {
+): Promise<{
+  source: 'registry' | 'api' | 'local'
+  walletAddress: string | null
+  createdAt: Date | null
+  registry: RegistryCodeRecord | null
+} | null> {
   const [issued, registry] = await Promise.all([
     db
       .select(recordColumns)

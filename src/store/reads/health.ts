@@ -3,7 +3,10 @@ import type { Database } from '../client.js'
 import { blocks, chainState } from '../schema.js'
 
 /** The live follower's position: its last stored block and that block's time, or nulls before the first. */
-export async function getIndexedHead(db: Database, chainId: number): Promise<{ block: number | null; timestamp: Date | null; chain: ChainFacts }> {
+export async function getIndexedHead(
+  db: Database,
+  chainId: number,
+): Promise<{ block: number | null; timestamp: Date | null; chain: ChainFacts }> {
   const [row] = await db
     .select({
       block: chainState.liveBlock,
@@ -21,9 +24,12 @@ export async function getIndexedHead(db: Database, chainId: number): Promise<{ b
 /** The chain's profile as the scheduler last probed it: its block time and whether it pre-confirms (null before the first probe). */
 export type ChainFacts = { blockTimeMs: number | null; preconfirmations: { enabled: boolean; source: 'probe' | 'config' } | null }
 
-export function chainFacts(row: { blockTimeMs: number | null; preconfirmations: boolean | null; preconfirmationsSource: 'probe' | 'config' | null } | null): ChainFacts {
+export function chainFacts(
+  row: { blockTimeMs: number | null; preconfirmations: boolean | null; preconfirmationsSource: 'probe' | 'config' | null } | null,
+): ChainFacts {
   return {
     blockTimeMs: row?.blockTimeMs ?? null,
-    preconfirmations: row?.preconfirmations == null ? null : { enabled: row.preconfirmations, source: row.preconfirmationsSource ?? 'probe' },
+    preconfirmations:
+      row?.preconfirmations == null ? null : { enabled: row.preconfirmations, source: row.preconfirmationsSource ?? 'probe' },
   }
 }

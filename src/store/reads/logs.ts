@@ -117,7 +117,10 @@ export async function listLogs(
       if (includeRemoved) parts.push([sql`${logs.status} = 'pending'`, sql`${logs.removed}`])
     }
     const pages = await Promise.all(parts.map(page))
-    rows = pages.flat().sort((a, b) => compareKeys(logKey(a), logKey(b))).slice(0, limit + 1)
+    rows = pages
+      .flat()
+      .sort((a, b) => compareKeys(logKey(a), logKey(b)))
+      .slice(0, limit + 1)
   }
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }

@@ -66,7 +66,11 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     reorgsLastHour: row?.reorgs ?? 0,
     gasUsedMissing: Number(row?.gas_used_missing ?? 0),
     oldestLogTimestamp: row?.oldest_log_ms == null ? null : new Date(row.oldest_log_ms),
-    chain: chainFacts(row ? { blockTimeMs: row.block_time_ms, preconfirmations: row.preconfirmations, preconfirmationsSource: row.preconfirmations_source } : null),
+    chain: chainFacts(
+      row
+        ? { blockTimeMs: row.block_time_ms, preconfirmations: row.preconfirmations, preconfirmationsSource: row.preconfirmations_source }
+        : null,
+    ),
   }
 }
 
@@ -85,7 +89,12 @@ export async function openRepairsIn(db: Database, chainId: number, fromBlock?: n
     from sync_repairs
     where chain_id = ${chainId} and to_block >= ${fromBlock ?? 0} and from_block <= ${toBlock ?? Number.MAX_SAFE_INTEGER}
     group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}`)
-  return result.rows.map((row) => ({ fromBlock: Number(row.from_block), toBlock: Number(row.to_block), reason: row.reason, quarantined: row.quarantined }))
+  return result.rows.map((row) => ({
+    fromBlock: Number(row.from_block),
+    toBlock: Number(row.to_block),
+    reason: row.reason,
+    quarantined: row.quarantined,
+  }))
 }
 
 export type ChainSummary = {
@@ -99,13 +108,21 @@ export type ChainSummary = {
 
 /** Each of `chainIds` as `chain_state` holds it (what `analytics.chains` shows), in the order given. */
 export async function listChainSummaries(db: Database, chainIds: readonly number[]): Promise<ChainSummary[]> {
-  const result = await db.execute<{ chain_id: number; name: string | null; head_block: number | null; live_block: number | null; finalized_block: number | null }>(sql`
+  const result = await db.execute<{
+    chain_id: number
+    name: string | null
+    head_block: number | null
+    live_block: number | null
+    finalized_block: number | null
+  }>(sql`
     select c.chain_id, s.name, s.head_block::int8 as head_block, s.live_block::int8 as live_block, s.finalized_block::int8 as finalized_block
     from unnest(${`{${chainIds.join(',')}}`}::int[]) with ordinality as c(chain_id, position)
     left join chain_state s on s.chain_id = c.chain_id
     order by c.position`)
   return result.rows.map((row) => {
-    const [head, live, finalized] = [row.head_block, row.live_block, row.finalized_block].map((value) => (value == null ? null : Number(value)))
+    const [head, live, finalized] = [row.head_block, row.live_block, row.finalized_block].map((value) =>
+      value == null ? null : Number(value),
+    )
     return {
       chainId: Number(row.chain_id),
       name: row.name,

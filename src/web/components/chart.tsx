@@ -13,7 +13,17 @@ export type ChartSeries = { label: string; values: number[] }
  * Attributed transactions over time, one line per series; `times` are the bucket starts (epoch
  * seconds). The figure is described in words for screen readers, the lines drawn with uPlot.
  */
-export function TimeChart({ title, times, series, description }: { title: string; times: number[]; series: ChartSeries[]; description: string }) {
+export function TimeChart({
+  title,
+  times,
+  series,
+  description,
+}: {
+  title: string
+  times: number[]
+  series: ChartSeries[]
+  description: string
+}) {
   const container = useRef<HTMLDivElement>(null)
   useEffect(() => {
     const element = container.current

@@ -17,6 +17,7 @@ export function Time({ iso, ms }: { iso: string; ms?: number | null | undefined 
 /** An address or hash shortened for the eye, whole for hover, copy and screen readers. */
 export function Hex({ value }: { value: string }) {
   return (
+    // biome-ignore lint/a11y/useAriaPropsSupportedByRole: screen readers read the whole value, not the shortened one
     <span class="hex" title={value} aria-label={value}>
       {shortHex(value)}
     </span>
@@ -26,6 +27,9 @@ export function Hex({ value }: { value: string }) {
 /** A table that scrolls sideways on a narrow screen, reachable and scrollable from the keyboard. */
 export function TableRegion({ label, children }: { label: string; children: ComponentChildren }) {
   return (
+    // A scrolling region is focusable so keyboard users can scroll it (axe: scrollable-region-focusable).
+    // biome-ignore lint/a11y/useSemanticElements: a labelled region around a table, not a document section
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: see above
     <div class="table-region" role="region" aria-label={label} tabIndex={0}>
       {children}
     </div>

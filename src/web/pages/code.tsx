@@ -22,7 +22,10 @@ export function CodePage({ code }: { code: string }) {
     REFRESH_MS,
   )
   const recent = useLoad(
-    (signal) => answer(api.GET('/v1/attributions', { params: { query: { builderCode: code, includeRemoved: 'true', limit: String(RECENT) } }, signal })),
+    (signal) =>
+      answer(
+        api.GET('/v1/attributions', { params: { query: { builderCode: code, includeRemoved: 'true', limit: String(RECENT) } }, signal }),
+      ),
     code,
     REFRESH_MS,
   )
@@ -92,7 +95,9 @@ export function CodePage({ code }: { code: string }) {
                 <th scope="col">Transaction</th>
                 {roles.length > 0 && <th scope="col">Role</th>}
                 <th scope="col">Sender</th>
-                <th scope="col" class="number">Block</th>
+                <th scope="col" class="number">
+                  Block
+                </th>
                 <th scope="col">Block time</th>
                 <th scope="col">Status</th>
               </tr>
@@ -114,7 +119,11 @@ export function CodePage({ code }: { code: string }) {
                     <Time iso={item.blockTimestamp} ms={item.blockTimestampMs} />
                   </td>
                   <td>
-                    {item.removed ? <span class="badge removed">removed: {removalReason(item)}</span> : <span class={`badge ${item.status}`}>{item.status}</span>}
+                    {item.removed ? (
+                      <span class="badge removed">removed: {removalReason(item)}</span>
+                    ) : (
+                      <span class={`badge ${item.status}`}>{item.status}</span>
+                    )}
                   </td>
                 </tr>
               ))}

@@ -31,7 +31,8 @@ type Connection = 'connecting' | 'open' | 'reconnecting'
 const rowKey = (data: StreamAttribution) => `${data.txHash}/${data.userOpHash ?? ''}/${data.builderCode}/${data.role ?? ''}`
 
 /** Nothing announces why a row went; one removed before confirmation was dropped, after it, reorged out. */
-export const removalReason = (row: Pick<StreamAttribution, 'status' | 'reason'>) => row.reason ?? (row.status === 'pending' ? 'dropped' : 'reorg')
+export const removalReason = (row: Pick<StreamAttribution, 'status' | 'reason'>) =>
+  row.reason ?? (row.status === 'pending' ? 'dropped' : 'reorg')
 
 /** Applies one message: a new row goes on top, a known one takes the newer state. */
 function applyMessage(rows: Row[], message: StreamMessage): Row[] {
@@ -59,7 +60,11 @@ export function LiveFeed() {
     <>
       <PageHeading>Live feed</PageHeading>
       <p class="note" role="status" data-connection={connection}>
-        {connection === 'open' ? 'Connected: attributions appear as the indexer stores them.' : connection === 'connecting' ? 'Connecting…' : 'Connection lost; reconnecting…'}
+        {connection === 'open'
+          ? 'Connected: attributions appear as the indexer stores them.'
+          : connection === 'connecting'
+            ? 'Connecting…'
+            : 'Connection lost; reconnecting…'}
       </p>
       <TableRegion label="Live attributions">
         <table class="feed">
@@ -70,13 +75,21 @@ export function LiveFeed() {
               <th scope="col">Builder code</th>
               <th scope="col">Transaction</th>
               <th scope="col">Sender</th>
-              <th scope="col" class="number">Block</th>
+              <th scope="col" class="number">
+                Block
+              </th>
               <th scope="col">Block time</th>
             </tr>
           </thead>
           <tbody>
             {rows.map((row) => (
-              <tr key={row.key} data-tx={row.txHash} data-status={row.status} data-removed={String(row.removed)} class={row.removed ? 'removed' : undefined}>
+              <tr
+                key={row.key}
+                data-tx={row.txHash}
+                data-status={row.status}
+                data-removed={String(row.removed)}
+                class={row.removed ? 'removed' : undefined}
+              >
                 <td>
                   {row.removed ? (
                     <span class="badge removed" data-reason={removalReason(row)}>

@@ -42,7 +42,8 @@ export function Overview() {
 }
 
 /** How far the read replica trails: milliseconds while that is the scale that matters. */
-const replicaLag = (ms: number | null) => (ms == null ? undefined : ms < 120_000 ? `${formatInteger(ms)} ms behind` : `${formatDuration(ms / 1000)} behind`)
+const replicaLag = (ms: number | null) =>
+  ms == null ? undefined : ms < 120_000 ? `${formatInteger(ms)} ms behind` : `${formatDuration(ms / 1000)} behind`
 
 function SyncFigures() {
   const { data: status, error } = useLoad((signal) => answer(api.GET('/v1/status', { signal })), 'status', STATUS_REFRESH_MS)
@@ -53,11 +54,15 @@ function SyncFigures() {
     ['Finalized block', block(status?.finalizedBlock)],
     [
       'Sync lag',
-      status?.lagBlocks == null ? '–' : `${formatInteger(status.lagBlocks)} ${status.lagBlocks === 1 ? "block" : "blocks"}`,
+      status?.lagBlocks == null ? '–' : `${formatInteger(status.lagBlocks)} ${status.lagBlocks === 1 ? 'block' : 'blocks'}`,
       status?.lagSeconds == null ? undefined : formatDuration(status.lagSeconds),
     ],
     status?.preconfirmations?.enabled === false || (status && status.pendingLogsPerSecond === null)
-      ? ['Pending logs', 'no pre-confirmations on this chain', status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`]
+      ? [
+          'Pending logs',
+          'no pre-confirmations on this chain',
+          status.blockTimeMs == null ? undefined : `a block every ${formatInteger(status.blockTimeMs)} ms`,
+        ]
       : ['Pending logs', status?.pendingLogsPerSecond != null ? `${formatDecimal(status.pendingLogsPerSecond)} /s` : '–'],
     ['Reorgs, last hour', status ? formatInteger(status.reorgsLastHour) : '–'],
     [
@@ -101,7 +106,8 @@ function SyncFigures() {
 function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
   const choice = WINDOWS[windowKey]
   const { data, error, loading } = useLoad(
-    (signal) => answer(api.GET('/v1/leaderboard', { params: { query: { since: new Date(Date.now() - choice.spanMs).toISOString() } }, signal })),
+    (signal) =>
+      answer(api.GET('/v1/leaderboard', { params: { query: { since: new Date(Date.now() - choice.spanMs).toISOString() } }, signal })),
     windowKey,
     LEADERBOARD_REFRESH_MS,
   )
@@ -124,10 +130,18 @@ function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
               <th scope="col">Builder code</th>
               {hasRoles && <th scope="col">By role</th>}
               <th scope="col">Wallet</th>
-              <th scope="col" class="number">Attributed txs</th>
-              <th scope="col" class="number">Pending</th>
-              <th scope="col" class="number">Distinct senders</th>
-              <th scope="col" class="number">Gas used</th>
+              <th scope="col" class="number">
+                Attributed txs
+              </th>
+              <th scope="col" class="number">
+                Pending
+              </th>
+              <th scope="col" class="number">
+                Distinct senders
+              </th>
+              <th scope="col" class="number">
+                Gas used
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -139,9 +153,15 @@ function LeaderboardSection({ windowKey }: { windowKey: WindowKey }) {
                 </th>
                 {hasRoles && <td data-field="roles">{formatRoles(item.roles)}</td>}
                 <td>{item.walletAddress ? <Hex value={item.walletAddress} /> : <span class="muted">not registered here</span>}</td>
-                <td class="number" data-field="attributions">{formatInteger(item.attributions)}</td>
-                <td class="number" data-field="pending">{formatInteger(item.pending)}</td>
-                <td class="number" data-field="distinctSenders">{formatInteger(item.distinctSenders)}</td>
+                <td class="number" data-field="attributions">
+                  {formatInteger(item.attributions)}
+                </td>
+                <td class="number" data-field="pending">
+                  {formatInteger(item.pending)}
+                </td>
+                <td class="number" data-field="distinctSenders">
+                  {formatInteger(item.distinctSenders)}
+                </td>
                 <td class="number" data-field="gasUsed" title={`${formatInteger(BigInt(item.gasUsed))} gas`}>
                   {formatGas(item.gasUsed)}
                 </td>

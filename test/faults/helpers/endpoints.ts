@@ -39,7 +39,9 @@ function createPoster(upstream: string) {
   }
 }
 
-async function listen(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Promise<{ url: string; stop: () => Promise<void> }> {
+async function listen(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (res.headersSent) return res.destroy()
@@ -223,7 +225,15 @@ export type FlakyEdge = JsonRpcServer & {
  * A provider's edge that fails a share of whole HTTP requests, a batch counting once (the fault proxy
  * of `harness/fixtures` draws per JSON-RPC call, so a batch of 30 calls meets a 10 % fault 96 % of the time).
  */
-export async function startFlakyEdge({ upstream, faults, seed = 1 }: { upstream: string; faults: EdgeFaults; seed?: number }): Promise<FlakyEdge> {
+export async function startFlakyEdge({
+  upstream,
+  faults,
+  seed = 1,
+}: {
+  upstream: string
+  faults: EdgeFaults
+  seed?: number
+}): Promise<FlakyEdge> {
   const poster = createPoster(upstream)
   const random = seededRandom(seed)
   const injected: FlakyEdge['injected'] = { rateLimit: 0, malformed: 0, slow: 0 }

@@ -68,7 +68,12 @@ export async function nodeAttributions(
   const transactions: NodeTransaction[] = []
   for (let i = 0; i < hashes.length; i += BATCH) {
     const slice = hashes.slice(i, i + BATCH)
-    transactions.push(...(await rpcBatch<NodeTransaction>(rpcUrl, slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })))))
+    transactions.push(
+      ...(await rpcBatch<NodeTransaction>(
+        rpcUrl,
+        slice.map((hash) => ({ method: 'eth_getTransactionByHash', params: [hash] })),
+      )),
+    )
   }
   const expected: ComparableAttribution[] = []
   for (const tx of transactions) {

@@ -52,9 +52,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   chownSync(dir, Number(owner.stdout), Number(group.stdout))
   const data = join(dir, 'data')
   const port = await freePort()
-  const init = spawnSync('runuser', ['-u', PG_USER, '--', join(PG_BIN, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], {
-    encoding: 'utf8',
-  })
+  const init = spawnSync(
+    'runuser',
+    ['-u', PG_USER, '--', join(PG_BIN, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'],
+    {
+      encoding: 'utf8',
+    },
+  )
   if (init.status !== 0) {
     rmSync(dir, { recursive: true, force: true })
     throw new Error(`initdb failed: ${init.stderr || init.stdout}`)
@@ -64,7 +68,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   let running = false
 
   const stopNow = () => {
-    if (running) spawnSync('runuser', ['-u', PG_USER, '--', join(PG_BIN, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore' })
+    if (running)
+      spawnSync('runuser', ['-u', PG_USER, '--', join(PG_BIN, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore' })
     running = false
   }
   const forget = () => {

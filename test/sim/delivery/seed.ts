@@ -52,7 +52,12 @@ export function createDeliverySchedule(seed: number): { actions: Action[]; gapsM
   const random = seededRandom(seed * 7919 + 17)
   const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!
   const block = (): BlockPlan => ({
-    txs: Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({ emitter: 0, logs: 1 + Math.floor(random() * 2), suffix: Math.floor(random() * 3), payload: 0 })),
+    txs: Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
+      emitter: 0,
+      logs: 1 + Math.floor(random() * 2),
+      suffix: Math.floor(random() * 3),
+      payload: 0,
+    })),
     pendingMs: 300 + Math.floor(random() * 600),
   })
   const faults: Action[] = [
@@ -185,7 +190,12 @@ export async function runDeliverySeed(seed: number, redis: PrivateRedis): Promis
     processes.start('worker', 'src/main.ts', ['--role', 'worker'], env)
     const api = spawnTs('src/main.ts', ['--role', 'api'], env)
     cleanups.add(() => api.kill('SIGKILL'))
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200, 'the API to listen', 120_000, 250).catch((error: Error) => {
+    await waitFor(
+      async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200,
+      'the API to listen',
+      120_000,
+      250,
+    ).catch((error: Error) => {
       throw new Error(`${error.message}: ${api.output().slice(-1_500)}`)
     })
 
@@ -219,7 +229,10 @@ export async function runDeliverySeed(seed: number, redis: PrivateRedis): Promis
           break
         }
         case 'reorg': {
-          const done = await chain.reorg({ type: 'reorg', depth: action.depth, keep: 0.5, salt: action.salt, replacements: [{ emitter: 0, logs: 1, offset: 0 }] }, async () => {})
+          const done = await chain.reorg(
+            { type: 'reorg', depth: action.depth, keep: 0.5, salt: action.salt, replacements: [{ emitter: 0, logs: 1, offset: 0 }] },
+            async () => {},
+          )
           log(done ? `reorg: depth ${done.depth}, fork block ${done.fork}` : 'reorg skipped')
           break
         }
@@ -272,18 +285,31 @@ export async function runDeliverySeed(seed: number, redis: PrivateRedis): Promis
            UNION ALL SELECT (SELECT count(*)::int FROM attribution_change_sets), NULL, NULL, NULL, NULL`,
         )
       ).rows
-    await waitFor(async () => (await unsettled()).length === 1 && (await unsettled())[0]!.n === 0, 'every attribution final and published', FINALITY_WITHIN_MS, 250).catch(
-      async (error: Error) => {
-        throw new Error(`${error.message}: ${JSON.stringify(await unsettled())}`)
-      },
-    )
+    await waitFor(
+      async () => (await unsettled()).length === 1 && (await unsettled())[0]!.n === 0,
+      'every attribution final and published',
+      FINALITY_WITHIN_MS,
+      250,
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(await unsettled())}`)
+    })
     const events = await readEvents(db.store.pool, { after: 0, limit: 1_000_000 })
     const expectedIds = events.map((e) => String(e.id))
-    differences.push(...checkImplied(events, (await db.store.pool.query(`SELECT tx_hash, user_op_hash, builder_code, role, status, removed FROM attributions`)).rows))
+    differences.push(
+      ...checkImplied(
+        events,
+        (await db.store.pool.query(`SELECT tx_hash, user_op_hash, builder_code, role, status, removed FROM attributions`)).rows,
+      ),
+    )
     const holdsAll = () =>
-      RECEIVERS.every((kind) => new Set(receivers.received[kind].map((r) => r.id)).size === expectedIds.length) && clients.every((c) => c.ids().length >= expectedIds.length)
-    await waitFor(async () => holdsAll(), 'every receiver and stream client to hold every event', DELIVERED_WITHIN_MS, 250).catch((error: Error) => differences.push(error.message))
-    log(`${events.length} events; delivered ${((Date.now() - lastBlockAt) / 1000).toFixed(1)} s after the last block; restarts ${JSON.stringify(processes.restarts())}`)
+      RECEIVERS.every((kind) => new Set(receivers.received[kind].map((r) => r.id)).size === expectedIds.length) &&
+      clients.every((c) => c.ids().length >= expectedIds.length)
+    await waitFor(async () => holdsAll(), 'every receiver and stream client to hold every event', DELIVERED_WITHIN_MS, 250).catch(
+      (error: Error) => differences.push(error.message),
+    )
+    log(
+      `${events.length} events; delivered ${((Date.now() - lastBlockAt) / 1000).toFixed(1)} s after the last block; restarts ${JSON.stringify(processes.restarts())}`,
+    )
     // A moment for any extra delivery to show.
     await sleep(1_000)
     const byId = new Map(events.map((e) => [String(e.id), JSON.stringify(toPayload(e))]))
@@ -292,7 +318,8 @@ export async function runDeliverySeed(seed: number, redis: PrivateRedis): Promis
       const ids = client.ids()
       const twice = ids.filter((id, j) => ids.indexOf(id) !== j)
       if (twice.length > 0) differences.push(`sse-${i}: ids received twice: ${twice.slice(0, 10).join(', ')}`)
-      if (ids.join(',') !== expectedIds.join(',')) differences.push(`sse-${i}: holds ${ids.length} ids, expected the ${expectedIds.length} published in order`)
+      if (ids.join(',') !== expectedIds.join(','))
+        differences.push(`sse-${i}: holds ${ids.length} ids, expected the ${expectedIds.length} published in order`)
     }
   } catch (error) {
     differences.push(`the seed stopped: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
@@ -324,11 +351,17 @@ function checkImplied(events: readonly WebhookEvent[], rows: readonly Attributio
     const last = types.at(-1)
     if (!row.removed && (last !== 'finalized' || !types.includes('confirmed')))
       differences.push(`${key}: canonical and final, but its events are [${types.join(', ')}] (confirmed, then finalized last)`)
-    if (row.removed && types.length > 0 && last !== 'removed') differences.push(`${key}: taken back, but its events end [${types.join(', ')}]`)
+    if (row.removed && types.length > 0 && last !== 'removed')
+      differences.push(`${key}: taken back, but its events end [${types.join(', ')}]`)
     if (types[0] === 'removed') differences.push(`${key}: a removal of nothing announced: [${types.join(', ')}]`)
     for (let i = 1; i < types.length; i++) {
       if (types[i] === types[i - 1]) differences.push(`${key}: ${types[i]} twice in a row: [${types.join(', ')}]`)
-      if (types[i] === 'removed' && types[i - 1] === 'pending' && types[i + 1] === 'confirmed' && sequence[i + 1]!.blockNumber === sequence[i - 1]!.blockNumber)
+      if (
+        types[i] === 'removed' &&
+        types[i - 1] === 'pending' &&
+        types[i + 1] === 'confirmed' &&
+        sequence[i + 1]!.blockNumber === sequence[i - 1]!.blockNumber
+      )
         differences.push(`${key}: a false removal between pending and confirmed in block ${sequence[i - 1]!.blockNumber}`)
     }
   }
@@ -337,7 +370,13 @@ function checkImplied(events: readonly WebhookEvent[], rows: readonly Attributio
 }
 
 /** A receiver's deliveries: exactly the published ids, each body the event, every signature verifying, each transaction's events in order. */
-function checkReceiver(kind: ReceiverKind, received: readonly Received[], byId: ReadonlyMap<string, string>, secret: string, events: readonly WebhookEvent[]): string[] {
+function checkReceiver(
+  kind: ReceiverKind,
+  received: readonly Received[],
+  byId: ReadonlyMap<string, string>,
+  secret: string,
+  events: readonly WebhookEvent[],
+): string[] {
   const differences: string[] = []
   const webhook = new Webhook(secret)
   const ids = new Set(received.map((r) => r.id))
@@ -352,7 +391,8 @@ function checkReceiver(kind: ReceiverKind, received: readonly Received[], byId: 
       differences.push(`${kind}: event ${r.id} does not verify: ${error instanceof Error ? error.message : String(error)}`)
     }
     const expected = byId.get(r.id)
-    if (expected !== undefined && JSON.stringify(JSON.parse(r.body) as EventPayload) !== expected) differences.push(`${kind}: event ${r.id} differs: ${r.body} vs ${expected}`)
+    if (expected !== undefined && JSON.stringify(JSON.parse(r.body) as EventPayload) !== expected)
+      differences.push(`${kind}: event ${r.id} differs: ${r.body} vs ${expected}`)
   }
   // Per transaction in order: a transaction's later event never arrives before its earlier one first did.
   const txOf = new Map(events.map((e) => [String(e.id), e.txHash]))
@@ -363,7 +403,8 @@ function checkReceiver(kind: ReceiverKind, received: readonly Received[], byId: 
     seen.add(r.id)
     const tx = txOf.get(r.id)
     if (!tx) continue
-    if ((lastFirstSeen.get(tx) ?? 0) > Number(r.id)) differences.push(`${kind}: event ${r.id} of ${tx} arrived after a later one (${lastFirstSeen.get(tx)})`)
+    if ((lastFirstSeen.get(tx) ?? 0) > Number(r.id))
+      differences.push(`${kind}: event ${r.id} of ${tx} arrived after a later one (${lastFirstSeen.get(tx)})`)
     lastFirstSeen.set(tx, Math.max(lastFirstSeen.get(tx) ?? 0, Number(r.id)))
   }
   return differences
