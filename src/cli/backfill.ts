@@ -13,7 +13,6 @@ import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
 import {
   checkRedis,
-  createGasWorker,
   createRangeEvents,
   createRangeQueue,
   createRangeWorker,
@@ -206,30 +205,20 @@ async function run(options: BackfillOptions): Promise<number> {
     process.once('SIGTERM', interrupt)
 
     /**
-     * Gas used of the attributed transactions, filled by the range jobs' follow-ups once every range is
-     * stored (so receipts never compete with the ranges for the node): this process works on them too.
-     * Null when interrupted first.
+     * Gas used of the attributed transactions, filled once every range is stored (so receipts never
+     * compete with the ranges for the node). Null when interrupted first.
      */
     const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>) => {
       const gasStarted = Date.now()
       await analyzeForGasFill(indexer.store.pool)
-      const gasWorker = createGasWorker({
-        redisUrl: config.redisUrl,
-        prefix: config.redisPrefix,
-        lockDurationMs: config.jobLockMs,
-        logger,
-        process: indexer.fillGas,
-      })
-      cleanups.push(() => gasWorker.close())
-      for (;;) {
-        if (interrupted) {
-          say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
-          return null
-        }
-        const pendingFills = await answeredWithin(indexer.gasQueue.pending(), REDIS_STEP_TIMEOUT_MS).catch(() => 1)
-        if (pendingFills === 0) break
-        await sleep(POLL_MS)
+      // Filled here, over the whole range, rather than by waiting for the queued fills: the database says
+      // what is owed, so a Redis that lost the jobs (or this process's connections to it) cannot hold the
+      // backfill up. The queued fills a daemon's workers take later find nothing left to do.
+      if (interrupted) {
+        say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
+        return null
       }
+      await indexer.fillGas({ chainId: indexer.chainId, fromBlock: range[0], toBlock: range[1] })
       const left = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
       const node = await nodeCalls(metrics)
       const byMethod = Object.fromEntries(
