@@ -633,7 +633,7 @@ describe('GET /v1/logs', () => {
 })
 
 describe('coverage of /v1/logs and /v1/attributions', () => {
-  it('says an answer may be partial while a repair is open over the asked blocks (finding 23.10: silently partial answers)', async () => {
+  it('says an answer may be partial while a repair is open over the asked blocks', async () => {
     const complete = { complete: true, openRepairs: [] }
     expect((await get('/v1/logs?fromBlock=10&toBlock=20')).body.coverage).toEqual(complete)
     expect((await get('/v1/attributions?limit=1')).body.coverage).toEqual(complete)

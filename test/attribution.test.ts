@@ -686,7 +686,7 @@ describe('node calls per attributed transaction', () => {
 })
 
 describe('whole blocks sized by their real transaction count', () => {
-  it('reads a block whole only once its real count is known: two of ten by hash, ten of ten whole (finding 23.7: sized by a lower bound)', async () => {
+  it('reads a block whole only once its real count is known: two of ten by hash, ten of ten whole', async () => {
     const anvil = await startAnvil()
     cleanups.push(() => anvil.stop())
     const client = fixtureClient(anvil.url)
@@ -926,7 +926,7 @@ describe('EIP-7702 user operations', () => {
     expect(transactions).toEqual([{ user_operations: 1 }])
   })
 
-  it('asks again for a delegation a lagging node does not show yet (finding 23.10: one miss lost the operation for good)', async () => {
+  it('asks again for a delegation a lagging node does not show yet', async () => {
     const anvil = await startAnvil({ extraArgs: ['--hardfork', 'prague'] })
     cleanups.push(() => anvil.stop())
     const client = fixtureClient(anvil.url)

@@ -1,5 +1,5 @@
 /**
- * Finding 23.9: the scheduler lease is fenced. Each leader claims the next lease generation in
+ * The scheduler lease is fenced. Each leader claims the next lease generation in
  * `chain_state`; the tip, reorg, orphan, finality and dispatch transactions of a leader whose
  * generation is no longer the newest are refused, leaving the new leader's rows as they were.
  */

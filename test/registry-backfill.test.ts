@@ -19,7 +19,7 @@ afterAll(async () => {
 })
 
 describe('the registry backfill', () => {
-  it('completes the registry range after Redis lost its jobs (finding 23.6: enqueued once, at scheduler start)', async () => {
+  it('completes the registry range after Redis lost its jobs', async () => {
     const anvil = await startAnvil()
     const db = await createTestDatabase()
     const redis = createTestRedisPrefix()

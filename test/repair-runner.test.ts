@@ -63,7 +63,7 @@ async function repairRow(filterId: string, [from, to]: [number, number]) {
 }
 
 describe('closing a repair', () => {
-  it('a mark that re-opens the blocks between the coverage read and the close keeps the repair open (finding 23.1: a silent permanent gap)', async () => {
+  it('a mark that re-opens the blocks between the coverage read and the close keeps the repair open', async () => {
     await reset(OTHER, [[0, 20]], [10, 20])
     const enqueued: FilterRange[] = []
     const runner = createRepairRunner({
@@ -153,7 +153,7 @@ describe('repairs whose jobs keep failing', () => {
     )
   })
 
-  it('a fatal repair job is retried with backoff, then quarantined and left alone until a new mark (finding 23.5: retried every 2 s for ever)', async () => {
+  it('a fatal repair job is retried with backoff, then quarantined and left alone until a new mark', async () => {
     const range: [number, number] = [0, 9]
     await reset(OTHER, [], range)
     const { logger, lines } = capturingLogger()

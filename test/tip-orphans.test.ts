@@ -1,5 +1,5 @@
 /**
- * Finding 23.8: rows a range job stored at the tip's heights from another fork are orphaned in the tip's
+ * Rows a range job stored at the tip's heights from another fork are orphaned in the tip's
  * own transaction (no moment, and no crash at `tip-stored`, leaves both forks served at one height), and
  * the tip write takes the fork-mark lock, so a range job of the old fork committing beside it is either
  * orphaned by it or sees its blocks.
@@ -113,7 +113,7 @@ describe('the tip orphans rows of another fork at its heights in its own transac
   })
 })
 
-describe('finality against range jobs committing beside it (finding 23.4)', () => {
+describe('finality against range jobs committing beside it', () => {
   it('waits for a range job that read the old finalized block, then finalizes its rows instead of leaving them confirmed below it', async () => {
     const pool = db.store.pool
     await pool.query(`UPDATE chain_state SET finalized_block = 40, live_block = 60 WHERE chain_id = $1`, [CHAIN])
@@ -176,7 +176,7 @@ describe('finality against range jobs committing beside it (finding 23.4)', () =
   })
 })
 
-describe('blocks scope against a backend on another fork (finding 23.3)', () => {
+describe('blocks scope against a backend on another fork', () => {
   it('refuses to attribute a block without logs read whole from another fork than the header read for the range', async () => {
     const anvil = await startAnvil()
     try {

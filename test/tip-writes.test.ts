@@ -59,7 +59,7 @@ describe('pending identity', () => {
     expect(await pendingRows(1)).toHaveLength(3)
   })
 
-  it('retries a failed pending attribution with backoff, then gives up on it (finding 23.10: failures dropped at once)', async () => {
+  it('retries a failed pending attribution with backoff, then gives up on it', async () => {
     const calls: string[][] = []
     let failuresLeft = 2
     const poller = createPendingPoller({

@@ -61,7 +61,7 @@ const TARGETS = {
   webhookP99Ms: 500,
   blocksScopeRatio: 0.8,
 }
-/** Issue 21 point 8, at 5 blocks/s on this machine with the node on it. */
+/** The tip's targets at 5 blocks/s on this machine with the node on it. */
 const TIP_TARGETS = { p99Ms: 300, callsPerBlock: 3, requestsPerBlock: 2.5, corePct: 10, sustainedPerSec: 25 }
 const TIP_BLOCKS_PER_SEC = 5
 const TIP_REORG_EVERY_MS = 60_000

@@ -1,5 +1,5 @@
 /**
- * The tip at Base's shape (issue 21 point 8): the compiled daemon (`--role scheduler`) follows the devnet's
+ * The tip at Base's shape: the compiled daemon (`--role scheduler`) follows the devnet's
  * `base` profile while this process mines it at a steady rate with Base's density (25 user transactions and
  * 100 logs a block, 2 % with an ERC-8021 suffix, a reorg of depth 1–3 about every minute). Each block's
  * first visibility is the moment its mine returned; it is readable once every log of it is in

@@ -28,7 +28,7 @@ describe('readsWholeBlock', () => {
     expect(readsWholeBlock(100, 200)).toBe(true)
   })
 
-  it('never reads a block whole without its real size (finding 23.7: two transactions at indexes 0-1 counted as a whole block)', () => {
+  it('never reads a block whole without its real size', () => {
     expect(readsWholeBlock(2, undefined)).toBe(false)
     expect(readsWholeBlock(300, undefined)).toBe(false)
   })
