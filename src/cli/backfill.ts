@@ -13,6 +13,7 @@ import { createLogger } from '../internal/logger.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
 import {
   checkRedis,
+  createGasWorker,
   createRangeEvents,
   createRangeQueue,
   createRangeWorker,
@@ -28,6 +29,8 @@ import { createRedactor } from '../utils/redact.js'
 
 const POLL_MS = 500
 const REPLAN_MS = 5_000
+/** The queued gas fills are waited for while what is owed shrinks at least this often. */
+const GAS_STALL_MS = 15_000
 /** A Redis command of the waiting loop that has no answer by then is given up for this poll. */
 const REDIS_STEP_TIMEOUT_MS = 10_000
 
@@ -206,17 +209,36 @@ async function run(options: BackfillOptions): Promise<number> {
 
     /**
      * Gas used of the attributed transactions, filled once every range is stored (so receipts never
-     * compete with the ranges for the node). Null when interrupted first.
+     * compete with the ranges for the node): by the queued fills, then here for whatever they left.
+     * Null when interrupted first.
      */
     const fillGas = async (rangeCalls: Awaited<ReturnType<typeof nodeCalls>>) => {
       const gasStarted = Date.now()
       await analyzeForGasFill(indexer.store.pool)
-      // Filled here, over the whole range, rather than by waiting for the queued fills: the database says
-      // what is owed, so a Redis that lost the jobs (or this process's connections to it) cannot hold the
-      // backfill up. The queued fills a daemon's workers take later find nothing left to do.
-      if (interrupted) {
-        say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
-        return null
+      const gasWorker = createGasWorker({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        lockDurationMs: config.jobLockMs,
+        logger,
+        process: indexer.fillGas,
+      })
+      cleanups.push(() => gasWorker.close())
+      // The queued fills know which blocks to read whole; but Redis may have lost them, or this process its
+      // connections to it. So the wait ends when the queue is empty or when what PostgreSQL says is owed
+      // stops shrinking, and whatever is still owed is filled here over the range.
+      let owed = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
+      let progressAt = Date.now()
+      while (owed > 0 && Date.now() - progressAt < GAS_STALL_MS) {
+        if (interrupted) {
+          say('interrupted while filling gas used; the workers of a running daemon finish it', { done: false })
+          return null
+        }
+        const pendingFills = await answeredWithin(indexer.gasQueue.pending(), REDIS_STEP_TIMEOUT_MS).catch(() => undefined)
+        if (pendingFills === 0) break
+        await sleep(POLL_MS)
+        const now = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
+        if (now < owed) progressAt = Date.now()
+        owed = now
       }
       await indexer.fillGas({ chainId: indexer.chainId, fromBlock: range[0], toBlock: range[1] })
       const left = await gasUsedMissing(indexer.store.pool, indexer.chainId, range)
