@@ -29,6 +29,8 @@ import { createRedactor } from '../utils/redact.js'
 
 const POLL_MS = 500
 const REPLAN_MS = 5_000
+/** Longest wait for one client to close when the backfill ends. */
+const CLOSE_TIMEOUT_MS = 5_000
 /** The queued gas fills are waited for while what is owed shrinks at least this often. */
 const GAS_STALL_MS = 15_000
 /** A Redis command of the waiting loop that has no answer by then is given up for this poll. */
@@ -93,7 +95,7 @@ async function missingJobs(rangeQueue: ReturnType<typeof createRangeQueue>, jobs
 async function answeredWithin<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms)
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
   })
   try {
     return await Promise.race([promise, timeout])
@@ -154,8 +156,15 @@ async function run(options: BackfillOptions): Promise<number> {
   const metrics = createMetrics({ defaultMetrics: false })
   const indexer = await createIndexer(config, logger, metrics)
   const cleanups: (() => Promise<unknown>)[] = [() => indexer.close()]
+  // Each close is bounded: a BullMQ worker or queue whose Redis connection was dropped (a restart) may
+  // never finish closing, and the backfill's result must not wait on it.
   const cleanup = async () => {
-    for (const close of cleanups.reverse()) await close().catch(() => {})
+    for (const close of cleanups.reverse()) {
+      await answeredWithin(
+        close().catch(() => {}),
+        CLOSE_TIMEOUT_MS,
+      ).catch(() => logger.warn('a Redis or database client did not close in time; exiting without it'))
+    }
   }
   try {
     const to = typeof options.to === 'number' ? options.to : await indexer.blockNumberAt(options.to)
