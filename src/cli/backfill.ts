@@ -48,8 +48,8 @@ export type BackfillOptions = {
   configFile?: string | undefined
 }
 
-/** Checks the flags' values; throws a `UsageError` naming the first bad one. */
-export function parseBackfillOptions(values: {
+/** The `backfill` command's flags as commander parses them. */
+export type BackfillFlags = {
   from: string
   to: string
   address: string[]
@@ -58,7 +58,10 @@ export function parseBackfillOptions(values: {
   json?: boolean
   chain?: string
   config?: string
-}): BackfillOptions {
+}
+
+/** Checks the flags' values; throws a `UsageError` naming the first bad one. */
+export function parseBackfillOptions(values: BackfillFlags): BackfillOptions {
   const block = (flag: string, value: string) => {
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)))
       throw new UsageError(`--${flag} must be a block number, got "${value}"`)

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { Command, Option, type CommanderError } from 'commander'
 import { ConfigError, ROLES, type Role } from '../config/index.js'
 import { UsageError } from '../internal/errors.js'
+import type { BackfillFlags } from './backfill.js'
 
 const CONFIG_FLAG = [
   '--config <file>',
@@ -105,31 +106,17 @@ export function createProgram(): Command {
     .option(...CONFIG_FLAG)
     .version(VERSION)
     .action(
-      configured(
-        async (
-          flags: {
-            from: string
-            to: string
-            address: string[]
-            topic0: string[]
-            wait: boolean
-            json?: boolean
-            chain?: string
-            config?: string
-          },
-          command: Command,
-        ) => {
-          const { backfill, parseBackfillOptions } = await import('./backfill.js')
-          let options: ReturnType<typeof parseBackfillOptions>
-          try {
-            options = parseBackfillOptions(flags)
-          } catch (error) {
-            if (error instanceof UsageError) command.error(`error: ${error.message}`, { exitCode: 2 })
-            throw error
-          }
-          return backfill(options)
-        },
-      ),
+      configured(async (flags: BackfillFlags, command: Command) => {
+        const { backfill, parseBackfillOptions } = await import('./backfill.js')
+        let options: ReturnType<typeof parseBackfillOptions>
+        try {
+          options = parseBackfillOptions(flags)
+        } catch (error) {
+          if (error instanceof UsageError) command.error(`error: ${error.message}`, { exitCode: 2 })
+          throw error
+        }
+        return backfill(options)
+      }),
     )
 
   return program
