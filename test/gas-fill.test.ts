@@ -89,6 +89,22 @@ async function gasOf(hash: string) {
   }
 }
 
+/** Runs a gas worker until the queue holds no fill. */
+async function runQueuedFills(): Promise<void> {
+  const worker = createGasWorker({
+    redisUrl: REDIS_URL,
+    prefix: redisPrefix,
+    lockDurationMs: 30_000,
+    logger: silentLogger,
+    process: indexer.fillGas,
+  })
+  try {
+    await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
+  } finally {
+    await worker.close()
+  }
+}
+
 describe('the gas fill', () => {
   it('fills gas used after the range job, through its queued job', async () => {
     const mined = await mine(await emitCall(1, 'gas_after_range'))
@@ -98,18 +114,7 @@ describe('the gas fill', () => {
     expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(1)
     expect(await indexer.gasQueue.pending()).toBe(1)
 
-    const worker = createGasWorker({
-      redisUrl: REDIS_URL,
-      prefix: redisPrefix,
-      lockDurationMs: 30_000,
-      logger: silentLogger,
-      process: indexer.fillGas,
-    })
-    try {
-      await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
-    } finally {
-      await worker.close()
-    }
+    await runQueuedFills()
     expect(await gasOf(mined.hash)).toEqual({
       tx: mined.gasUsed,
       attribution: mined.gasUsed,
@@ -179,18 +184,7 @@ describe('the gas fill', () => {
     expect(await sweep()).toEqual([mined.block, mined.block])
     // A fill on its way: the next sweep queues nothing more.
     expect(await sweep()).toBeNull()
-    const worker = createGasWorker({
-      redisUrl: REDIS_URL,
-      prefix: redisPrefix,
-      lockDurationMs: 30_000,
-      logger: silentLogger,
-      process: indexer.fillGas,
-    })
-    try {
-      await waitFor(async () => (await indexer.gasQueue.pending()) === 0, 'the gas fill to run', 30_000)
-    } finally {
-      await worker.close()
-    }
+    await runQueuedFills()
     expect(await gasOf(mined.hash)).toMatchObject({ tx: mined.gasUsed, attribution: mined.gasUsed })
     expect(await gasUsedMissing(db.store.pool, indexer.chainId)).toBe(0)
     expect(await sweep()).toBeNull()
