@@ -402,27 +402,25 @@ export function createAttributor(context: AttributorContext) {
   }
 
   /** Blocks with every transaction decoded. */
-  async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
-    return readBlocks(numbers, (block) => ({
+  /** A block read with its transactions, each attributed from its input. */
+  function decodeBlock(block: FetchedBlock): AttributedBlock {
+    return {
       number: block.number,
       hash: block.hash,
       parentHash: block.parentHash,
       timestamp: block.timestamp,
       timestampMs: block.timestampMs ?? null,
       transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
-    }))
+    }
+  }
+
+  async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
+    return readBlocks(numbers, decodeBlock)
   }
 
   /** Decodes blocks read with their transactions (`eth_getBlockByNumber(n, true)`) by someone else, e.g. the head follower. */
   function decodeBlocks(blocks: readonly FetchedBlock[]): AttributedBlock[] {
-    return blocks.map((block) => ({
-      number: block.number,
-      hash: block.hash,
-      parentHash: block.parentHash,
-      timestamp: block.timestamp,
-      timestampMs: block.timestampMs ?? null,
-      transactions: block.transactions.map((tx) => attributeTransaction(tx, chainId)),
-    }))
+    return blocks.map(decodeBlock)
   }
 
   /** Attributed transactions of decoded blocks: the gas used attribution will want, for a caller that reads receipts with its other calls. */
