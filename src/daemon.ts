@@ -2,6 +2,7 @@
 import { forChain, migratesOnStart, type Config, type Role } from './config/index.js'
 import { createIndexer, createNodeClient, type Indexer } from './indexer.js'
 import { NONCE_WALLETS_PER_MINUTE } from './attribution/coverage.js'
+import { createRegistryResolver } from './attribution/registryResolver.js'
 import type { Logger } from './internal/logger.js'
 import { stopServices, type Service } from './internal/shutdown.js'
 import { createApi, createApiRedis } from './api/index.js'
@@ -63,6 +64,8 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
   /** Each indexer's configuration: the shared settings with its chain's fields. */
   const configOf = new Map<Indexer, Config>()
   const runs = (part: Role) => role === 'all' || role === part
+  // One for every chain: a schema-1 suffix on one chain may name a registry on another.
+  const registries = createRegistryResolver()
   try {
     // One indexer per chain: its own node client, pool, filters, profile, follower and poller.
     for (const [i, chain] of config.chains.entries()) {
@@ -73,6 +76,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
         migrate: migrate && i === 0,
         nodeMayBeDown: several,
         labelChainInMetrics: several,
+        registries,
       })
       indexers.push(indexer)
       configOf.set(indexer, chainConfig)

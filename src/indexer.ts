@@ -1,6 +1,7 @@
 import { refreshWalletNonces } from './attribution/coverage.js'
 import { createAttributor, type AttributedBlock } from './attribution/attributor.js'
 import { builderCodesRegistryFilter } from './attribution/registry.js'
+import { createRegistryResolver, type RegistryResolver } from './attribution/registryResolver.js'
 import type { Config } from './config/index.js'
 import type { Logger } from './internal/logger.js'
 import type { Metrics } from './internal/metrics.js'
@@ -114,10 +115,13 @@ export async function createIndexer(
     migrate = true,
     nodeMayBeDown = false,
     labelChainInMetrics = false,
+    registries = createRegistryResolver(),
   }: {
     migrate?: boolean
     nodeMayBeDown?: boolean /** Several chains share the metrics: node calls carry `chain_id`. */
     labelChainInMetrics?: boolean
+    /** Answers schema-1 registry questions across the deployment's chains: this chain is served by it too. */
+    registries?: RegistryResolver
   } = {},
 ) {
   const store: Store = createStore({ databaseUrl: config.databaseUrl, max: Math.max(4, config.workerConcurrency * POOL_SIZE_PER_JOB + 2) })
@@ -242,11 +246,21 @@ export async function createIndexer(
       },
     ) as Promise<LogInput[]>
 
+  registries.serve({
+    chainId,
+    rpc: reliable,
+    node: rpc,
+    pool: store.pool,
+    builderCodes: registry
+      ? { address: config.builderCodesRegistry!, filterId: registry.filterId, startBlock: registry.startBlock }
+      : undefined,
+  })
   const attributor = createAttributor({
     rpc: reliable,
     chainId,
     logger,
     pool: store.pool,
+    registries,
     scope: config.attributionScope,
     deferRangeGas: true,
     onLaterSchema: (schemaId) => metrics?.laterSchemaSuffixes.inc({ chain_id: String(chainId), schema_id: String(schemaId) }),

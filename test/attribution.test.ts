@@ -68,6 +68,8 @@ type TransactionExpectation = {
   registry_address: string | null
   registry_chain_id: number | null
   registry_verified: boolean | null
+  /** Why the registry answer is unknown; unset: null. */
+  registry_unverified_reason?: string
   malformed_reason: RegExp | null
   user_operations: number
   /** The receipt's gas used where the transaction is attributed, else null. */
@@ -284,10 +286,12 @@ async function buildWorld(): Promise<World> {
     registry_address: lower(anvilAccount(0).address),
     registry_chain_id: CHAIN_ID,
     registry_verified: null,
+    // No contract there: the call answers no boolean.
+    registry_unverified_reason: 'invalid_answer',
     gas_used: codeless.gasUsed,
   })
 
-  // Schema 1, registry on another chain: recorded, not checked.
+  // Schema 1, registry on a chain this deployment does not index: unknown, never false.
   const elsewhere = await emit(6, Attribution.toDataSuffix({ codes: [codeOf(a6)], codeRegistry: OTHER_CHAIN_REGISTRY }))
   rows.push(...plainRows(elsewhere, 1, [codeOf(a6)]))
   transactions.set(elsewhere.hash, {
@@ -297,6 +301,7 @@ async function buildWorld(): Promise<World> {
     codes: [codeOf(a6)],
     registry_address: OTHER_CHAIN_REGISTRY.address,
     registry_chain_id: OTHER_CHAIN_REGISTRY.chainId,
+    registry_unverified_reason: 'chain_not_configured',
     gas_used: elsewhere.gasUsed,
   })
 
@@ -447,13 +452,13 @@ async function environment(rpcUrl: string, scope: 'logs' | 'blocks') {
 async function expectTransactions(db: TestDatabase, expected: ReadonlyMap<string, TransactionExpectation>) {
   const { rows } = await db.store.pool.query(
     `SELECT hash, has_suffix, schema_id, codes, registry_address, registry_chain_id::int AS registry_chain_id, registry_verified,
-       malformed_reason, user_operations, gas_used, cbor, removed FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[])`,
+       registry_unverified_reason, malformed_reason, user_operations, gas_used, cbor, removed FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[])`,
     [CHAIN_ID, [...expected.keys()]],
   )
   expect(rows).toHaveLength(expected.size)
   for (const row of rows) {
-    const { malformed_reason, cbor, ...fields } = expected.get(row.hash)!
-    expect({ hash: row.hash, ...fields }).toEqual({
+    const { malformed_reason, cbor, registry_unverified_reason = null, ...fields } = expected.get(row.hash)!
+    expect({ hash: row.hash, ...fields, registry_unverified_reason }).toEqual({
       hash: row.hash,
       has_suffix: row.has_suffix,
       schema_id: row.schema_id,
@@ -461,6 +466,7 @@ async function expectTransactions(db: TestDatabase, expected: ReadonlyMap<string
       registry_address: row.registry_address,
       registry_chain_id: row.registry_chain_id,
       registry_verified: row.registry_verified,
+      registry_unverified_reason: row.registry_unverified_reason,
       user_operations: row.user_operations,
       gas_used: row.gas_used,
     })
@@ -861,7 +867,9 @@ describe('registry check on a node error', () => {
         await rpc.request<LogInput[]>('eth_getLogs', [{ fromBlock: `0x${block.toString(16)}`, toBlock: `0x${block.toString(16)}` }]),
       )
     const verified = async () =>
-      (await db.store.pool.query(`SELECT registry_verified FROM transactions WHERE hash = $1`, [tx.hash])).rows[0].registry_verified
+      (await db.store.pool.query(`SELECT registry_verified, registry_unverified_reason FROM transactions WHERE hash = $1`, [tx.hash]))
+        .rows[0]
+    const unknown = { registry_verified: null, registry_unverified_reason: 'node_error' }
     const pass = async (attributor: ReturnType<typeof createAttributor>) => {
       const other = await mined(client, await sendWithSuffix(anvil.url, { from: 1, to: emitter, data: encodeEmitMany(1, 1, '0x') }))
       await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(other.block), () => 'confirmed'))
@@ -870,16 +878,16 @@ describe('registry check on a node error', () => {
     const attributor = attributorAskingAgainAfter(undefined)
     await withTransaction(db.store.pool, await attributor.forLogs(await logsOf(tx.block), () => 'confirmed'))
     expect(proxy.faultCount('error')).toBe(2)
-    expect(await verified()).toBeNull()
+    expect(await verified()).toEqual(unknown)
 
     // A pass right after does not ask again (the default wait is a minute)...
     await pass(attributor)
     expect(proxy.stats.calls.eth_call).toBe(2)
-    expect(await verified()).toBeNull()
+    expect(await verified()).toEqual(unknown)
     // ...a pass once the wait is over does, and stores the registry's answer.
     await pass(attributorAskingAgainAfter(0))
     expect(proxy.stats.calls.eth_call).toBe(3)
-    expect(await verified()).toBe(true)
+    expect(await verified()).toEqual({ registry_verified: true, registry_unverified_reason: null })
     // Known now: never asked again.
     await pass(attributorAskingAgainAfter(0))
     expect(proxy.stats.calls.eth_call).toBe(3)

@@ -76,6 +76,7 @@ function attributionWrites(n: number, fork: number) {
           registryAddress: null,
           registryChainId: null,
           registryVerified: null,
+          registryUnverifiedReason: null,
           cbor: null,
           malformedReason: null,
           userOperations: 0,

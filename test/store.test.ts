@@ -157,6 +157,7 @@ describe('transactions and attributions', () => {
       registryAddress: '0x00000000000000000000000000000000000000f2',
       registryChainId: '8453',
       registryVerified: null,
+      registryUnverifiedReason: 'chain_not_configured',
       cbor: { note: 'line\none\ttab "quoted" \\', list: [1, 'two'] },
       malformedReason: 'reason with\ttab\nand newline \\N',
       userOperations: 0,
@@ -248,6 +249,7 @@ describe('transactions and attributions', () => {
       registryAddress: null,
       registryChainId: null,
       registryVerified: null,
+      registryUnverifiedReason: null,
       cbor: null,
       malformedReason: null,
       userOperations: n,
@@ -264,7 +266,8 @@ describe('transactions and attributions', () => {
           codes: ['a'],
           registryAddress: '0x00000000000000000000000000000000000000f2',
           registryChainId,
-          registryVerified: i % 2 === 0,
+          registryVerified: i % 3 === 2 ? null : i % 2 === 0,
+          registryUnverifiedReason: i % 3 === 2 ? 'node_error' : null,
         }),
       ),
     ]
@@ -286,7 +289,7 @@ describe('transactions and attributions', () => {
     )
     const { rows: stored } = await db.store.pool.query(
       `SELECT hash, block_number, block_hash, extract(epoch FROM block_timestamp)::int AS ts, transaction_index, from_address, to_address, input_size,
-         has_suffix, schema_id, codes, registry_address, registry_chain_id::text, registry_verified, cbor, malformed_reason, user_operations, gas_used, status
+         has_suffix, schema_id, codes, registry_address, registry_chain_id::text, registry_verified, registry_unverified_reason, cbor, malformed_reason, user_operations, gas_used, status
        FROM transactions WHERE chain_id = $1 ORDER BY transaction_index`,
       [chainId],
     )
@@ -306,6 +309,7 @@ describe('transactions and attributions', () => {
         registry_address: r.registryAddress,
         registry_chain_id: r.registryChainId,
         registry_verified: r.registryVerified,
+        registry_unverified_reason: r.registryUnverifiedReason,
         cbor: null,
         malformed_reason: null,
         user_operations: r.userOperations,

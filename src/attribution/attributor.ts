@@ -34,7 +34,8 @@ import {
   readsWholeBlock,
   type AttributionRpc,
 } from './nodeReads.js'
-import { checkKey, checkRegistries, type RegistryCheck } from './registryCheck.js'
+import type { RegistryAnswer } from './registryCheck.js'
+import { createRegistryResolver, questionKey, type RegistryQuestion, type RegistryResolver } from './registryResolver.js'
 
 /** Stored registry answers still unknown asked again per pass, and how long after the last ask. */
 const REGISTRY_RECHECKS_PER_PASS = BATCH_SIZE
@@ -76,6 +77,11 @@ export type AttributorContext = {
   scope: 'logs' | 'blocks'
   /** How long a registry answer that stayed unknown waits before a later pass asks again. @default 60_000 */
   registryRecheckAfterMs?: number
+  /**
+   * Answers schema-1 registry questions, on this chain and on the other chains of the deployment; unset:
+   * one that serves this chain alone (through `rpc` and `pool`), so a registry elsewhere stays unknown.
+   */
+  registries?: RegistryResolver
   /**
    * Whether range jobs (`attribute`) leave gas used to the follow-up gas fill: receipts are the one
    * fetch of a backfill that storing logs does not need. The tip and pending paths are not affected.
@@ -126,6 +132,13 @@ function leastSize(hashes: readonly string[], positions: ReadonlyMap<string, Tra
 export function createAttributor(context: AttributorContext) {
   const { rpc, chainId, logger, registryRecheckAfterMs = REGISTRY_RECHECK_AFTER_MS } = context
   const gasUsedOf = createReceiptReader(rpc)
+  const registries =
+    context.registries ??
+    (() => {
+      const alone = createRegistryResolver()
+      alone.serve({ chainId, rpc, node: rpc, pool: context.pool })
+      return alone
+    })()
 
   /**
    * `attributions` with the hashes of their EIP-7702 user operations: each sender's delegate is read
@@ -204,27 +217,34 @@ export function createAttributor(context: AttributorContext) {
       .map((p) => ({ hash: p.hash, blockHash: p.blockHash, blockTransactions: blockSizes.get(p.blockHash) }))
     // Stored transactions whose registry answer is still unknown are asked again with this pass's.
     const unverified = await unverifiedTransactions(context.pool, chainId, {
+      registryChainIds: registries.chainIds(),
       olderThanMs: registryRecheckAfterMs,
       limit: REGISTRY_RECHECKS_PER_PASS,
     })
-    const checks = new Map<string, RegistryCheck>()
-    const addChecks = (registry: string, codes: readonly string[]) => {
-      for (const code of codes) checks.set(checkKey({ registry, code }), { registry, code })
+    const questions: RegistryQuestion[] = []
+    const ask = (registry: { chainId: string; address: string }, codes: readonly string[], asOf: number, fresh = false) => {
+      for (const code of codes) questions.push({ chainId: registry.chainId, registry: registry.address, code, asOf, fresh })
     }
-    const onThisChain = String(chainId)
-    for (const a of fresh) if (a.registry?.chainId === onThisChain) addChecks(a.registry.address, a.codes ?? [])
-    for (const tx of unverified) addChecks(tx.registryAddress, tx.codes)
-    const [gasFetched, registered] = await Promise.all([gasUsedOf(needGas), checkRegistries(rpc, [...checks.values()])])
+    for (const a of fresh) if (a.registry) ask(a.registry, a.codes ?? [], positions.get(a.hash)!.blockTimestamp)
+    for (const tx of unverified) ask({ chainId: tx.registryChainId, address: tx.registryAddress }, tx.codes, tx.blockTimestamp, tx.reorged)
+    const [gasFetched, answers] = await Promise.all([gasUsedOf(needGas), registries.resolve(chainId, questions)])
     const gasUsed = gasRead !== 'deferred' && gasRead.size > 0 ? new Map([...gasRead, ...gasFetched]) : gasFetched
-    /** All codes registered: true; one not: false; one unknown: null. */
-    const verdict = (registry: string, codes: readonly string[]) => {
-      const answers = codes.map((code) => registered.get(checkKey({ registry, code })) ?? null)
-      return answers.includes(null) ? null : answers.every(Boolean)
+    /** All codes registered: true; one not: false; one unknown: unknown, with its reason. */
+    const verdict = (registry: { chainId: string; address: string }, codes: readonly string[]): RegistryAnswer => {
+      const each = codes.map((code) => answers.get(questionKey({ chainId: registry.chainId, registry: registry.address, code }))!)
+      return (
+        each.find((answer) => answer.registered === null) ??
+        ({ registered: each.every((answer) => answer.registered), reason: null } as RegistryAnswer)
+      )
     }
-    const answersAgain = unverified.map((tx) => ({ hash: tx.hash, verified: verdict(tx.registryAddress, tx.codes) }))
+    const answersAgain = unverified.map((tx) => {
+      const { registered, reason } = verdict({ chainId: tx.registryChainId, address: tx.registryAddress }, tx.codes)
+      return { hash: tx.hash, verified: registered, reason }
+    })
 
-    const rows = fresh.map(
-      (a): TransactionDecodeRow => ({
+    const rows = fresh.map((a): TransactionDecodeRow => {
+      const answer = a.registry ? verdict(a.registry, a.codes ?? []) : null
+      return {
         hash: a.hash,
         from: a.from,
         to: a.to,
@@ -234,12 +254,13 @@ export function createAttributor(context: AttributorContext) {
         codes: a.codes,
         registryAddress: a.registry?.address ?? null,
         registryChainId: a.registry?.chainId ?? null,
-        registryVerified: a.registry?.chainId === onThisChain ? verdict(a.registry.address, a.codes ?? []) : null,
+        registryVerified: answer?.registered ?? null,
+        registryUnverifiedReason: answer?.reason ?? null,
         cbor: a.cbor,
         malformedReason: a.malformedReason,
         userOperations: a.userOperations,
-      }),
-    )
+      }
+    })
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
     for (const a of fresh) if (a.schemaId !== null && a.schemaId > 2 && a.malformedReason === null) context.onLaterSchema?.(a.schemaId)
     return async (client) => {

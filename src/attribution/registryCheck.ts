@@ -1,5 +1,6 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
 import { call, callRequest, isRevert, parseCallResult } from '../rpc/index.js'
+import type { RegistryUnverifiedReason } from '../store/schema.js'
 import { BATCH_SIZE, BATCHES_IN_FLIGHT, inSlices, type AttributionRpc } from './nodeReads.js'
 
 const registryAbi = parseAbi(['function isRegistered(string code) view returns (bool)'])
@@ -7,26 +8,31 @@ const registryAbi = parseAbi(['function isRegistered(string code) view returns (
 /** A schema-1 code to check against the registry its suffix names. */
 export type RegistryCheck = { registry: string; code: string }
 
-export const checkKey = ({ registry, code }: RegistryCheck) => `${registry}:${code}`
+/** Whether a code is registered; null (unknown, asked again on a later pass) with the reason. */
+export type RegistryAnswer = { registered: boolean; reason: null } | { registered: null; reason: RegistryUnverifiedReason }
 
 /**
- * What an `isRegistered` call answered: a revert means not registered; null (unknown, asked again on a
- * later pass) for anything else, a node error such as -32000 "header not found" included.
+ * What an `isRegistered` call answered: a revert means not registered; unknown for anything else, a node
+ * error such as -32000 "header not found" included, or an answer that is no boolean (no contract there).
  */
-function registryAnswer(answer: PromiseSettledResult<unknown>): boolean | null {
-  if (answer.status === 'rejected') return isRevert(answer.reason) ? false : null
+function registryAnswer(answer: PromiseSettledResult<unknown>): RegistryAnswer {
+  if (answer.status === 'rejected')
+    return isRevert(answer.reason) ? { registered: false, reason: null } : { registered: null, reason: 'node_error' }
   try {
-    return decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: parseCallResult(answer.value) })
+    return {
+      registered: decodeFunctionResult({ abi: registryAbi, functionName: 'isRegistered', data: parseCallResult(answer.value) }),
+      reason: null,
+    }
   } catch {
-    return null
+    return { registered: null, reason: 'invalid_answer' }
   }
 }
 
 /**
- * The registries' `isRegistered` answers by `registry:code`, in JSON-RPC batches; a batch that fails
- * (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
+ * The registries' `isRegistered` answers, in the order of `checks`, in JSON-RPC batches; a batch that
+ * fails (one revert fails it whole) is asked again call by call, so a revert answers only its own call.
  */
-export async function checkRegistries(rpc: AttributionRpc, checks: readonly RegistryCheck[]): Promise<Map<string, boolean | null>> {
+export async function checkRegistries(rpc: AttributionRpc, checks: readonly RegistryCheck[]): Promise<RegistryAnswer[]> {
   const calls = checks.map(({ registry, code }) => ({
     to: registry,
     data: encodeFunctionData({ abi: registryAbi, functionName: 'isRegistered', args: [code] }),
@@ -38,5 +44,5 @@ export async function checkRegistries(rpc: AttributionRpc, checks: readonly Regi
       return Promise.allSettled(slice.map((parameters) => call(rpc, parameters)))
     }
   })
-  return new Map(checks.map((check, i) => [checkKey(check), registryAnswer(answers[i]!)]))
+  return answers.map(registryAnswer)
 }

@@ -772,7 +772,10 @@ export interface components {
                 address: string;
                 /** @description Decimal chain id of the registry. */
                 chainId: string;
+                /** @description Whether every code is registered there (from the registry's indexed events where its chain indexes it, else `isRegistered` on that chain's node); null when unknown. */
                 verified: boolean | null;
+                /** @description Why `verified` is null: `chain_not_configured` (the registry's chain is not indexed here), `node_error` (its node did not answer; asked again later), `invalid_answer` (no registry answered at that address; asked again later), `registry_reorg` (a reorg of the registry's chain removed a registration it was verified against; asked again). Null when `verified` is known. */
+                unverifiedReason: ("chain_not_configured" | "node_error" | "invalid_answer" | "registry_reorg") | null;
             } | null;
             /** @description Schema 2: every CBOR field (app, wallet, service codes, registries, metadata). */
             cbor: {

@@ -2,7 +2,7 @@ import type pg from 'pg'
 import type { Queryable } from './client.js'
 import { BinaryCopyWriter, copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
-import type { CodeRole, Status } from './schema.js'
+import type { CodeRole, RegistryUnverifiedReason, Status } from './schema.js'
 
 // A stale pre-confirmed answer must never pull a confirmed, canonical row back to pending.
 const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
@@ -36,6 +36,8 @@ export type TransactionDecodeRow = {
   /** Decimal: schema 1 allows a chain id of up to 32 bytes. */
   registryChainId: string | null
   registryVerified: boolean | null
+  /** Why `registryVerified` is null where the suffix names a registry. */
+  registryUnverifiedReason: RegistryUnverifiedReason | null
   cbor: unknown
   malformedReason: string | null
   userOperations: number
@@ -70,44 +72,59 @@ export async function knownTransactions(db: Queryable, chainId: number, hashes: 
 }
 
 /** A stored transaction whose schema-1 registry answer is not known yet. */
-export type UnverifiedTransaction = { hash: string; registryAddress: string; codes: string[] }
+export type UnverifiedTransaction = {
+  hash: string
+  registryAddress: string
+  /** Decimal. */
+  registryChainId: string
+  codes: string[]
+  /** Its block's time, seconds since the epoch. */
+  blockTimestamp: number
+  /** A reorg of the registry's chain removed a registration it was verified against: asked again without waiting. */
+  reorged: boolean
+}
 
 /**
- * Stored transactions (not removed) naming a registry on this chain whose answer is still unknown (a
- * node error when they were decoded), asked last more than `olderThanMs` ago, longest waiting first.
- * Served by the partial index `transactions_registry_unknown`.
+ * Stored transactions (not removed) naming a registry on one of `registryChainIds` whose answer is still
+ * unknown: asked last more than `olderThanMs` ago (a node error, a chain not indexed until now), or
+ * unverified by a reorg of the registry's chain (at once); longest waiting first. Served by the partial
+ * index `transactions_registry_unknown`.
  */
 export async function unverifiedTransactions(
   db: Queryable,
   chainId: number,
-  { olderThanMs, limit }: { olderThanMs: number; limit: number },
+  { registryChainIds, olderThanMs, limit }: { registryChainIds: readonly number[]; olderThanMs: number; limit: number },
 ): Promise<UnverifiedTransaction[]> {
   const { rows } = await db.query<UnverifiedTransaction>(
-    `SELECT hash, registry_address AS "registryAddress", codes FROM transactions
-     WHERE chain_id = $1 AND registry_chain_id = $1 AND registry_verified IS NULL AND registry_address IS NOT NULL AND codes IS NOT NULL AND NOT removed
-       AND updated_at < now() - make_interval(secs => $2 / 1000.0)
-     ORDER BY updated_at LIMIT $3`,
-    [chainId, olderThanMs, limit],
+    `SELECT hash, registry_address AS "registryAddress", registry_chain_id::text AS "registryChainId", codes,
+       extract(epoch FROM block_timestamp)::float8 AS "blockTimestamp", registry_unverified_reason IS NOT DISTINCT FROM 'registry_reorg' AS reorged
+     FROM transactions
+     WHERE chain_id = $1 AND registry_chain_id = ANY($2::numeric[]) AND registry_verified IS NULL AND registry_address IS NOT NULL
+       AND codes IS NOT NULL AND NOT removed
+       AND (updated_at < now() - make_interval(secs => $3 / 1000.0) OR registry_unverified_reason = 'registry_reorg')
+     ORDER BY registry_unverified_reason IS NOT DISTINCT FROM 'registry_reorg' DESC, updated_at LIMIT $4`,
+    [chainId, registryChainIds, olderThanMs, limit],
   )
   return rows
 }
 
 /**
- * Stores registry answers asked again for transactions still unknown: `null` (unknown again) only marks
- * them asked now, so others come first next time. Rows another transaction holds are left to it.
+ * Stores registry answers asked again for transactions still unknown: `null` (unknown again, with its
+ * reason) only marks them asked now, so others come first next time. Rows another transaction holds are
+ * left to it.
  */
 export async function storeRegistryAnswers(
   client: pg.PoolClient,
   chainId: number,
-  answers: readonly { hash: string; verified: boolean | null }[],
+  answers: readonly { hash: string; verified: boolean | null; reason: RegistryUnverifiedReason | null }[],
 ): Promise<void> {
   if (answers.length === 0) return
   await client.query(
-    `UPDATE transactions t SET registry_verified = u.verified, updated_at = now()
-     FROM unnest($2::text[], $3::boolean[]) AS u(hash, verified)
+    `UPDATE transactions t SET registry_verified = u.verified, registry_unverified_reason = u.reason, updated_at = now()
+     FROM unnest($2::text[], $3::boolean[], $4::text[]) AS u(hash, verified, reason)
      WHERE t.chain_id = $1 AND t.hash = u.hash AND t.hash IN (
        SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[]) AND registry_verified IS NULL FOR UPDATE SKIP LOCKED)`,
-    [chainId, answers.map((a) => a.hash), answers.map((a) => a.verified)],
+    [chainId, answers.map((a) => a.hash), answers.map((a) => a.verified), answers.map((a) => a.reason)],
   )
 }
 
@@ -176,6 +193,7 @@ const TRANSACTION_COLUMNS = [
   'registry_address',
   'registry_chain_id',
   'registry_verified',
+  'registry_unverified_reason',
   'cbor',
   'malformed_reason',
   'user_operations',
@@ -211,6 +229,7 @@ function transactionCopyData(
       .text(r.registryAddress)
       .numeric(r.registryChainId)
       .bool(r.registryVerified)
+      .text(r.registryUnverifiedReason)
       .jsonb(r.cbor === null || r.cbor === undefined ? null : JSON.stringify(r.cbor))
       .text(r.malformedReason)
       .int32(r.userOperations)

@@ -33,6 +33,15 @@ export const statusBelow =
 
 export const ZERO_HASH = `0x${'0'.repeat(64)}` as const
 
+/**
+ * Why a schema-1 suffix's registry answer is unknown (`registry_verified` null): the registry's chain is
+ * not one this deployment indexes; its node failed to answer; the address answered no boolean (no
+ * contract there, or not a registry); or a reorg of the registry's chain removed the registration it was
+ * verified against, and it is asked again.
+ */
+export const REGISTRY_UNVERIFIED_REASONS = ['chain_not_configured', 'node_error', 'invalid_answer', 'registry_reorg'] as const
+export type RegistryUnverifiedReason = (typeof REGISTRY_UNVERIFIED_REASONS)[number]
+
 const statusCheck = (name: string, column: { name: string }) =>
   check(name, sql.raw(`"${column.name}" in ('pending', 'confirmed', 'finalized')`))
 
@@ -135,6 +144,8 @@ export const transactions = pgTable(
     registryAddress: text('registry_address'),
     registryChainId: numeric('registry_chain_id'),
     registryVerified: boolean('registry_verified'),
+    /** Why `registryVerified` is null where the suffix names a registry; null once it is known. */
+    registryUnverifiedReason: text('registry_unverified_reason', { enum: REGISTRY_UNVERIFIED_REASONS }),
     cbor: jsonb('cbor'),
     malformedReason: text('malformed_reason'),
     userOperations: integer('user_operations').notNull().default(0),
@@ -151,7 +162,13 @@ export const transactions = pgTable(
     index('transactions_registry_unknown')
       .on(t.chainId, t.registryChainId, t.updatedAt)
       .where(sql`${t.registryVerified} IS NULL AND ${t.registryAddress} IS NOT NULL AND ${t.codes} IS NOT NULL AND NOT ${t.removed}`),
+    // Rows verified against a registry, found again when a reorg of its chain removes a registration.
+    index('transactions_registry_verified').on(t.registryChainId, t.registryAddress).where(sql`${t.registryVerified} AND NOT ${t.removed}`),
     statusCheck('transactions_status_check', t.status),
+    check(
+      'transactions_registry_unverified_reason_check',
+      sql.raw(`registry_unverified_reason in (${REGISTRY_UNVERIFIED_REASONS.map((reason) => `'${reason}'`).join(', ')})`),
+    ),
   ],
 )
 

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { requestedChain, type ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { getTransactionAttribution } from '../../store/reads/index.js'
+import { REGISTRY_UNVERIFIED_REASONS } from '../../store/schema.js'
 import { chainIdParam, errorResponses, hash, isoTime, statusSchema, timestampMs } from '../schemas.js'
 
 const suffix = z
@@ -13,7 +14,14 @@ const suffix = z
       .object({
         address: z.string(),
         chainId: z.string().meta({ description: 'Decimal chain id of the registry.' }),
-        verified: z.boolean().nullable(),
+        verified: z.boolean().nullable().meta({
+          description:
+            "Whether every code is registered there (from the registry's indexed events where its chain indexes it, else `isRegistered` on that chain's node); null when unknown.",
+        }),
+        unverifiedReason: z.enum(REGISTRY_UNVERIFIED_REASONS).nullable().meta({
+          description:
+            "Why `verified` is null: `chain_not_configured` (the registry's chain is not indexed here), `node_error` (its node did not answer; asked again later), `invalid_answer` (no registry answered at that address; asked again later), `registry_reorg` (a reorg of the registry's chain removed a registration it was verified against; asked again). Null when `verified` is known.",
+        }),
       })
       .nullable()
       .meta({ description: 'Schema 1: the custom code registry.' }),
@@ -101,7 +109,12 @@ export const transactionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
               codes: tx.codes ?? [],
               registry:
                 tx.registryAddress !== null && tx.registryChainId !== null
-                  ? { address: tx.registryAddress, chainId: tx.registryChainId, verified: tx.registryVerified }
+                  ? {
+                      address: tx.registryAddress,
+                      chainId: tx.registryChainId,
+                      verified: tx.registryVerified,
+                      unverifiedReason: tx.registryVerified === null ? tx.registryUnverifiedReason : null,
+                    }
                   : null,
               cbor: (tx.cbor as Record<string, unknown> | null) ?? null,
               malformedReason: tx.malformedReason,

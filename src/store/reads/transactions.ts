@@ -21,6 +21,7 @@ export async function getTransactionAttribution(db: Database, chainId: number, h
       registryAddress: transactions.registryAddress,
       registryChainId: transactions.registryChainId,
       registryVerified: transactions.registryVerified,
+      registryUnverifiedReason: transactions.registryUnverifiedReason,
       cbor: transactions.cbor,
       malformedReason: transactions.malformedReason,
       userOperations: transactions.userOperations,

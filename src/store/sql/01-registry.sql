@@ -10,11 +10,15 @@ CREATE OR REPLACE FUNCTION public.hex_to_numeric(hex text) RETURNS numeric LANGU
 $$;
 
 -- Recomputes a token of a chain from the live logs of its registries. Serialised per chain so two
--- writers of one token's logs cannot each keep a stale answer.
+-- writers of one token's logs cannot each keep a stale answer. A code that is gone after it (a reorg
+-- removed its CodeRegistered) unverifies the transactions of any chain verified against that registry:
+-- their attributor asks again on its next pass (reason registry_reorg).
 CREATE OR REPLACE FUNCTION registry_tokens_refresh(p_chain integer, p_token text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  gone text;
 BEGIN
   PERFORM pg_advisory_xact_lock(1668576871, p_chain);
-  DELETE FROM registry_tokens WHERE chain_id = p_chain AND token_topic = p_token;
+  DELETE FROM registry_tokens WHERE chain_id = p_chain AND token_topic = p_token RETURNING builder_code INTO gone;
   INSERT INTO registry_tokens (chain_id, token_topic, builder_code, token_id, owner, payout_address, registered_block, registered_at)
   WITH events AS (
     SELECT l.chain_id, l.block_number, l.block_timestamp, l.log_index, l.topic0, l.topic1, l.topic2, l.topic3, lower(l.data) AS data
@@ -53,6 +57,12 @@ BEGIN
   LEFT JOIN owners o USING (chain_id, token_topic)
   LEFT JOIN payouts p USING (chain_id, token_topic)
   WHERE g.code_length BETWEEN 1 AND 32 AND g.code_hex ~ '^(3[0-9]|5f|6[1-9a-f]|7[0-9a])+$' AND length(g.code_hex) = 2 * g.code_length;
+  IF gone IS NOT NULL AND NOT EXISTS (SELECT 1 FROM registry_tokens WHERE chain_id = p_chain AND token_topic = p_token) THEN
+    UPDATE transactions t SET registry_verified = NULL, registry_unverified_reason = 'registry_reorg', updated_at = now()
+    FROM builder_code_registries r
+    WHERE r.chain_id = p_chain AND t.registry_chain_id = p_chain AND t.registry_address = r.address
+      AND t.registry_verified AND NOT t.removed AND gone = ANY(t.codes);
+  END IF;
 END
 $$;
 
