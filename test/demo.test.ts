@@ -48,6 +48,12 @@ describe('demo suffixes', () => {
   it('carries the agent code in schema 0, beside an unregistered code, or in schema 2; none carries nothing', () => {
     expect(decode('schema0')).toEqual({ ok: true, schemaId: 0, codes: ['bc_agent001'] })
     expect(decode('schema0-two-codes')).toEqual({ ok: true, schemaId: 0, codes: ['bc_agent001', UNREGISTERED_CODE] })
+    const registry = { address: '0x00000000000000000000000000000000000000aa', chainId: 31338 } as const
+    expect(decodeAttribution(`${CALLDATA}${suffixFor('schema1', 'bc_agent001', 0, registry)!.slice(2)}`)).toMatchObject({
+      ok: true,
+      schemaId: 1,
+      codes: ['bc_agent001'],
+    })
     expect(decode('schema2')).toMatchObject({ ok: true, schemaId: 2, codes: ['bc_agent001', WALLET_CODE] })
     expect(suffixFor('none', 'bc_agent001', 0)).toBeUndefined()
   })
@@ -110,6 +116,7 @@ describe('demo options and view', () => {
       logsPerSecond: 12.5,
       reorgs: 2,
       transactions: { attributed: 300, withoutSuffix: 40, malformed: 12 },
+      registry: { registered: 9, notRegistered: 0, unknown: 1 },
       codes: [
         {
           builderCode: 'bc_agent001',
@@ -135,7 +142,7 @@ describe('demo options and view', () => {
       stats: {
         transactions: 400,
         userOperations: 30,
-        bySuffix: { schema0: 250, 'schema0-two-codes': 40, schema2: 60, none: 35, malformed: 15 },
+        bySuffix: { schema0: 240, 'schema0-two-codes': 40, schema1: 10, schema2: 60, none: 35, malformed: 15 },
         reorgs: 2,
         dropped: 1,
         errors: 0,
@@ -146,7 +153,8 @@ describe('demo options and view', () => {
     expect(frame).toMatch(/op: 2 s blocks, pre-confirmed through pending · head 120 · indexed 119 · finalized 111/)
     expect(frame).toMatch(/1,234 stored · 7 pending · 3 removed · 12\.5 logs\/s/)
     expect(frame).toMatch(/2 handled by codetrail \(2 caused\)/)
-    expect(frame).toContain('250 schema 0 · 40 schema 0 with two codes · 60 schema 2 · 35 none · 15 malformed')
+    expect(frame).toContain('240 schema 0 · 40 schema 0 with two codes · 10 schema 1 · 60 schema 2 · 35 none · 15 malformed')
+    expect(frame).toContain('schema 1, as the registry each names answers: 9 registered · 0 not registered · 1 unknown')
     expect(frame).toMatch(/bc_agent001\s+agent-1 0x7099…79c8\s+1\s+20\s+30\s+0/)
     expect(frame).toMatch(/demoapp\s+\(not registered here\)\s+0\s+2\s+3\s+1/)
     const about = aboutLines(context).join('\n')

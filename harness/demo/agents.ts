@@ -10,7 +10,7 @@ import { sleep } from '../../src/utils/loop.js'
 import { anvilAccount, fixtureClient, sendWithSuffix, type FixtureClient } from '../fixtures/chain.js'
 import { encodeExecute, sendHandleOps, type SmartAccount } from '../fixtures/entryPoint.js'
 import { BUNDLER_ACCOUNT, swapArtifact, TOKEN_UNIT, tokenCall, type DemoContracts } from './chainState.js'
-import { pickSuffixKind, suffixFor, type SuffixKind } from './suffixes.js'
+import { pickSuffixKind, SCHEMA1_SHARE, suffixFor, type SuffixKind, type SuffixRegistry } from './suffixes.js'
 
 /** Pause between two transactions of one plain agent: five agents send about 3.5 transactions/s in all. */
 const EOA_PAUSE_MS = [700, 2_000] as const
@@ -29,10 +29,13 @@ const DROP_AFTER_PENDING_MS = 500
 /** Agents waiting on a receipt get this long to finish once asked to stop. */
 const STOP_GRACE_MS = 5_000
 
-export type Agent = { name: string; address: Address; code: string } & (
-  | { kind: 'eoa'; account: number }
-  | { kind: 'smart'; smartAccount: SmartAccount }
-)
+export type Agent = {
+  name: string
+  address: Address
+  code: string
+  /** The registry its code is registered on, which its schema-1 suffixes name; without one it sends none. */
+  registry?: SuffixRegistry
+} & ({ kind: 'eoa'; account: number } | { kind: 'smart'; smartAccount: SmartAccount })
 
 export type AgentStats = {
   /** Transactions sent, bundles included. */
@@ -131,7 +134,7 @@ export function startAgents({
   const stats: AgentStats = {
     transactions: 0,
     userOperations: 0,
-    bySuffix: { schema0: 0, 'schema0-two-codes': 0, schema2: 0, none: 0, malformed: 0 },
+    bySuffix: { schema0: 0, 'schema0-two-codes': 0, schema1: 0, schema2: 0, none: 0, malformed: 0 },
     reorgs: 0,
     dropped: 0,
     errors: 0,
@@ -162,8 +165,8 @@ export function startAgents({
     while (!signal.aborted) {
       try {
         await clearStuckPool(agent)
-        const kind = pickSuffixKind(Math.random())
-        const suffix = suffixFor(kind, agent.code, sequence++)
+        const kind: SuffixKind = agent.registry && Math.random() < SCHEMA1_SHARE ? 'schema1' : pickSuffixKind(Math.random())
+        const suffix = suffixFor(kind, agent.code, sequence++, agent.registry)
         await sendWithSuffix(devnet.url, {
           from: agent.account,
           ...plainAction(agent, contracts, peers),

@@ -10,6 +10,7 @@ import { anvilAccount, artifacts, deployContract, loadArtifact, sendWithSuffix }
 import { createSmartAccount, deployEntryPoints, ENTRY_POINT_VERSIONS, type SmartAccount } from '../fixtures/entryPoint.js'
 
 export const swapArtifact = loadArtifact('Swap')
+const builderCodesArtifact = loadArtifact('BuilderCodes')
 
 /** anvil accounts that act as agents sending plain transactions. */
 export const EOA_AGENT_ACCOUNTS = [1, 2, 3, 4, 5] as const
@@ -23,6 +24,8 @@ export const BUNDLER_ACCOUNT = 9
 const DEPLOYER = 0
 // The EntryPoints go out from an account of their own, in parallel with the tokens' setup.
 const ENTRY_POINT_DEPLOYER = 7
+/** Deploys the BuilderCodes registry, then registers the schema-1 agent's code on it while the demo runs. */
+export const REGISTRY_DEPLOYER = 0
 /** The demo tokens have 18 decimals. */
 export const TOKEN_UNIT = 10n ** 18n
 const AGENT_BALANCE = 1_000_000n * TOKEN_UNIT
@@ -37,6 +40,8 @@ export type DemoContracts = {
 export type DemoChainState = {
   contracts: DemoContracts
   smartAccounts: SmartAccount[]
+  /** A BuilderCodes registry (indexed from block 0): an agent's code registered there is named by its schema-1 suffixes. */
+  registry: Address
 }
 
 /** Calldata of a demo token call. */
@@ -65,7 +70,8 @@ export async function prepareChainState(stateFile: string, chainId: number, onSt
     const tokenB = await deployContract(url, artifacts.Token, ['Demo Ether', 'DETH'], DEPLOYER)
     const swap = await deployContract(url, swapArtifact, [tokenA, tokenB], DEPLOYER)
     const pool = { tokens: [tokenA, tokenB] as const, swap }
-    await Promise.all([
+    const [registry] = await Promise.all([
+      deployContract(url, builderCodesArtifact, [], REGISTRY_DEPLOYER),
       deployEntryPoints(url, ENTRY_POINT_DEPLOYER),
       fundAgent(url, pool, DEPLOYER).then(() =>
         sendWithSuffix(url, {
@@ -79,7 +85,7 @@ export async function prepareChainState(stateFile: string, chainId: number, onSt
     const smartAccounts = await Promise.all(
       ENTRY_POINT_VERSIONS.map((version) => createSmartAccount(url, { version, owner: SMART_ACCOUNT_OWNER })),
     )
-    return { contracts: pool, smartAccounts }
+    return { contracts: pool, smartAccounts, registry }
   } finally {
     await anvil.stop()
   }

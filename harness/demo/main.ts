@@ -8,7 +8,10 @@
  * small reorgs and (on `op`) dropped pool transactions, and the
  * daemon (all roles) indexing it all into a database of its own, its dashboard at the URL printed first.
  * Ctrl-C stops everything it started. `--chains base,op` runs one devnet of each profile (chain ids 31337 and
- * 31338), the agents sending on both, and one daemon indexing both through a config file it writes.
+ * 31338), the agents sending on both, and one daemon indexing both through a config file it writes. Each
+ * devnet has a BuilderCodes registry the daemon indexes; the first agent's code is registered on the
+ * second chain's (on the only chain's with one devnet), and its transactions on the first chain carry
+ * schema-1 suffixes naming that registry, which codetrail resolves across chains.
  *
  * Environment: DATABASE_URL and REDIS_URL (the servers to use), DEMO_DATABASE (default codetrail_demo,
  * dropped and created fresh on each run), DEMO_REDIS_PREFIX (default codetrail-demo), PORT (API, default
@@ -30,9 +33,11 @@ import { startDaemon } from '../../src/daemon.js'
 import { stopServices } from '../../src/internal/shutdown.js'
 import { createDevnet, DEFAULT_BLOCK_TIME_MS, DENIM_BLOCK_TIME_MS, freePort, type Devnet } from '../devnet/index.js'
 import type { Logger } from '../../src/internal/logger.js'
-import { anvilAccount, fixtureClient } from '../fixtures/chain.js'
+import { encodeFunctionData } from 'viem'
+import { anvilAccount, fixtureClient, loadArtifact, sendWithSuffix } from '../fixtures/chain.js'
 import { startAgents, type Agent, type ChaosSchedule } from './agents.js'
-import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, type DemoChainState } from './chainState.js'
+import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, REGISTRY_DEPLOYER, type DemoChainState } from './chainState.js'
+import type { SuffixRegistry } from './suffixes.js'
 import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './options.js'
 import { clearRedisPrefix } from '../../src/queue/index.js'
 import { checkPostgres, checkRedisServer, recreateDatabase } from './servers.js'
@@ -84,6 +89,16 @@ async function registerAgents(apiUrl: string, chain: DemoChainState): Promise<{ 
     plainAgent('agent-6 (drops)', DROPPED_AGENT_ACCOUNT),
   ])
   return { agents: [...plain, ...smart], dropped }
+}
+
+/** Registers `agent`'s code on the BuilderCodes registry `registry` of the devnet at `url`, owned and paid to the agent. */
+async function registerOnRegistry(url: string, registry: SuffixRegistry, agent: Agent): Promise<void> {
+  const data = encodeFunctionData({
+    abi: loadArtifact('BuilderCodes').abi,
+    functionName: 'register',
+    args: [agent.code, agent.address, agent.address],
+  })
+  await sendWithSuffix(url, { from: REGISTRY_DEPLOYER, to: registry.address, data })
 }
 
 /** An agent as it acts on another devnet: the same wallet, or the smart account of its version deployed there. */
@@ -198,6 +213,8 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     REDIS_PREFIX: options.redisPrefix,
     RPC_URL: devnet.url,
     RPC_WS_URL: devnet.wsUrl,
+    BUILDER_CODES_REGISTRY: chain.registry,
+    BUILDER_CODES_REGISTRY_START_BLOCK: '0',
     PORT: String(options.apiPort),
     DASHBOARD_DIR: dashboard.outdir,
     START_BLOCK: 'latest',
@@ -209,8 +226,8 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     // Several chains are a config file's: one entry per devnet, named by its profile.
     const file = join(stateDir, 'codetrail.config.yaml')
     const entries = devnets.map(
-      ({ devnet: d, chainId, shape }) =>
-        `  - { id: ${chainId}, name: ${shape.profile}, rpc: "${d.url}", ws: "${d.wsUrl}", startBlock: latest }\n`,
+      ({ devnet: d, chainId, shape, state }) =>
+        `  - { id: ${chainId}, name: ${shape.profile}, rpc: "${d.url}", ws: "${d.wsUrl}", startBlock: latest, registry: { address: "${state.registry}", startBlock: 0 } }\n`,
     )
     writeFileSync(file, `chains:\n${entries.join('')}`)
     config = loadConfig(env, { file })
@@ -222,9 +239,20 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   say(`  daemon    codetrail, all roles, indexing the devnet from block ${await fixtureClient(devnet.url).getBlockNumber()}; API ${apiUrl}`)
   stopIfAsked()
 
-  const { agents, dropped } = await registerAgents(apiUrl, chain)
-  const codes = [...agents, dropped].map((agent) => `${agent.name} ${agent.code}`).join(', ')
+  const registered = await registerAgents(apiUrl, chain)
+  const { dropped } = registered
+  const codes = [...registered.agents, dropped].map((agent) => `${agent.name} ${agent.code}`).join(', ')
   say(`  agents    registered through POST ${apiUrl}/v1/agents/builder-codes: ${codes}`)
+  stopIfAsked()
+  // The first agent's schema-1 suffixes on the first chain name the registry of the last (another chain's, when there are two).
+  const registryChain = devnets.at(-1)!
+  const schema1Registry: SuffixRegistry = { address: registryChain.state.registry, chainId: registryChain.chainId }
+  const [first, ...others] = registered.agents
+  await registerOnRegistry(registryChain.devnet.url, schema1Registry, first!)
+  const agents: Agent[] = [{ ...first!, registry: schema1Registry }, ...others]
+  say(
+    `  registry  ${first!.name}'s code ${first!.code} registered on the BuilderCodes registry ${schema1Registry.address} of chain ${schema1Registry.chainId}; its schema-1 suffixes on chain ${CHAIN_ID} name it`,
+  )
   stopIfAsked()
 
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'codetrail-demo-view' })
@@ -234,7 +262,8 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
     startAgents({
       devnet: d.devnet,
       contracts: d.state.contracts,
-      agents: d === devnets[0] ? agents : agents.map((agent) => agentOn(agent, d.state)),
+      // Schema 1 is the first devnet's: the other's agents carry no registry.
+      agents: d === devnets[0] ? agents : registered.agents.map((agent) => agentOn(agent, d.state)),
       droppedAgent: dropped,
       schedule: d.shape.preconfirmations ? SCHEDULE : { ...SCHEDULE, ...NO_DROPS },
       indexedHead: () => readIndexedHead(pool, d.chainId),

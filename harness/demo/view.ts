@@ -40,6 +40,8 @@ export type Figures = {
   logsPerSecond: number
   reorgs: number
   transactions: { attributed: number; withoutSuffix: number; malformed: number }
+  /** Schema-1 transactions by what the registry their suffix names answered (on this chain or another). */
+  registry: { registered: number; notRegistered: number; unknown: number }
   codes: CodeFigures[]
 }
 
@@ -71,7 +73,7 @@ export async function readIndexedHead(pool: pg.Pool, chainId: number): Promise<n
 
 /** Everything but the rate, from the database: analytics views where they say it, sync tables for the rest. */
 export async function readFigures(pool: pg.Pool, chainId: number): Promise<Omit<Figures, 'chainHead' | 'logsPerSecond'>> {
-  const [state, logs, reorgs, transactions, codes] = await Promise.all([
+  const [state, logs, reorgs, transactions, registry, codes] = await Promise.all([
     pool.query<Row>('SELECT live_block, finalized_block FROM chain_state WHERE chain_id = $1', [chainId]),
     pool.query<Row>(
       `SELECT count(*) AS logs,
@@ -86,6 +88,13 @@ export async function readFigures(pool: pg.Pool, chainId: number): Promise<Omit<
               count(*) FILTER (WHERE NOT has_suffix) AS without_suffix,
               count(*) FILTER (WHERE malformed_reason IS NOT NULL) AS malformed
          FROM transactions WHERE chain_id = $1`,
+      [chainId],
+    ),
+    pool.query<Row>(
+      `SELECT count(*) FILTER (WHERE registry_verified) AS registered,
+              count(*) FILTER (WHERE NOT registry_verified) AS not_registered,
+              count(*) FILTER (WHERE registry_verified IS NULL) AS unknown
+         FROM transactions WHERE chain_id = $1 AND registry_address IS NOT NULL AND NOT removed`,
       [chainId],
     ),
     pool.query<Row>(
@@ -110,6 +119,11 @@ export async function readFigures(pool: pg.Pool, chainId: number): Promise<Omit<
     removedLogs: count(l?.removed),
     reorgs: count(reorgs.rows[0]?.reorgs),
     transactions: { attributed: count(t?.attributed), withoutSuffix: count(t?.without_suffix), malformed: count(t?.malformed) },
+    registry: {
+      registered: count(registry.rows[0]?.registered),
+      notRegistered: count(registry.rows[0]?.not_registered),
+      unknown: count(registry.rows[0]?.unknown),
+    },
     codes: codes.rows.map((row) => ({
       builderCode: String(row.builder_code),
       walletAddress: row.wallet_address === null ? null : String(row.wallet_address),
@@ -209,7 +223,8 @@ export function renderFrame(figures: Figures, context: ViewContext, now: number)
     `  txs       ${n(figures.transactions.attributed)} attributed · ${n(figures.transactions.withoutSuffix)} without a suffix · ${n(figures.transactions.malformed)} malformed suffixes`,
     `  reorgs    ${n(figures.reorgs)} handled by codetrail (${stats.reorgs} caused) · pool transactions dropped before mining: ${stats.dropped}`,
     `  agents    ${n(stats.transactions)} transactions sent · ${n(stats.userOperations)} as user operations · ${stats.errors} errors`,
-    `  suffixes  ${n(stats.bySuffix.schema0)} schema 0 · ${n(stats.bySuffix['schema0-two-codes'])} schema 0 with two codes · ${n(stats.bySuffix.schema2)} schema 2 · ${n(stats.bySuffix.none)} none · ${n(stats.bySuffix.malformed)} malformed`,
+    `  suffixes  ${n(stats.bySuffix.schema0)} schema 0 · ${n(stats.bySuffix['schema0-two-codes'])} schema 0 with two codes · ${n(stats.bySuffix.schema1)} schema 1 · ${n(stats.bySuffix.schema2)} schema 2 · ${n(stats.bySuffix.none)} none · ${n(stats.bySuffix.malformed)} malformed`,
+    `  registry  schema 1, as the registry each names answers: ${n(figures.registry.registered)} registered · ${n(figures.registry.notRegistered)} not registered · ${n(figures.registry.unknown)} unknown`,
     '',
     `  ${header}`,
     ...(codeRows.length > 0 ? codeRows.map((row) => `  ${row}`) : ['  (no attributions yet)']),
