@@ -24,8 +24,8 @@ export const BUNDLER_ACCOUNT = 9
 const DEPLOYER = 0
 // The EntryPoints go out from an account of their own, in parallel with the tokens' setup.
 const ENTRY_POINT_DEPLOYER = 7
-/** Deploys the BuilderCodes registry, then registers the schema-1 agent's code on it while the demo runs. */
-export const REGISTRY_DEPLOYER = 0
+/** Deploys the BuilderCodes registry, and registers the schema-1 agent's code on it while the demo runs. */
+const REGISTRY_DEPLOYER = DEPLOYER
 /** The demo tokens have 18 decimals. */
 export const TOKEN_UNIT = 10n ** 18n
 const AGENT_BALANCE = 1_000_000n * TOKEN_UNIT
@@ -57,6 +57,12 @@ async function fundAgent(url: string, contracts: { tokens: readonly Address[]; s
   }
 }
 
+/** Registers `code` on the BuilderCodes registry `registry` of the devnet at `url`, owned by and paying `owner`. */
+export async function registerBuilderCode(url: string, registry: Address, code: string, owner: Address): Promise<void> {
+  const data = encodeFunctionData({ abi: builderCodesArtifact.abi, functionName: 'register', args: [code, owner, owner] })
+  await sendWithSuffix(url, { from: REGISTRY_DEPLOYER, to: registry, data })
+}
+
 /**
  * Builds the starting state on a throwaway automining anvil and writes it to `stateFile`
  * (anvil dumps it when it stops); start the devnet with `loadState: stateFile`.
@@ -70,8 +76,9 @@ export async function prepareChainState(stateFile: string, chainId: number, onSt
     const tokenB = await deployContract(url, artifacts.Token, ['Demo Ether', 'DETH'], DEPLOYER)
     const swap = await deployContract(url, swapArtifact, [tokenA, tokenB], DEPLOYER)
     const pool = { tokens: [tokenA, tokenB] as const, swap }
-    const [registry] = await Promise.all([
-      deployContract(url, builderCodesArtifact, [], REGISTRY_DEPLOYER),
+    // Before the deployer's funding below: one account's transactions go out one after another.
+    const registry = await deployContract(url, builderCodesArtifact, [], REGISTRY_DEPLOYER)
+    await Promise.all([
       deployEntryPoints(url, ENTRY_POINT_DEPLOYER),
       fundAgent(url, pool, DEPLOYER).then(() =>
         sendWithSuffix(url, {

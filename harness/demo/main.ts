@@ -33,10 +33,9 @@ import { startDaemon } from '../../src/daemon.js'
 import { stopServices } from '../../src/internal/shutdown.js'
 import { createDevnet, DEFAULT_BLOCK_TIME_MS, DENIM_BLOCK_TIME_MS, freePort, type Devnet } from '../devnet/index.js'
 import type { Logger } from '../../src/internal/logger.js'
-import { encodeFunctionData } from 'viem'
-import { anvilAccount, fixtureClient, loadArtifact, sendWithSuffix } from '../fixtures/chain.js'
+import { anvilAccount, fixtureClient } from '../fixtures/chain.js'
 import { startAgents, type Agent, type ChaosSchedule } from './agents.js'
-import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, REGISTRY_DEPLOYER, type DemoChainState } from './chainState.js'
+import { DROPPED_AGENT_ACCOUNT, EOA_AGENT_ACCOUNTS, prepareChainState, registerBuilderCode, type DemoChainState } from './chainState.js'
 import type { SuffixRegistry } from './suffixes.js'
 import { DEFAULTS, parseOptions, UsageError, USAGE, type Options } from './options.js'
 import { clearRedisPrefix } from '../../src/queue/index.js'
@@ -89,16 +88,6 @@ async function registerAgents(apiUrl: string, chain: DemoChainState): Promise<{ 
     plainAgent('agent-6 (drops)', DROPPED_AGENT_ACCOUNT),
   ])
   return { agents: [...plain, ...smart], dropped }
-}
-
-/** Registers `agent`'s code on the BuilderCodes registry `registry` of the devnet at `url`, owned and paid to the agent. */
-async function registerOnRegistry(url: string, registry: SuffixRegistry, agent: Agent): Promise<void> {
-  const data = encodeFunctionData({
-    abi: loadArtifact('BuilderCodes').abi,
-    functionName: 'register',
-    args: [agent.code, agent.address, agent.address],
-  })
-  await sendWithSuffix(url, { from: REGISTRY_DEPLOYER, to: registry.address, data })
 }
 
 /** An agent as it acts on another devnet: the same wallet, or the smart account of its version deployed there. */
@@ -248,7 +237,7 @@ async function run(options: Options & { apiPort: number }, { signal, cleanups, c
   const registryChain = devnets.at(-1)!
   const schema1Registry: SuffixRegistry = { address: registryChain.state.registry, chainId: registryChain.chainId }
   const [first, ...others] = registered.agents
-  await registerOnRegistry(registryChain.devnet.url, schema1Registry, first!)
+  await registerBuilderCode(registryChain.devnet.url, schema1Registry.address, first!.code, first!.address)
   const agents: Agent[] = [{ ...first!, registry: schema1Registry }, ...others]
   say(
     `  registry  ${first!.name}'s code ${first!.code} registered on the BuilderCodes registry ${schema1Registry.address} of chain ${schema1Registry.chainId}; its schema-1 suffixes on chain ${CHAIN_ID} name it`,
