@@ -28,8 +28,9 @@ const TRIGGER_BATCH_ROWS = 500_000
 /** The tables a bulk seed writes: their indexes are dropped for the load and built again after. */
 const ROLLUP_TABLES = ['builder_code_bucket_senders', 'builder_code_senders', 'builder_code_buckets', 'builder_code_role_buckets']
 const SEEDED_TABLES = ['attributions', ...ROLLUP_TABLES]
-/** Memory of the bulk path's sessions, each: sorts and hash aggregates of the rollup, index builds. */
+/** Memory of the bulk path's sessions, each: sorts and hash aggregates, index builds; the rollup's count more (spilled, they write many times their size). */
 const BULK_WORK_MEM = '256MB'
+const ROLLUP_WORK_MEM = '1GB'
 const BULK_MAINTENANCE_WORK_MEM = '512MB'
 
 export type SeedOptions = {
@@ -158,7 +159,9 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
       const create = (index: IndexDefinition) => (session: pg.PoolClient) => session.query(index.create)
       await runQueued(sessions, [
         async (session) => {
+          await session.query(`SET work_mem = '${ROLLUP_WORK_MEM}'`)
           await session.query('SELECT builder_code_rollup_rebuild()')
+          await session.query(`SET work_mem = '${BULK_WORK_MEM}'`)
           say(`rollup counted from the rows in ${seconds(rollupStarted).toFixed(1)} s`)
         },
         ...indexes.filter((index) => index.table === 'attributions' && !index.constraint).map(create),
@@ -229,7 +232,8 @@ type IndexDefinition = { table: string; constraint: boolean; create: string; dro
 async function indexesOf(session: pg.PoolClient, tables: string[]): Promise<IndexDefinition[]> {
   const { rows } = await session.query<IndexDefinition>(
     `SELECT i.indrelid::regclass::text AS table, c.oid IS NOT NULL AS constraint,
-       CASE WHEN c.oid IS NULL THEN pg_get_indexdef(i.indexrelid)
+       -- A partitioned table's index is defined ON ONLY the table: created again, it covers the partitions too.
+       CASE WHEN c.oid IS NULL THEN replace(pg_get_indexdef(i.indexrelid), ' ON ONLY ', ' ON ')
          ELSE format('ALTER TABLE %s ADD CONSTRAINT %I %s', i.indrelid::regclass, c.conname, pg_get_constraintdef(c.oid)) END AS create,
        CASE WHEN c.oid IS NULL THEN format('DROP INDEX %s', i.indexrelid::regclass)
          ELSE format('ALTER TABLE %s DROP CONSTRAINT %I', i.indrelid::regclass, c.conname) END AS drop
