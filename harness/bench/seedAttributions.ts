@@ -2,10 +2,11 @@
  * Loads synthetic attributions for API benchmarks into the database named by DATABASE_URL (migrated
  * first) by the bulk path of `harness/bench/attributionSeed.ts`: indexes dropped, rows inserted with the
  * triggers off by `--jobs` connections, the stats rollup counted once, indexes built again, every table
- * vacuumed and analyzed. `--nice` lowers this process's and its database backends' CPU priority.
+ * vacuumed and analyzed. `--nice` lowers this process's and its database backends' CPU priority;
+ * `--via triggers` inserts the same rows through the rollup's triggers instead, with the indexes in place.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
- *     node --import tsx harness/bench/seedAttributions.ts --rows 10000000 [--codes 1000] [--chain-id 8453] [--jobs 2] [--nice]
+ *     node --import tsx harness/bench/seedAttributions.ts --rows 10000000 [--codes 1000] [--chain-id 8453] [--jobs 2] [--nice] [--via bulk|triggers]
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../../src/config/index.js'
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     'chain-id': { type: 'string', default: '8453' },
     jobs: { type: 'string', default: '2' },
     nice: { type: 'boolean', default: false },
+    via: { type: 'string', default: 'bulk' },
   },
   strict: true,
 })
@@ -31,6 +33,10 @@ function positive(name: string, value: string): number {
   return n
 }
 
+if (values.via !== 'bulk' && values.via !== 'triggers') {
+  process.stderr.write(`seed-attributions: --via takes bulk or triggers, got ${JSON.stringify(values.via)}\n`)
+  process.exit(2)
+}
 const rows = positive('rows', values.rows)
 const chainId = positive('chain-id', values['chain-id'])
 const figures = await seedAttributions(loadConfig().databaseUrl, {
@@ -39,6 +45,7 @@ const figures = await seedAttributions(loadConfig().databaseUrl, {
   chainId,
   jobs: positive('jobs', values.jobs),
   nice: values.nice,
+  via: values.via,
   say: (message) => process.stdout.write(`${message}\n`),
 })
 process.stdout.write(
