@@ -9,12 +9,12 @@
  * the steady state users meet on one that has been up. The API runs in
  * a child process (this script with `--serve`: its own pool, default statement timeout, no rate limit),
  * as it would apart from its users, so the clients' own parsing never holds up its event loop;
- * DATABASE_URL names the database.
+ * DATABASE_URL names the database. `--cpu-prof-dir` has the API process write a V8 CPU profile there.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
  *     node --import tsx harness/bench/seedAttributions.ts --rows 10000000
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
- *     node --import tsx harness/bench/apiLoad.ts [--clients 8] [--codes 100] [--warmup 200] [--sessions 1000] [--pages 5] [--chain-id 8453] [--json]
+ *     node --import tsx harness/bench/apiLoad.ts [--clients 8] [--codes 100] [--warmup 200] [--sessions 1000] [--pages 5] [--chain-id 8453] [--json] [--cpu-prof-dir <dir>]
  */
 import { Agent, request } from 'node:http'
 import { cpus } from 'node:os'
@@ -81,13 +81,14 @@ async function serve(chainId: number): Promise<void> {
 }
 
 /** This script with `--serve` as a child process; resolves to its address once it listens. */
-async function startServer(chainId: number): Promise<{ base: string; pid: number; stop: () => Promise<unknown> }> {
+async function startServer(chainId: number, cpuProfileDir?: string): Promise<{ base: string; pid: number; stop: () => Promise<unknown> }> {
   let listening: (base: string) => void
   const base = new Promise<string>((resolve) => (listening = resolve))
   const server = spawnNode({
     entry: 'harness/bench/apiLoad.ts',
     args: ['--serve', '--chain-id', String(chainId)],
     env: {},
+    nodeFlags: cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`],
     onStdoutLine: (line) => line.startsWith(LISTENING) && listening(line.slice(LISTENING.length)),
   })
   let timer: NodeJS.Timeout | undefined
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
       pages: { type: 'string', default: '5' },
       'chain-id': { type: 'string', default: '8453' },
       json: { type: 'boolean', default: false },
+      'cpu-prof-dir': { type: 'string' },
       serve: { type: 'boolean', default: false },
     },
     strict: true,
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     .sort((a, b) => a.key - b.key)
     .map(({ code }) => code.builder_code)
 
-  const server = await startServer(chainId)
+  const server = await startServer(chainId, values['cpu-prof-dir'])
   const base = server.base
 
   const agents = Array.from({ length: clients }, () => new Agent({ keepAlive: true, maxSockets: 1 }))

@@ -138,6 +138,8 @@ async function main(): Promise<number> {
       step: { type: 'string' },
       heads: { type: 'string', default: 'poll,ws' },
       scope: { type: 'string', default: 'logs,blocks' },
+      'api-rows': { type: 'string' },
+      'api-db': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -147,7 +149,7 @@ async function main(): Promise<number> {
   if (values.help || unknown.length > 0) {
     if (unknown.length > 0) say(`bench: unknown part ${unknown.join(', ')}`)
     say(
-      `usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [--heads poll,ws] [--scope logs,blocks] [all | ${PARTS.join(' ')}]`,
+      `usage: npm run bench -- [--quick] [--profile] [--pending-ws] [--duration <300s|5m>] [--step <20s>] [--heads poll,ws] [--scope logs,blocks] [--api-rows <n>] [--api-db codetrail_bench_<name>] [all | ${PARTS.join(' ')}]`,
     )
     return values.help ? 0 : 2
   }
@@ -163,6 +165,15 @@ async function main(): Promise<number> {
     tipStepMs = values.step === undefined ? sizing.tipStepMs : parseDuration(values.step)
   } catch (error) {
     say(`bench: ${(error as Error).message}`)
+    return 2
+  }
+  const apiRowCount = values['api-rows'] === undefined ? sizing.apiRows : Number(values['api-rows'])
+  if (!Number.isSafeInteger(apiRowCount) || apiRowCount <= 0) {
+    say(`bench: --api-rows takes a positive integer (got ${values['api-rows']})`)
+    return 2
+  }
+  if (values['api-db'] !== undefined && !/^codetrail_bench_[a-z0-9_]+$/.test(values['api-db'])) {
+    say(`bench: --api-db takes a database name codetrail_bench_<letters, digits, _> (got ${values['api-db']})`)
     return 2
   }
   const tipHeads = values.heads.split(',').filter(Boolean)
@@ -213,10 +224,11 @@ async function main(): Promise<number> {
     decode = benchDecode({ durationMs: sizing.decodeMs })
   }
   if (parts.has('api')) {
-    say(`API latency: seeding ${count(sizing.apiRows)} attributions…`)
+    say(`API latency: ${values['api-db'] ? `${values['api-db']}, seeded with` : 'seeding'} ${count(apiRowCount)} attributions…`)
     api = await runApiLatency({
       adminDatabaseUrl,
-      rows: sizing.apiRows,
+      rows: apiRowCount,
+      seededDatabase: values['api-db'],
       clients: API_CLIENTS,
       codes: API_CODES,
       sessions: sizing.apiSessions,
@@ -585,7 +597,7 @@ function apiRows(run: ApiRun, results: ReturnType<typeof readResults>): TableRow
     },
     {
       figure: '',
-      measured: `${run.requests} requests in ${run.seconds.toFixed(1)} s, ${run.sessions} sessions after ${run.warmup} of warm-up; codes used ${codes.used} of ${codes.seeded}, rows per code hottest / median / coldest ${count(codes.hottestRows)} / ${count(codes.medianRows)} / ${count(codes.coldestRows)}; seeded in ${(run.seedMs / 1000).toFixed(0)} s`,
+      measured: `${run.requests} requests in ${run.seconds.toFixed(1)} s, ${run.sessions} sessions after ${run.warmup} of warm-up; codes used ${codes.used} of ${codes.seeded}, rows per code hottest / median / coldest ${count(codes.hottestRows)} / ${count(codes.medianRows)} / ${count(codes.coldestRows)}; ${run.seedMs === null ? 'seeded before' : `seeded in ${(run.seedMs / 1000).toFixed(0)} s`}`,
     },
   ]
 }

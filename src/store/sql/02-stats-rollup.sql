@@ -210,3 +210,59 @@ CREATE TRIGGER attributions_role_rollup_delete AFTER DELETE ON attributions REFE
 DROP TRIGGER IF EXISTS attributions_role_rollup_truncate ON attributions;
 CREATE TRIGGER attributions_role_rollup_truncate AFTER TRUNCATE ON attributions
   FOR EACH STATEMENT EXECUTE FUNCTION builder_code_role_rollup_truncate();
+
+-- The whole rollup counted once from the rows, as the triggers above keep it: for a bulk load made with
+-- the triggers off (the bench's seeder loads under session_replication_role = replica) and for a repair.
+-- It runs in that mode only, so that no trigger on the rollup tables counts a second time what it inserts.
+-- Hours are counted from the rows, days from the hours (a UTC day is whole UTC hours).
+CREATE OR REPLACE FUNCTION builder_code_rollup_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('session_replication_role') <> 'replica' THEN
+    RAISE EXCEPTION 'builder_code_rollup_rebuild() runs with session_replication_role = replica (the triggers off)';
+  END IF;
+  TRUNCATE builder_code_buckets, builder_code_bucket_senders, builder_code_senders, builder_code_role_buckets;
+  INSERT INTO builder_code_bucket_senders (chain_id, builder_code, bucket, start, sender, n)
+  SELECT chain_id, builder_code, 'hour', date_trunc('hour', block_timestamp, 'UTC'), sender, count(*)
+  FROM attributions WHERE NOT removed
+  GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO builder_code_bucket_senders (chain_id, builder_code, bucket, start, sender, n)
+  SELECT chain_id, builder_code, 'day', date_trunc('day', start, 'UTC'), sender, sum(n)
+  FROM builder_code_bucket_senders WHERE bucket = 'hour'
+  GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO builder_code_senders (chain_id, builder_code, sender, n, last_seen)
+  SELECT chain_id, builder_code, sender, count(*), max(block_timestamp)
+  FROM attributions WHERE NOT removed
+  GROUP BY 1, 2, 3;
+  INSERT INTO builder_code_role_buckets (chain_id, builder_code, bucket, start, role, attributions, pending)
+  SELECT chain_id, builder_code, 'hour', date_trunc('hour', block_timestamp, 'UTC'), role, count(*), count(*) FILTER (WHERE status = 'pending')
+  FROM attributions WHERE NOT removed
+  GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO builder_code_role_buckets (chain_id, builder_code, bucket, start, role, attributions, pending)
+  SELECT chain_id, builder_code, 'day', date_trunc('day', start, 'UTC'), role, sum(attributions), sum(pending)
+  FROM builder_code_role_buckets WHERE bucket = 'hour'
+  GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO builder_code_buckets (chain_id, builder_code, bucket, start, attributions, pending, gas_used, senders, latest_senders)
+  WITH hours AS (
+    SELECT chain_id, builder_code, date_trunc('hour', block_timestamp, 'UTC') AS start, count(*) AS attributions,
+      count(*) FILTER (WHERE status = 'pending') AS pending, coalesce(sum(gas_used), 0) AS gas_used
+    FROM attributions WHERE NOT removed
+    GROUP BY 1, 2, 3
+  ),
+  counts AS (
+    SELECT chain_id, builder_code, 'hour' AS bucket, start, attributions, pending, gas_used FROM hours
+    UNION ALL
+    SELECT chain_id, builder_code, 'day', date_trunc('day', start, 'UTC'), sum(attributions), sum(pending), sum(gas_used)
+    FROM hours GROUP BY 1, 2, 3, 4
+  ),
+  senders AS (
+    SELECT chain_id, builder_code, bucket, start, count(*) AS senders FROM builder_code_bucket_senders GROUP BY 1, 2, 3, 4
+  ),
+  latest AS (
+    SELECT s.chain_id, s.builder_code, k.bucket, date_trunc(k.bucket, s.last_seen, 'UTC') AS start, count(*) AS latest_senders
+    FROM builder_code_senders s CROSS JOIN (VALUES ('hour'), ('day')) AS k(bucket)
+    GROUP BY 1, 2, 3, 4
+  )
+  SELECT c.chain_id, c.builder_code, c.bucket, c.start, c.attributions, c.pending, c.gas_used, s.senders, coalesce(l.latest_senders, 0)
+  FROM counts c JOIN senders s USING (chain_id, builder_code, bucket, start) LEFT JOIN latest l USING (chain_id, builder_code, bucket, start);
+END
+$$;
