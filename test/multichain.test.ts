@@ -1,9 +1,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { Attribution } from 'ox/erc8021'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRangeQueue, rangeJobId } from '../src/queue/index.js'
+import { insertSubscription } from '../src/store/index.js'
+import { newWebhookSecret } from '../src/delivery/index.js'
 import { planBackfill } from '../src/sync/historical.js'
 import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
@@ -288,5 +294,57 @@ describe('two chains in one deployment', () => {
       new RegExp(`^codetrail_rpc_errors_total\\{chain_id="${CHAIN_A}",method="eth_chainId",kind="[a-z_]+"\\} [1-9]`, 'm'),
     )
     expect(metrics).not.toMatch(/^codetrail_rpc_calls_total\{method=/m)
+  })
+
+  it("delivers webhooks for the second chain while the first chain's node is unreachable and another process holds its lease", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const node = await startAnvil({ chainId: CHAIN_B })
+    cleanups.push(() => node.stop())
+    const received: string[] = []
+    const receiver = createServer((request, response) => {
+      let body = ''
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+      request.on('end', () => (received.push(body), response.writeHead(200).end('ok')))
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise((resolve) => (receiver.closeAllConnections(), receiver.close(resolve))))
+    await insertSubscription(db.store.pool, {
+      id: 'wh_00000000000000b2',
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      secret: newWebhookSecret(),
+      events: ['attribution.confirmed'],
+      builderCodes: ['bc_beta'],
+      walletAddresses: null,
+      roles: null,
+      chainIds: [CHAIN_B],
+    })
+    // Another process of the deployment holds chain A's scheduler lease, stuck on chain A's unreachable node.
+    const holder = new Redis(REDIS_URL)
+    cleanups.push(async () => holder.disconnect())
+    await holder.set(`${redis.prefix}:scheduler:${CHAIN_A}`, 'another-process', 'PX', 600_000)
+    const dead = `http://127.0.0.1:${await freePort()}`
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    writeFileSync(
+      configFile,
+      `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${node.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
+    )
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile, WEBHOOK_ALLOW_PRIVATE: '1' })
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const { txHashes } = await buildChain(node.url, {
+      blocks: 2,
+      txsPerBlock: 1,
+      suffix: () => Attribution.toDataSuffix({ codes: ['bc_beta'] }),
+    })
+    await waitFor(async () => txHashes.every((tx) => received.some((body) => body.includes(tx))), 'the deliveries of chain B')
+    for (const body of received) expect(JSON.parse(body)).toMatchObject({ type: 'attribution.confirmed', data: { chainId: CHAIN_B } })
+    expect(await holder.get(`${redis.prefix}:scheduler:${CHAIN_A}`)).toBe('another-process')
+    expect(daemon.child.exitCode).toBeNull()
   })
 })
