@@ -31,7 +31,7 @@ import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
 import { runEvery, sleep } from './utils/loop.js'
 import { createDeliveryLeaseFence, createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
-import { getChainId, type RpcClient } from './rpc/index.js'
+import { getChainId, type EndpointState, type RpcClient } from './rpc/index.js'
 import { briefly } from './internal/errors.js'
 import { redactUrl } from './utils/redact.js'
 
@@ -200,6 +200,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
           chainId: indexers[0]!.chainId,
           chainIds: indexers.map((indexer) => indexer.chainId),
           rpc: indexers[0]!.rpc,
+          endpointsOf: (chainId) => indexers.find((indexer) => indexer.chainId === chainId)?.rpc.endpoints() ?? null,
         }),
       )
     if (!runs('api') && config.metricsPort !== undefined) {
@@ -405,7 +406,12 @@ async function startApi(
   config: Config,
   logger: Logger,
   metrics: Metrics,
-  { chainId, chainIds, rpc }: { chainId: number; chainIds: readonly number[]; rpc: RpcClient },
+  {
+    chainId,
+    chainIds,
+    rpc,
+    endpointsOf,
+  }: { chainId: number; chainIds: readonly number[]; rpc: RpcClient; endpointsOf?: (chainId: number) => EndpointState[] | null },
 ): Promise<Service> {
   const redis = createApiRedis(config.redisUrl, logger)
   // Every configured chain's range queue, for the queue dashboard and the queue metrics.
@@ -418,6 +424,7 @@ async function startApi(
     chainIds,
     redis,
     rpc,
+    ...(endpointsOf ? { endpointsOf } : {}),
     logger,
     metrics,
     queues: rangeQueues.map((rangeQueue) => rangeQueue.queue),

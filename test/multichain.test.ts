@@ -152,6 +152,86 @@ describe('the chain id guard', () => {
   })
 })
 
+describe('the chain id of each RPC endpoint', () => {
+  it('takes an endpoint of another chain out of rotation, names it masked in the log and the status, and indexes from the others', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    // Chain B's node behind a key in its path, listed first and weighted heaviest among chain A's endpoints.
+    const key = 'k3y-0f-chain-b-endpoint'
+    writeFileSync(
+      configFile,
+      `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    headPollMs: 100\n    pendingPollMs: 0\n    rpc:\n      - { url: "${anvilB.url}/?apikey=${key}", weight: 10 }\n      - { url: "${anvilA.url}", weight: 1 }\n`,
+    )
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
+    await waitFor(
+      async () =>
+        Number(
+          (await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_A])).rows[0]!.n ?? -1,
+        ) >= head,
+      'chain A from its good endpoint',
+    )
+    await expectIndexMatchesNode(db.store.pool, anvilA.url, [0, head], undefined, CHAIN_A)
+    const api = `http://127.0.0.1:${env.PORT}`
+    await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as {
+      chains: { chainId: number; endpoints: { url: string; state: string; chainId: number | null; lastError: string | null }[] | null }[]
+    }
+    const maskedB = `${new URL(anvilB.url).origin}/***`
+    expect(status.chains[0]!.endpoints).toEqual([
+      expect.objectContaining({
+        url: maskedB,
+        state: 'wrong_chain',
+        chainId: CHAIN_B,
+        lastError: `serves chain ${CHAIN_B}, expected chain ${CHAIN_A}`,
+      }),
+      expect.objectContaining({ url: new URL(anvilA.url).origin, state: 'serving', chainId: CHAIN_A }),
+    ])
+    const named = daemon
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('rpc endpoint serves another chain'))
+    expect(named.length).toBeGreaterThan(0)
+    expect(named[0]).toContain(maskedB)
+    expect(daemon.output()).not.toContain(key)
+    expect(daemon.child.exitCode).toBeNull()
+  })
+
+  it('stops the role as with one endpoint when no endpoint of a chain serves it', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    const dead = `http://127.0.0.1:${await freePort()}`
+    writeFileSync(
+      configFile,
+      `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    pendingPollMs: 0\n    rpc: ["${anvilB.url}", "${dead}"]\n`,
+    )
+    const daemon = spawnTs(
+      'src/main.ts',
+      [],
+      await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile }),
+    )
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    expect(await daemon.exited).toBe(1)
+    expect(daemon.output()).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+  })
+})
+
 describe('two chains in one deployment', () => {
   it("indexes each chain from its own node, and one chain's node hanging for 30 s leaves the other's tip moving", async () => {
     const db = await createTestDatabase()

@@ -729,6 +729,22 @@ export interface components {
                 indexedBlock: number | null;
                 finalizedBlock: number | null;
                 lagBlocks: number | null;
+                /** @description The chain's RPC endpoints as this process's node client sees them (each asked eth_chainId at start, after a failure and every few seconds); null for a chain with one endpoint, or one this process runs no node client for. */
+                endpoints: {
+                    /** @description Scheme, host and port: never a key. */
+                    url: string;
+                    weight: number;
+                    /** @description Its latest block at the last look. */
+                    head: number | null;
+                    /**
+                     * @description serving: in rotation; resting: failed, probed back in; lagging: behind the best head; refused: its key was refused (401/403); wrong_chain: it says another chain id than the configured one.
+                     * @enum {string}
+                     */
+                    state: "serving" | "resting" | "lagging" | "refused" | "wrong_chain";
+                    /** @description What it answered eth_chainId since its last failure; null until it answers. */
+                    chainId: number | null;
+                    lastError: string | null;
+                }[] | null;
             }[];
         };
         Log: {
