@@ -27,6 +27,19 @@ export type ApiContext = {
 }
 
 /**
+ * The chains a stats read covers: `all` is every chain served, the default one first (a deployment of
+ * one chain reads it as that chain, so its answers are the same either way); else as {@link requestedChain}.
+ */
+export function requestedChains(
+  served: Pick<ApiContext, 'chainId' | 'chainIds'>,
+  requested: number | 'all' | undefined,
+): number | readonly number[] {
+  if (requested !== 'all') return requestedChain(served, requested)
+  const others = served.chainIds.filter((id) => id !== served.chainId)
+  return others.length === 0 ? served.chainId : [served.chainId, ...others]
+}
+
+/**
  * The chain a request asks for with `chainId=`, else the default one. Where a value means something only
  * on one chain (a transaction hash) and several are served, `required` makes naming it mandatory.
  */
