@@ -379,6 +379,10 @@ describe('the dashboard', () => {
     const expected = (await (await fetch(`${api}${leaderboard.pathname}${leaderboard.search}`)).json()) as {
       items: { builderCode: string; attributions: number }[]
     }
+    // A deployment of one chain answers chainId=all as that chain.
+    expect(expected).toEqual(
+      await (await fetch(`${api}${leaderboard.pathname}${leaderboard.search.replace('chainId=all', `chainId=${status.chainId}`)}`)).json(),
+    )
     const shown = await page.$$eval('tr[data-code]', (rows) =>
       rows.map((row) => [
         row.getAttribute('data-code'),

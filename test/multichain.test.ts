@@ -245,9 +245,11 @@ describe('two chains in one deployment', () => {
       () => nodeA.stop(),
       () => nodeB.stop(),
     )
+    // One code on both chains: the leaderboard and stats across chains sum them.
+    const suffix = () => Attribution.toDataSuffix({ codes: ['bc_both'] })
     const [builtA, builtB] = await Promise.all([
-      buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2 }),
-      buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1 }),
+      buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2, suffix }),
+      buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1, suffix }),
     ])
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
     const configFile = join(dir, 'codetrail.config.yaml')
@@ -300,6 +302,25 @@ describe('two chains in one deployment', () => {
     const required = await fetch(`${api}/v1/transactions/${txB}/attribution`)
     expect([required.status, ((await required.json()) as { error: { code: string } }).error.code]).toEqual([400, 'chain_id_required'])
     expect((await fetch(`${api}/v1/transactions/${txB}/attribution?chainId=${CHAIN_A}`)).status).toBe(404)
+    type Counts = { attributions: number; distinctSenders: number; gasUsed: string }
+    const read = async <T>(path: string) => (await (await fetch(`${api}${path}`)).json()) as T
+    await waitFor(
+      async () =>
+        (await read<{ total: Counts }>(`/v1/builder-codes/bc_both/stats?chainId=all`)).total.attributions ===
+        builtA.txHashes.length + builtB.txHashes.length,
+      'the attributions of both chains',
+    )
+    const board = (chain: string) => read<{ items: ({ builderCode: string } & Counts)[] }>(`/v1/leaderboard?chainId=${chain}`)
+    const [boardA, boardB, boardAll] = await Promise.all([board(String(CHAIN_A)), board(String(CHAIN_B)), board('all')])
+    const [rowA, rowB] = [boardA.items[0]!, boardB.items[0]!]
+    expect(boardAll.items).toEqual([
+      expect.objectContaining({
+        builderCode: 'bc_both',
+        attributions: rowA.attributions + rowB.attributions,
+        distinctSenders: rowA.distinctSenders + rowB.distinctSenders,
+        gasUsed: String(BigInt(rowA.gasUsed) + BigInt(rowB.gasUsed)),
+      }),
+    ])
     const unknown = await fetch(`${api}/v1/logs?chainId=999`)
     expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, 'unknown_chain'])
 
