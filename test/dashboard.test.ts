@@ -325,6 +325,7 @@ describe('the dashboard', () => {
     await page.waitForSelector('select[name=chain]')
     const options = await page.$$eval('select[name=chain] option', (list) => list.map((option) => [option.value, option.textContent]))
     expect(options).toEqual([
+      ['all', 'All chains'],
       [String(other.chainId), `other (${other.chainId})`],
       [String(status.chainId), `${status.chains[0]!.name ?? `chain ${status.chainId}`} (${status.chainId})`],
     ])
