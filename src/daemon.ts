@@ -27,11 +27,12 @@ import { planBackfill } from './sync/historical.js'
 import { sweepOwedGas } from './sync/gasFill.js'
 import { createRepairRunner } from './reorg/index.js'
 import { startScheduler } from './sync/scheduler.js'
+import { whileLeaseHeld } from './sync/lease.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
 import { runEvery, sleep } from './utils/loop.js'
-import { createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
-import { getChainId, type RpcClient } from './rpc/index.js'
+import { createDeliveryLeaseFence, createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
+import { getChainId, type EndpointState, type RpcClient } from './rpc/index.js'
 import { briefly } from './internal/errors.js'
 import { redactUrl } from './utils/redact.js'
 
@@ -50,6 +51,10 @@ const RETENTION_CHECK_MS = 10 * 60_000
 const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
 const WEBHOOK_POOL_SIZE = 8
+/** Connections of the webhook dispatcher: its outbox listener, a dispatch round, the reconciler and pruning. */
+const DISPATCH_POOL_SIZE = 4
+/** How long a dead dispatcher's delivery lease blocks the next one; renewed every third of it. */
+const DELIVERY_LEASE_MS = 5_000
 
 /** What the daemon does when a part finds it must not go on (the node serves another chain): stop every role. */
 export type DaemonHooks = { onFatal?: (error: Error) => void }
@@ -153,15 +158,28 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
       services.push({ name: 'redis', stop: async () => redis.disconnect() })
       const deliveryQueue = createWebhookQueue({ redisUrl: config.redisUrl, prefix: config.redisPrefix })
       services.push({ name: 'delivery-queue', stop: () => deliveryQueue.close() })
-      // The outbox is one for every chain: the first chain's leader dispatches it, fenced by that lease.
-      const first = indexers[0]!
+      // The outbox is one for every chain: its dispatcher runs under a lease of its own, so no chain's node or leader holds it up.
+      const dispatchStore = createStore({ databaseUrl: config.databaseUrl, max: DISPATCH_POOL_SIZE, applicationName: 'codetrail-dispatch' })
+      services.push({ name: 'dispatch-store', stop: () => dispatchStore.close() })
+      const dispatchFence = createDeliveryLeaseFence(dispatchStore.pool)
       const dispatcher = createDispatcher({
-        pool: first.store.pool,
+        pool: dispatchStore.pool,
         logger,
         enqueue: deliveryQueue.enqueue,
         retentionDays: config.webhookRetentionDays,
-        fence: first.fence.check,
+        fence: dispatchFence.check,
       })
+      const delivery = whileLeaseHeld({
+        redis,
+        key: `${config.redisPrefix}:delivery`,
+        ttlMs: DELIVERY_LEASE_MS,
+        logger,
+        fields: { lease: 'delivery' },
+        name: 'delivery',
+        fence: dispatchFence,
+        lead: (term) => dispatcher.run(term.signal),
+      })
+      services.push({ name: 'dispatcher', stop: () => delivery.stop() })
       // Side by side: a chain whose node is slow to answer its first probe holds up no other chain.
       const started = await Promise.allSettled(
         indexers.map((indexer) =>
@@ -173,7 +191,6 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
             redis,
             logger,
             metrics,
-            whileLeader: indexer === first ? (signal) => dispatcher.run(signal) : undefined,
           }),
         ),
       )
@@ -187,6 +204,7 @@ export async function startDaemon(config: Config, role: Role, logger: Logger, { 
           chainId: indexers[0]!.chainId,
           chainIds: indexers.map((indexer) => indexer.chainId),
           rpc: indexers[0]!.rpc,
+          endpointsOf: (chainId) => indexers.find((indexer) => indexer.chainId === chainId)?.rpc.endpoints() ?? null,
         }),
       )
     if (!runs('api') && config.metricsPort !== undefined) {
@@ -222,7 +240,6 @@ async function startChainScheduler({
   redis,
   logger,
   metrics,
-  whileLeader: alsoWhileLeader,
 }: {
   config: Config
   /** `config` with this chain's fields. */
@@ -232,8 +249,6 @@ async function startChainScheduler({
   redis: ReturnType<typeof createRedis>
   logger: Logger
   metrics: Metrics
-  /** Another single-instance loop this chain's leader runs (the webhook dispatcher for the first chain). */
-  whileLeader: ((signal: AbortSignal) => Promise<void>) | undefined
 }): Promise<Service[]> {
   const suffix = config.chains.length > 1 ? `-${chainConfig.chainName}` : ''
   const chain = { chain_id: String(indexer.chainId) }
@@ -379,7 +394,7 @@ async function startChainScheduler({
               }),
             )
           : undefined
-      await Promise.all([coverage, registryCheck, gasSweep, retention, reprobe, subscription, alsoWhileLeader?.(signal)])
+      await Promise.all([coverage, registryCheck, gasSweep, retention, reprobe, subscription])
     },
     onFollowEvent: (event) => {
       recordFollowEvent(metrics, chain, event)
@@ -395,7 +410,12 @@ async function startApi(
   config: Config,
   logger: Logger,
   metrics: Metrics,
-  { chainId, chainIds, rpc }: { chainId: number; chainIds: readonly number[]; rpc: RpcClient },
+  {
+    chainId,
+    chainIds,
+    rpc,
+    endpointsOf,
+  }: { chainId: number; chainIds: readonly number[]; rpc: RpcClient; endpointsOf?: (chainId: number) => EndpointState[] | null },
 ): Promise<Service> {
   const redis = createApiRedis(config.redisUrl, logger)
   // Every configured chain's range queue, for the queue dashboard and the queue metrics.
@@ -408,6 +428,7 @@ async function startApi(
     chainIds,
     redis,
     rpc,
+    ...(endpointsOf ? { endpointsOf } : {}),
     logger,
     metrics,
     queues: rangeQueues.map((rangeQueue) => rangeQueue.queue),

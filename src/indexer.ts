@@ -25,6 +25,7 @@ import {
   type RpcClient,
   type RpcRequestEvent,
   createRpcPool,
+  type EndpointState,
 } from './rpc/index.js'
 import {
   createLeaseFence,
@@ -65,10 +66,21 @@ function messagesOf(error: unknown): string {
   return messages.join(' | ')
 }
 
+/** The chain's node as one client, with what its endpoints are and which chain they serve. */
+export type NodeClient = RpcClient & {
+  /** Each endpoint's state when the chain has several (the pool's rotation); null with one. */
+  endpoints: () => EndpointState[] | null
+  /**
+   * The node's chain id. With several endpoints every one is asked, each left out of rotation while it
+   * says another chain than the configured one: the configured id while any endpoint serves it.
+   */
+  askChainId: () => Promise<number>
+}
+
 /**
  * The node client of the configuration: one endpoint's, or a pool over the chain's several endpoints
- * (weights, rate caps, failover, laggards out of rotation). `observe` sees every finished request;
- * `metricsChain` labels its node-call metrics when several chains share the process.
+ * (weights, rate caps, failover, laggards and endpoints of another chain out of rotation). `observe` sees
+ * every finished request; `metricsChain` labels its node-call metrics when several chains share the process.
  */
 export function createNodeClient(
   config: Config,
@@ -76,10 +88,14 @@ export function createNodeClient(
   metrics?: Metrics,
   observe?: (event: RpcRequestEvent) => void,
   metricsChain?: { chain_id: string },
-): RpcClient {
+): NodeClient {
   const clientOf = (url: string) => endpointClient(url, config, logger, metrics, observe, metricsChain)
-  if (config.rpcEndpoints.length <= 1) return clientOf(config.rpcUrl)
-  return createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger })
+  if (config.rpcEndpoints.length <= 1) {
+    const client = clientOf(config.rpcUrl)
+    return { ...client, endpoints: () => null, askChainId: () => getChainId(client) }
+  }
+  const pool = createRpcPool({ endpoints: config.rpcEndpoints, clientOf, logger, chainId: config.chainId })
+  return { ...pool, askChainId: pool.chainId }
 }
 
 function endpointClient(
@@ -140,7 +156,7 @@ export async function createIndexer(
     batch: (calls, options) => withRetry(() => rpc.batch(calls, options)),
   }
   const identity = await createChainIdentity({
-    askChainId: () => withRetry(() => getChainId(rpc), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }),
+    askChainId: () => withRetry(() => rpc.askChainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }),
     expected: config.chainId,
     url: config.rpcUrl,
     logger,

@@ -11,6 +11,7 @@ import { schema, type Database } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
+const OTHER_CHAIN_ID = 10
 /** Tables that grow with history: a plan may reach them only through an index. */
 const LARGE = new Set([
   'logs',
@@ -23,6 +24,7 @@ const LARGE = new Set([
 ])
 const LOGS = 200_000
 const ATTRIBUTIONS = 120_000
+const OTHER_ATTRIBUTIONS = 30_000
 const T0 = Date.UTC(2026, 9, 1) / 1000
 
 let db: TestDatabase
@@ -60,6 +62,20 @@ beforeAll(async () => {
   await pool.query(
     `INSERT INTO builder_codes (chain_id, builder_code, wallet_address, source)
      SELECT ${CHAIN_ID}, 'code_' || i, '0x' || lpad(to_hex(i + 65536), 40, '0'), 'local' FROM generate_series(0, 499) i`,
+  )
+  // A second chain's attributions, for the reads across chains.
+  await pool.query(
+    `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
+     SELECT ${OTHER_CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i / 5), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
+     FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
+  )
+  await pool.query(
+    `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, role, code_index, block_number, block_hash, block_timestamp,
+       from_address, sender, schema_id, codes, gas_used, status)
+     SELECT ${OTHER_CHAIN_ID}, ${hash('i::text')}, '', 'code_' || (i % 300), '', 0, i / 10, ${hash('(i / 10)::text')},
+       to_timestamp(${T0} + i * 240), '0x' || lpad(to_hex(i % 700), 40, '0'), '0x' || lpad(to_hex(i % 700), 40, '0'), 0, ARRAY['code_' || (i % 300)], 21000,
+       'finalized'
+     FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
   )
   await pool.query('ANALYZE')
   const real = db.store.pool
@@ -168,5 +184,21 @@ describe('API query plans on a seeded database with statistics', () => {
     expect(await sequentialScans(() => getTransactionAttribution(explained, CHAIN_ID, rows[0].hash))).toEqual([])
     expect(await sequentialScans(() => getIndexedHead(explained, CHAIN_ID))).toEqual([])
     expect(await sequentialScans(() => openRepairsIn(explained, CHAIN_ID, 0, 10_000))).toEqual([])
+  })
+
+  it('the stats and the leaderboard across chains read through indexes and rollups', async () => {
+    const chains = [CHAIN_ID, OTHER_CHAIN_ID]
+    for (const [interval, days] of [
+      ['hour', 1],
+      ['day', 30],
+      ['day', 400],
+    ] as const) {
+      const { since, until } = roundToBuckets(interval, new Date(T0 * 1000), new Date((T0 + days * 86_400) * 1000))
+      expect(
+        await sequentialScans(() => builderCodeStatsReport(explained, { chainId: chains, builderCode: 'code_3', interval, since, until })),
+      ).toEqual([])
+    }
+    const { since, until } = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 86_400) * 1000))
+    expect(await sequentialScans(() => leaderboard(explained, { chainId: chains, since, until, limit: 20 }))).toEqual([])
   })
 })

@@ -325,6 +325,7 @@ describe('the dashboard', () => {
     await page.waitForSelector('select[name=chain]')
     const options = await page.$$eval('select[name=chain] option', (list) => list.map((option) => [option.value, option.textContent]))
     expect(options).toEqual([
+      ['all', 'All chains'],
       [String(other.chainId), `other (${other.chainId})`],
       [String(status.chainId), `${status.chains[0]!.name ?? `chain ${status.chainId}`} (${status.chainId})`],
     ])
@@ -339,6 +340,57 @@ describe('the dashboard', () => {
       .filter((url) => url.pathname.startsWith('/v1/'))
     expect(reads.map((url) => url.pathname)).toEqual(expect.arrayContaining(['/v1/status', '/v1/leaderboard']))
     expect(reads.filter((url) => url.searchParams.get('chainId') !== String(status.chainId))).toEqual([])
+    await page.close()
+  })
+
+  it('chain switch: "All chains" shows every chain’s figures and the leaderboard summed over them (chainId=all), the other reads unnamed', async () => {
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as {
+      chainId: number
+      chains: { chainId: number; name: string | null }[]
+    }
+    const other = { ...status.chains[0]!, chainId: 999_999, name: 'other' }
+    const page = await openPage('/', {
+      answer: (url) => (url.pathname === '/v1/status' ? { ...status, chains: [...status.chains, other] } : undefined),
+    })
+    await page.waitForSelector('select[name=chain]')
+    expect(await page.$$eval('select[name=chain] option', (list) => list.map((option) => option.textContent))).toEqual([
+      'All chains',
+      `${status.chains[0]!.name ?? `chain ${status.chainId}`} (${status.chainId})`,
+      `other (${other.chainId})`,
+    ])
+    const asked = requested.length
+    await page.select('select[name=chain]', 'all')
+    await page.waitForSelector('table[data-testid=chains] tr[data-chain]')
+    await page.waitForSelector('tr[data-code]')
+    await page.waitForNetworkIdle()
+    expect(
+      await page.$$eval('table[data-testid=chains] tr[data-chain]', (rows) => rows.map((row) => row.getAttribute('data-chain'))),
+    ).toEqual([String(status.chainId), String(other.chainId)])
+    expect(await page.$eval('#leaderboard-heading', (heading) => heading.textContent)).toBe('Leaderboard, all chains')
+    const reads = requested
+      .slice(asked)
+      .map((url) => new URL(url))
+      .filter((url) => url.pathname.startsWith('/v1/'))
+    const summed = reads.filter((url) => url.pathname === '/v1/leaderboard' || url.pathname.endsWith('/stats'))
+    expect(summed.map((url) => url.pathname)).toContain('/v1/leaderboard')
+    expect(summed.filter((url) => url.searchParams.get('chainId') !== 'all')).toEqual([])
+    expect(reads.filter((url) => !summed.includes(url) && url.searchParams.has('chainId'))).toEqual([])
+    // The rows are the API's leaderboard across chains.
+    const leaderboard = summed.find((url) => url.pathname === '/v1/leaderboard')!
+    const expected = (await (await fetch(`${api}${leaderboard.pathname}${leaderboard.search}`)).json()) as {
+      items: { builderCode: string; attributions: number }[]
+    }
+    // A deployment of one chain answers chainId=all as that chain.
+    expect(expected).toEqual(
+      await (await fetch(`${api}${leaderboard.pathname}${leaderboard.search.replace('chainId=all', `chainId=${status.chainId}`)}`)).json(),
+    )
+    const shown = await page.$$eval('tr[data-code]', (rows) =>
+      rows.map((row) => [
+        row.getAttribute('data-code'),
+        Number(row.querySelector('[data-field=attributions]')!.textContent!.replace(/,/g, '')),
+      ]),
+    )
+    expect(shown).toEqual(expected.items.map((item) => [item.builderCode, item.attributions]))
     await page.close()
   })
 

@@ -1,7 +1,8 @@
 /**
- * The scheduler lease is fenced. Each leader claims the next lease generation in
- * `chain_state`; the tip, reorg, orphan, finality and dispatch transactions of a leader whose
- * generation is no longer the newest are refused, leaving the new leader's rows as they were.
+ * The scheduler and delivery leases are fenced. Each scheduler leader claims the next lease generation
+ * in `chain_state`, each delivery leader in `webhook_cursor`; the tip, reorg, orphan, finality and
+ * dispatch transactions of a leader whose generation is no longer the newest are refused, leaving the
+ * new leader's rows as they were.
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,6 +13,7 @@ import { createDispatcher } from '../src/delivery/index.js'
 import { silentLogger } from '../src/internal/logger.js'
 import {
   advanceFinality,
+  createDeliveryLeaseFence,
   createLeaseFence,
   getChainState,
   getDispatchCursor,
@@ -138,11 +140,11 @@ describe('lease fencing of the writes that decide what is canonical or final', (
     )
   })
 
-  it('refuses a stale leader’s dispatch round: no delivery owed, the cursor where the new leader left it', async () => {
+  it('refuses a stale delivery leader’s dispatch round: no delivery owed, the cursor where the new leader left it', async () => {
     const pool = db.store.pool
-    const stale = createLeaseFence(pool, CHAIN)
+    const stale = createDeliveryLeaseFence(pool)
     await stale.claim()
-    const current = createLeaseFence(pool, CHAIN)
+    const current = createDeliveryLeaseFence(pool)
     await current.claim()
     await insertSubscription(pool, {
       id: 'wh_00000000000000f1',
@@ -192,7 +194,7 @@ describe('lease fencing of the writes that decide what is canonical or final', (
       enqueue: async (jobs) => void enqueued.push(...jobs),
       fence: stale.check,
     })
-    await expect(staleDispatcher.step()).rejects.toBeInstanceOf(LeaseFencedError)
+    await expect(staleDispatcher.step()).rejects.toThrow(/^delivery lease generation \d+ is stale/)
     expect(await getDispatchCursor(pool)).toBe(before)
     expect((await pool.query(`SELECT count(*)::int AS n FROM webhook_outstanding`)).rows[0].n).toBe(0)
     expect(enqueued).toEqual([])

@@ -1,9 +1,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { Attribution } from 'ox/erc8021'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { createRangeQueue, rangeJobId } from '../src/queue/index.js'
+import { insertSubscription } from '../src/store/index.js'
+import { newWebhookSecret } from '../src/delivery/index.js'
 import { planBackfill } from '../src/sync/historical.js'
 import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
@@ -146,6 +152,86 @@ describe('the chain id guard', () => {
   })
 })
 
+describe('the chain id of each RPC endpoint', () => {
+  it('takes an endpoint of another chain out of rotation, names it masked in the log and the status, and indexes from the others', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    // Chain B's node behind a key in its path, listed first and weighted heaviest among chain A's endpoints.
+    const key = 'k3y-0f-chain-b-endpoint'
+    writeFileSync(
+      configFile,
+      `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    headPollMs: 100\n    pendingPollMs: 0\n    rpc:\n      - { url: "${anvilB.url}/?apikey=${key}", weight: 10 }\n      - { url: "${anvilA.url}", weight: 1 }\n`,
+    )
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
+    await waitFor(
+      async () =>
+        Number(
+          (await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_A])).rows[0]!.n ?? -1,
+        ) >= head,
+      'chain A from its good endpoint',
+    )
+    await expectIndexMatchesNode(db.store.pool, anvilA.url, [0, head], undefined, CHAIN_A)
+    const api = `http://127.0.0.1:${env.PORT}`
+    await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
+    const status = (await (await fetch(`${api}/v1/status`)).json()) as {
+      chains: { chainId: number; endpoints: { url: string; state: string; chainId: number | null; lastError: string | null }[] | null }[]
+    }
+    const maskedB = `${new URL(anvilB.url).origin}/***`
+    expect(status.chains[0]!.endpoints).toEqual([
+      expect.objectContaining({
+        url: maskedB,
+        state: 'wrong_chain',
+        chainId: CHAIN_B,
+        lastError: `serves chain ${CHAIN_B}, expected chain ${CHAIN_A}`,
+      }),
+      expect.objectContaining({ url: new URL(anvilA.url).origin, state: 'serving', chainId: CHAIN_A }),
+    ])
+    const named = daemon
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('rpc endpoint serves another chain'))
+    expect(named.length).toBeGreaterThan(0)
+    expect(named[0]).toContain(maskedB)
+    expect(daemon.output()).not.toContain(key)
+    expect(daemon.child.exitCode).toBeNull()
+  })
+
+  it('stops the role as with one endpoint when no endpoint of a chain serves it', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    const dead = `http://127.0.0.1:${await freePort()}`
+    writeFileSync(
+      configFile,
+      `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    pendingPollMs: 0\n    rpc: ["${anvilB.url}", "${dead}"]\n`,
+    )
+    const daemon = spawnTs(
+      'src/main.ts',
+      [],
+      await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile }),
+    )
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    expect(await daemon.exited).toBe(1)
+    expect(daemon.output()).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+  })
+})
+
 describe('two chains in one deployment', () => {
   it("indexes each chain from its own node, and one chain's node hanging for 30 s leaves the other's tip moving", async () => {
     const db = await createTestDatabase()
@@ -159,9 +245,11 @@ describe('two chains in one deployment', () => {
       () => nodeA.stop(),
       () => nodeB.stop(),
     )
+    // One code on both chains: the leaderboard and stats across chains sum them.
+    const suffix = () => Attribution.toDataSuffix({ codes: ['bc_both'] })
     const [builtA, builtB] = await Promise.all([
-      buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2 }),
-      buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1 }),
+      buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2, suffix }),
+      buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1, suffix }),
     ])
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
     const configFile = join(dir, 'codetrail.config.yaml')
@@ -214,6 +302,25 @@ describe('two chains in one deployment', () => {
     const required = await fetch(`${api}/v1/transactions/${txB}/attribution`)
     expect([required.status, ((await required.json()) as { error: { code: string } }).error.code]).toEqual([400, 'chain_id_required'])
     expect((await fetch(`${api}/v1/transactions/${txB}/attribution?chainId=${CHAIN_A}`)).status).toBe(404)
+    type Counts = { attributions: number; distinctSenders: number; gasUsed: string }
+    const read = async <T>(path: string) => (await (await fetch(`${api}${path}`)).json()) as T
+    await waitFor(
+      async () =>
+        (await read<{ total: Counts }>(`/v1/builder-codes/bc_both/stats?chainId=all`)).total.attributions ===
+        builtA.txHashes.length + builtB.txHashes.length,
+      'the attributions of both chains',
+    )
+    const board = (chain: string) => read<{ items: ({ builderCode: string } & Counts)[] }>(`/v1/leaderboard?chainId=${chain}`)
+    const [boardA, boardB, boardAll] = await Promise.all([board(String(CHAIN_A)), board(String(CHAIN_B)), board('all')])
+    const [rowA, rowB] = [boardA.items[0]!, boardB.items[0]!]
+    expect(boardAll.items).toEqual([
+      expect.objectContaining({
+        builderCode: 'bc_both',
+        attributions: rowA.attributions + rowB.attributions,
+        distinctSenders: rowA.distinctSenders + rowB.distinctSenders,
+        gasUsed: String(BigInt(rowA.gasUsed) + BigInt(rowB.gasUsed)),
+      }),
+    ])
     const unknown = await fetch(`${api}/v1/logs?chainId=999`)
     expect([unknown.status, ((await unknown.json()) as { error: { code: string } }).error.code]).toEqual([404, 'unknown_chain'])
 
@@ -288,5 +395,57 @@ describe('two chains in one deployment', () => {
       new RegExp(`^codetrail_rpc_errors_total\\{chain_id="${CHAIN_A}",method="eth_chainId",kind="[a-z_]+"\\} [1-9]`, 'm'),
     )
     expect(metrics).not.toMatch(/^codetrail_rpc_calls_total\{method=/m)
+  })
+
+  it("delivers webhooks for the second chain while the first chain's node is unreachable and another process holds its lease", async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const node = await startAnvil({ chainId: CHAIN_B })
+    cleanups.push(() => node.stop())
+    const received: string[] = []
+    const receiver = createServer((request, response) => {
+      let body = ''
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+      request.on('end', () => (received.push(body), response.writeHead(200).end('ok')))
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise((resolve) => (receiver.closeAllConnections(), receiver.close(resolve))))
+    await insertSubscription(db.store.pool, {
+      id: 'wh_00000000000000b2',
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      secret: newWebhookSecret(),
+      events: ['attribution.confirmed'],
+      builderCodes: ['bc_beta'],
+      walletAddresses: null,
+      roles: null,
+      chainIds: [CHAIN_B],
+    })
+    // Another process of the deployment holds chain A's scheduler lease, stuck on chain A's unreachable node.
+    const holder = new Redis(REDIS_URL)
+    cleanups.push(async () => holder.disconnect())
+    await holder.set(`${redis.prefix}:scheduler:${CHAIN_A}`, 'another-process', 'PX', 600_000)
+    const dead = `http://127.0.0.1:${await freePort()}`
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
+    const configFile = join(dir, 'codetrail.config.yaml')
+    writeFileSync(
+      configFile,
+      `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${node.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
+    )
+    const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile, WEBHOOK_ALLOW_PRIVATE: '1' })
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const { txHashes } = await buildChain(node.url, {
+      blocks: 2,
+      txsPerBlock: 1,
+      suffix: () => Attribution.toDataSuffix({ codes: ['bc_beta'] }),
+    })
+    await waitFor(async () => txHashes.every((tx) => received.some((body) => body.includes(tx))), 'the deliveries of chain B')
+    for (const body of received) expect(JSON.parse(body)).toMatchObject({ type: 'attribution.confirmed', data: { chainId: CHAIN_B } })
+    expect(await holder.get(`${redis.prefix}:scheduler:${CHAIN_A}`)).toBe('another-process')
+    expect(daemon.child.exitCode).toBeNull()
   })
 })

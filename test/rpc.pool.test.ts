@@ -10,7 +10,7 @@ import { createIndexer } from '../src/indexer.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient, createRpcPool } from '../src/rpc/index.js'
 import { planBackfill } from '../src/sync/historical.js'
-import { expectIndexMatchesNode } from './helpers/compare.js'
+import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
 
 let good: Anvil
 let lagging: Anvil
@@ -80,8 +80,8 @@ describe('several RPC endpoints for a chain', () => {
     })
     try {
       await Promise.all(Array.from({ length: 80 }, () => pool.request('eth_chainId')))
-      // The first look at each head is one request to each endpoint.
-      const sent = (url: string) => asked.get(url)! - 1
+      // The first look at each endpoint is two requests: its chain id and its head.
+      const sent = (url: string) => asked.get(url)! - 2
       expect(sent(good.url) + sent(lagging.url)).toBe(80)
       expect(sent(good.url)).toBeGreaterThan(sent(lagging.url))
       // The clock stands still: the capped endpoint's bucket starts full (5) and never refills.
@@ -96,6 +96,49 @@ describe('several RPC endpoints for a chain', () => {
       expect(pool.endpoints().map((e) => e.state)).toEqual(['serving', 'serving'])
     } finally {
       pool.close()
+    }
+  })
+
+  it('asks an endpoint that comes back from a failure its chain id first, and keeps it out of rotation while it serves another chain', async () => {
+    const swappable = await startAnvil()
+    let other: Anvil | undefined
+    const asked: string[] = []
+    const pool = createRpcPool({
+      endpoints: [
+        { url: good.url, weight: 1 },
+        { url: swappable.url, weight: 100 },
+      ],
+      clientOf: (url) => {
+        const client = createRpcClient({ url, timeoutMs: 1_000 })
+        return {
+          ...client,
+          request: (method, params, options) => (url === swappable.url && asked.push(method), client.request(method, params, options)),
+        }
+      },
+      logger: silentLogger,
+      chainId: 31337,
+      maxLagBlocks: 1_000,
+      probeEveryMs: 100,
+    })
+    try {
+      await pool.request('eth_blockNumber')
+      expect(pool.endpoints().map((e) => [e.state, e.chainId])).toEqual([
+        ['serving', 31337],
+        ['serving', 31337],
+      ])
+      // The endpoint's node is replaced by one of another chain on the same address.
+      await swappable.stop()
+      other = await startAnvil({ chainId: 999, port: swappable.port })
+      await waitFor(async () => pool.endpoints()[1]!.state === 'wrong_chain', 'the swapped endpoint out of rotation')
+      expect(pool.endpoints()[1]).toMatchObject({ chainId: 999, lastError: 'serves chain 999, expected chain 31337' })
+      asked.length = 0
+      const answers = await Promise.all(Array.from({ length: 50 }, () => pool.request<string>('eth_chainId')))
+      expect(new Set(answers)).toEqual(new Set(['0x7a69']))
+      expect(asked.every((method) => method === 'eth_chainId')).toBe(true)
+      expect(await pool.chainId()).toBe(31337)
+    } finally {
+      pool.close()
+      await Promise.all([swappable.stop(), other?.stop()])
     }
   })
 })

@@ -288,16 +288,16 @@ async function expectRollupExact(context: string, pool = db.store.pool): Promise
   expect(found.leftovers, context).toEqual([{ n: 0 }])
 }
 
-/** The stats as the route answered them before the rollup: straight from the rows. */
-async function statsFromRows(builderCode: string, interval: StatsInterval, since: Date, until: Date) {
+/** The stats as the route answered them before the rollup: straight from the rows (across chains, a sender counts once per chain). */
+async function statsFromRows(chainIds: readonly number[], builderCode: string, interval: StatsInterval, since: Date, until: Date) {
   type Row = { start: number | null; attributions: number; confirmed: number; pending: number; distinctSenders: number; gasUsed: string }
   const { rows } = await db.store.pool.query<Row>(
     `SELECT extract(epoch from date_trunc($5, block_timestamp, 'UTC'))::int8 * 1000 AS start, count(*)::int8 AS attributions,
        count(*) FILTER (WHERE status <> 'pending')::int8 AS confirmed, count(*) FILTER (WHERE status = 'pending')::int8 AS pending,
-       count(DISTINCT sender)::int8 AS "distinctSenders", coalesce(sum(gas_used), 0)::text AS "gasUsed"
-     FROM attributions WHERE chain_id = $1 AND builder_code = $2 AND block_timestamp >= $3 AND block_timestamp < $4 AND NOT removed
+       count(DISTINCT (chain_id, sender))::int8 AS "distinctSenders", coalesce(sum(gas_used), 0)::text AS "gasUsed"
+     FROM attributions WHERE chain_id = ANY($1::int[]) AND builder_code = $2 AND block_timestamp >= $3 AND block_timestamp < $4 AND NOT removed
      GROUP BY GROUPING SETS ((1), ()) ORDER BY 1 NULLS FIRST`,
-    [CHAIN_ID, builderCode, since, until, interval],
+    [chainIds, builderCode, since, until, interval],
   )
   const [{ start: _, ...total }, ...buckets] = rows as [Row, ...Row[]]
   return { total, buckets }
@@ -310,9 +310,12 @@ async function expectStatsMatchRows(context: string): Promise<void> {
   // Half the ranges end after every row (the senders' latest times answer), half inside the data (the rows answer).
   const to = random() < 0.5 ? T0 + 5 * 86_400 : from + 1 + int(2 * 86_400)
   const { since, until } = roundToBuckets(interval, new Date(from * 1000), new Date(to * 1000))
-  const { stats } = await builderCodeStatsReport(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval, since, until })
-  const expected = await statsFromRows(code, interval, since, until)
-  const label = `${context}: ${code} ${interval} ${since.toISOString()} ${until.toISOString()}`
+  // One chain, or both chains summed.
+  const chainIds = pick([[CHAIN_ID], [CHAIN_ID, OTHER_CHAIN_ID]])
+  const chainId = chainIds.length === 1 ? chainIds[0]! : chainIds
+  const { stats } = await builderCodeStatsReport(db.store.db, { chainId, builderCode: code, interval, since, until })
+  const expected = await statsFromRows(chainIds, code, interval, since, until)
+  const label = `${context}: chains ${chainIds.join(',')} ${code} ${interval} ${since.toISOString()} ${until.toISOString()}`
   expect(stats.total, label).toEqual(expected.total)
   expect(
     stats.buckets.filter((bucket) => bucket.attributions > 0).map(({ start, ...counts }) => ({ start: start.getTime(), ...counts })),

@@ -1,5 +1,5 @@
 import type { Logger } from '../internal/logger.js'
-import type { RpcClient } from '../rpc/index.js'
+import type { EndpointState, RpcClient } from '../rpc/index.js'
 import type { Database, ReplicaStatus } from '../store/index.js'
 import { ApiError } from './errors.js'
 import type { BuilderCodeRegistrar } from './registration.js'
@@ -19,9 +19,24 @@ export type ApiContext = {
   logger: Logger
   /** The node, for wallet nonces and readiness; without it those fields are null. */
   rpc?: RpcClient
+  /** A chain's RPC endpoints as this process's node client sees them; null where it has one endpoint or runs no client of that chain. */
+  endpointsOf?: (chainId: number) => EndpointState[] | null
   registrar: BuilderCodeRegistrar
   /** The registration route's own limit per client (`REGISTRATION_RATE_LIMIT`), below the global one. */
   registrationRateLimit?: { max: number; timeWindow: number }
+}
+
+/**
+ * The chains a stats read covers: `all` is every chain served, the default one first (a deployment of
+ * one chain reads it as that chain, so its answers are the same either way); else as {@link requestedChain}.
+ */
+export function requestedChains(
+  served: Pick<ApiContext, 'chainId' | 'chainIds'>,
+  requested: number | 'all' | undefined,
+): number | readonly number[] {
+  if (requested !== 'all') return requestedChain(served, requested)
+  const others = served.chainIds.filter((id) => id !== served.chainId)
+  return others.length === 0 ? served.chainId : [served.chainId, ...others]
 }
 
 /**

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis'
 import { API_DEFAULTS, type Config } from '../config/index.js'
 import type { Logger } from '../internal/logger.js'
 import { createRangeQueue } from '../queue/index.js'
-import type { RpcClient } from '../rpc/index.js'
+import type { EndpointState, RpcClient } from '../rpc/index.js'
 import { createReadRouting, createStore, type ReadRouting, type Store } from '../store/index.js'
 import { ADMIN_SECURITY_SCHEME, adminRoutes, withAdminDocs } from './admin.js'
 import type { ApiContext } from './context.js'
@@ -71,6 +71,8 @@ export type CreateApiParameters = {
   redis?: Redis
   /** The node, for wallet nonces and readiness. */
   rpc?: RpcClient
+  /** Each chain's RPC endpoints as this process's node clients see them, for `/v1/status`. */
+  endpointsOf?: (chainId: number) => EndpointState[] | null
   logger: Logger
   metrics?: Metrics
   /** Queues shown at `/admin/queues` when `config.adminUi` and `config.adminToken`; omitted: the range queue on `config.redisUrl`. */
@@ -149,6 +151,7 @@ export async function createApi({
   store: givenStore,
   redis,
   rpc,
+  endpointsOf,
   logger,
   metrics = createMetrics(),
   queues: givenQueues,
@@ -326,6 +329,7 @@ export async function createApi({
       chainIds: chainIds.includes(chainId) ? chainIds : [chainId, ...chainIds],
       logger,
       rpc,
+      endpointsOf,
       registrar: createBuilderCodeRegistrar({ db: store.db, chainId, builderApiUrl: config.builderApiUrl }),
       registrationRateLimit: { max: registrationRateLimit, timeWindow: RATE_LIMIT_WINDOW_MS },
     }

@@ -72,6 +72,17 @@ export const chainIdParam = z
   .transform(Number)
   .meta({ description: "The chain's EIP-155 id; default: the deployment's first configured chain.", example: '8453' })
 
+/** `chainId` of the stats and leaderboard routes: one chain's id, or `all` for every chain served. */
+export const chainsParam = z
+  .string()
+  .regex(/^(\d{1,15}|all)$/, 'must be a decimal chain id or all')
+  .transform((value) => (value === 'all' ? ('all' as const) : Number(value)))
+  .meta({
+    description:
+      "The chain's EIP-155 id, or all: every chain this deployment serves, summed (a sender counts once per chain it sent from; the wallet and registry record named are the first configured chain's). Default: the deployment's first configured chain.",
+    example: 'all',
+  })
+
 export const blockNumber = z
   .string()
   .regex(BLOCK_NUMBER, 'must be a block number, decimal or 0x hex')

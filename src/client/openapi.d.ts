@@ -161,7 +161,7 @@ export interface paths {
         };
         /**
          * A builder code's activity per UTC hour or day
-         * @description Rows not removed, with block time in [since, until); since is rounded down and until up to whole UTC hours or days, and the answer reports the rounded range. Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most 10000 buckets. Read from a rollup kept in step with every write; only the total distinctSenders of a range that ends before the code's latest attribution is counted from the rows, which is slower.
+         * @description Rows not removed, with block time in [since, until); since is rounded down and until up to whole UTC hours or days, and the answer reports the rounded range. Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most 10000 buckets. Read from a rollup kept in step with every write; only the total distinctSenders of a range that ends before the code's latest attribution is counted from the rows, which is slower. chainId=all sums every chain served (each chain's senders counted apart).
          */
         get: operations["getBuilderCodeStats"];
         put?: never;
@@ -181,7 +181,7 @@ export interface paths {
         };
         /**
          * The builder codes with the most attributions in a time range
-         * @description Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit 20. One ranking answers every request for the same range and limit for 1 s.
+         * @description Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit 20. One ranking answers every request for the same chains, range and limit for 1 s. chainId=all ranks the codes by their attributions on every chain served, summed.
          */
         get: operations["getLeaderboard"];
         put?: never;
@@ -729,6 +729,22 @@ export interface components {
                 indexedBlock: number | null;
                 finalizedBlock: number | null;
                 lagBlocks: number | null;
+                /** @description The chain's RPC endpoints as this process's node client sees them (each asked eth_chainId at start, after a failure and every few seconds); null for a chain with one endpoint, or one this process runs no node client for. */
+                endpoints: {
+                    /** @description Scheme, host and port: never a key. */
+                    url: string;
+                    weight: number;
+                    /** @description Its latest block at the last look. */
+                    head: number | null;
+                    /**
+                     * @description serving: in rotation; resting: failed, probed back in; lagging: behind the best head; refused: its key was refused (401/403); wrong_chain: it says another chain id than the configured one.
+                     * @enum {string}
+                     */
+                    state: "serving" | "resting" | "lagging" | "refused" | "wrong_chain";
+                    /** @description What it answered eth_chainId since its last failure; null until it answers. */
+                    chainId: number | null;
+                    lastError: string | null;
+                }[] | null;
             }[];
         };
         Log: {
@@ -1295,7 +1311,7 @@ export interface operations {
     getBuilderCodeStats: {
         parameters: {
             query?: {
-                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                /** @description The chain's EIP-155 id, or all: every chain this deployment serves, summed (a sender counts once per chain it sent from; the wallet and registry record named are the first configured chain's). Default: the deployment's first configured chain. */
                 chainId?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
                 since?: string;
@@ -1354,7 +1370,7 @@ export interface operations {
     getLeaderboard: {
         parameters: {
             query?: {
-                /** @description The chain's EIP-155 id; default: the deployment's first configured chain. */
+                /** @description The chain's EIP-155 id, or all: every chain this deployment serves, summed (a sender counts once per chain it sent from; the wallet and registry record named are the first configured chain's). Default: the deployment's first configured chain. */
                 chainId?: string;
                 /** @description ISO 8601 date or date-time with a time zone. */
                 since?: string;

@@ -48,4 +48,4 @@ export { getTransactionCount, getTransactionCountRequest, parseTransactionCount 
 export { getTransactions } from './actions/getTransactionByHash.js'
 export { getTransactionReceiptRequest, getTransactionReceipts, parseReceipt } from './actions/getTransactionReceipt.js'
 export { subscribeNewHeads, subscribePendingLogs, type PendingLogsFilter } from './actions/subscribe.js'
-export { createRpcPool } from './pool.js'
+export { createRpcPool, type EndpointState } from './pool.js'

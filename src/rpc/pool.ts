@@ -3,6 +3,7 @@ import { redactUrl } from '../utils/redact.js'
 import { sleep } from '../utils/loop.js'
 import type { RpcCall, RpcClient, RpcRequestOptions } from './client.js'
 import { classifyRpcError } from './errors.js'
+import { getChainId } from './actions/getChainId.js'
 
 /** An endpoint this many blocks behind the best one is out of rotation until it catches up. */
 const DEFAULT_MAX_LAG_BLOCKS = 3
@@ -22,7 +23,9 @@ export type EndpointState = {
   url: string
   weight: number
   head: number | null
-  state: 'serving' | 'resting' | 'lagging' | 'refused'
+  state: 'serving' | 'resting' | 'lagging' | 'refused' | 'wrong_chain'
+  /** The chain id it last answered `eth_chainId` with; null before it answered since its last failure. */
+  chainId: number | null
   lastError: string | null
 }
 
@@ -38,6 +41,8 @@ type Member = {
   failures: number
   head: number | null
   refused: boolean
+  /** Its answer to `eth_chainId` since its last failure; null: to be asked before it serves again. */
+  chainId: number | null
   lastError: string | null
 }
 
@@ -46,6 +51,11 @@ export type CreateRpcPoolParameters = {
   /** The client of one endpoint (timeouts, batch size and metrics as for a single node). */
   clientOf: (url: string) => RpcClient
   logger: Logger
+  /**
+   * The chain every endpoint must serve: each is asked `eth_chainId` before it serves, at start and
+   * after any failure, and one that says another chain stays out of rotation. Unset: the first answer.
+   */
+  chainId?: number | undefined
   maxLagBlocks?: number
   probeEveryMs?: number
   /** The clock rate caps and rests are measured by (milliseconds); a test freezes or steps it. */
@@ -67,6 +77,7 @@ export function createRpcPool({
   maxLagBlocks = DEFAULT_MAX_LAG_BLOCKS,
   probeEveryMs = DEFAULT_PROBE_EVERY_MS,
   now = Date.now,
+  chainId: configuredChainId,
 }: CreateRpcPoolParameters) {
   if (endpoints.length === 0) throw new RangeError('an RPC pool needs at least one endpoint')
   const members: Member[] = endpoints.map((endpoint) => ({
@@ -80,13 +91,38 @@ export function createRpcPool({
     failures: 0,
     head: null,
     refused: false,
+    chainId: null,
     lastError: null,
   }))
+  let expectedChainId = configuredChainId
 
-  const bestHead = () => Math.max(-1, ...members.filter((m) => !m.refused && m.restUntil <= now()).map((m) => m.head ?? -1))
+  const wrongChain = (m: Member) => m.chainId !== null && expectedChainId !== undefined && m.chainId !== expectedChainId
+  /** Out of rotation whatever else holds: a refused key, or another chain. */
+  const excluded = (m: Member) => m.refused || wrongChain(m)
+  const bestHead = () => Math.max(-1, ...members.filter((m) => !excluded(m) && m.restUntil <= now()).map((m) => m.head ?? -1))
   const lagging = (m: Member) => m.head !== null && m.head < bestHead() - maxLagBlocks
   const stateOf = (m: Member): EndpointState['state'] =>
-    m.refused ? 'refused' : m.restUntil > now() ? 'resting' : lagging(m) ? 'lagging' : 'serving'
+    m.refused ? 'refused' : wrongChain(m) ? 'wrong_chain' : m.restUntil > now() ? 'resting' : lagging(m) ? 'lagging' : 'serving'
+
+  /**
+   * Asks `m` its chain id (once per failure): an endpoint that says another chain than the pool's leaves
+   * the rotation, named in an error log; one that says the right chain again comes back.
+   */
+  async function checkChain(m: Member, timeoutMs?: number): Promise<number> {
+    const answered = await getChainId({ request: (method, params) => m.client.request(method, params, timeoutMs ? { timeoutMs } : {}) })
+    expectedChainId ??= answered
+    const wasWrong = wrongChain(m)
+    m.chainId = answered
+    if (wrongChain(m)) {
+      m.lastError = `serves chain ${answered}, expected chain ${expectedChainId}`
+      if (!wasWrong)
+        logger.error(
+          { endpoint: m.shown, chain_id: expectedChainId, node_chain_id: answered },
+          'rpc endpoint serves another chain: out of rotation',
+        )
+    } else if (wasWrong) logger.info({ endpoint: m.shown, chain_id: answered }, 'rpc endpoint serves its chain again: back in rotation')
+    return answered
+  }
 
   function hasToken(m: Member): boolean {
     if (m.cap === undefined) return true
@@ -99,7 +135,7 @@ export function createRpcPool({
   /** An endpoint by weight among those serving and under their cap; failing that, any not yet tried and not refused. */
   async function pick(tried: ReadonlySet<Member>): Promise<Member | undefined> {
     for (;;) {
-      const open = members.filter((m) => !tried.has(m) && !m.refused)
+      const open = members.filter((m) => !tried.has(m) && !excluded(m))
       if (open.length === 0) return undefined
       const serving = open.filter((m) => stateOf(m) === 'serving')
       // Nothing serving (every endpoint resting or behind): asking one beats failing without asking.
@@ -121,6 +157,8 @@ export function createRpcPool({
 
   function rest(m: Member, error: unknown) {
     m.failures++
+    // A reconnect may reach another node: its chain id is asked again before it serves.
+    m.chainId = null
     m.lastError = classifyRpcError(error).pattern
     m.restUntil = now() + Math.min(MAX_REST_MS, REST_MS * 2 ** (m.failures - 1))
     if (m.failures === 1) logger.warn({ endpoint: m.shown, reason: m.lastError }, 'rpc endpoint failing: out of rotation for a while')
@@ -139,6 +177,7 @@ export function createRpcPool({
     for (let m = await pick(tried); m; m = await pick(tried)) {
       tried.add(m)
       try {
+        if (m.chainId === null && expectedChainId !== undefined && (await checkChain(m)) !== expectedChainId) continue
         const result = await send(m.client)
         m.failures = 0
         return result
@@ -167,7 +206,10 @@ export function createRpcPool({
         .filter((m) => !m.refused)
         .map(async (m) => {
           try {
-            m.head = Number(await m.client.request<string>('eth_blockNumber', [], { timeoutMs: Math.max(1_000, probeEveryMs) }))
+            const timeoutMs = Math.max(1_000, probeEveryMs)
+            // One that said another chain is asked again each round; it serves nothing meanwhile.
+            if ((m.chainId === null || wrongChain(m)) && (await checkChain(m, timeoutMs)) !== expectedChainId) return
+            m.head = Number(await m.client.request<string>('eth_blockNumber', [], { timeoutMs }))
             if (m.restUntil > now() && m.failures > 0) logger.info({ endpoint: m.shown }, 'rpc endpoint answers again: back in rotation')
             m.restUntil = 0
             m.failures = 0
@@ -197,7 +239,21 @@ export function createRpcPool({
     ...client,
     /** Each endpoint's state, in configuration order. */
     endpoints: (): EndpointState[] =>
-      members.map((m) => ({ url: m.shown, weight: m.weight, head: m.head, state: stateOf(m), lastError: m.lastError })),
+      members.map((m) => ({ url: m.shown, weight: m.weight, head: m.head, state: stateOf(m), chainId: m.chainId, lastError: m.lastError })),
+    /**
+     * Asks every endpoint not refused its chain id (each leaves or rejoins the rotation by its answer).
+     * Resolves to the pool's chain while at least one endpoint serves it; to another chain's id when
+     * every endpoint that answered serves another (nothing of this chain can be read); throws when none answered.
+     */
+    async chainId(): Promise<number> {
+      const answers = await Promise.allSettled(members.filter((m) => !m.refused).map((m) => checkChain(m)))
+      const answered = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []))
+      if (answered.length === 0) {
+        const failed = answers.find((answer) => answer.status === 'rejected')
+        throw failed ? failed.reason : new Error('no RPC endpoint in rotation')
+      }
+      return answered.includes(expectedChainId!) ? expectedChainId! : answered[0]!
+    },
     close: () => clearInterval(timer),
   }
 }

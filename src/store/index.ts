@@ -11,7 +11,7 @@ export { getCanonicalBlock, storeTipBlocks } from './tip.js'
 export { upsertPendingLogs } from './pendingLogs.js'
 export { advanceFinality, advanceFinalityIn, blocksBetween, blocksOtherThan, unfinalizedLogBlocks } from './finality.js'
 export { lockForkMarks, lockTipWrites } from './chainLock.js'
-export { createLeaseFence, LeaseFencedError, type Fence, type LeaseFence } from './fence.js'
+export { createDeliveryLeaseFence, createLeaseFence, LeaseFencedError, type Fence, type LeaseFence } from './fence.js'
 export {
   clearRepairRetry,
   closeRepairIfStored,

@@ -607,6 +607,8 @@ export const outboxDemand = pgTable('outbox_demand', {
 export const webhookCursor = pgTable('webhook_cursor', {
   name: text('name').primaryKey(),
   eventId: bigint('event_id', { mode: 'number' }).notNull(),
+  /** The newest delivery lease generation claimed: dispatch rounds of an older one are refused. */
+  leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(0),
 })
 
 /** The digest of the definitions of `sql/` the database holds: the migrator applies them again only when they change. */

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis'
 import type { Logger } from '../internal/logger.js'
-import { createLease } from './lease.js'
+import { whileLeaseHeld } from './lease.js'
 import { LeaseFencedError, type LeaseFence } from '../store/index.js'
 import { whilePreconfirming, type ChainProfiler } from '../chains/index.js'
-import { createWakeUp, runEvery, sleep } from '../utils/loop.js'
+import { createWakeUp, runEvery } from '../utils/loop.js'
 import type { FollowEvent, HeadFollower } from './realtime.js'
 import type { PendingPoller } from './pendingPoller.js'
 import type { RepairRunner } from '../reorg/index.js'
@@ -44,117 +44,82 @@ export type SchedulerContext = {
  */
 export function startScheduler(context: SchedulerContext) {
   const { logger, chainId } = context
-  const lease = createLease(context.redis, `${context.keyPrefix}:scheduler:${chainId}`, LEASE_TTL_MS)
-  const stopped = new AbortController()
-  let leader = false
+  return whileLeaseHeld({
+    redis: context.redis,
+    key: `${context.keyPrefix}:scheduler:${chainId}`,
+    ttlMs: LEASE_TTL_MS,
+    logger,
+    fields: { chain_id: chainId },
+    name: 'scheduler',
+    ...(context.fence ? { fence: context.fence } : {}),
+    lead: (term) => lead(context, term),
+  })
+}
 
-  async function lead() {
-    const generation = await context.fence?.claim().catch((error) => {
-      logger.warn({ err: error, chain_id: chainId }, 'scheduler lease generation not claimed')
-      return null
-    })
-    if (generation === null) return lease.release().catch(() => {})
-    const term = new AbortController()
-    const stop = () => term.abort()
-    stopped.signal.addEventListener('abort', stop, { once: true })
-    leader = true
-    logger.info({ chain_id: chainId, lease_generation: generation }, 'scheduler lease acquired: following the head')
-    const renewing = (async () => {
-      while (!term.signal.aborted) {
-        await sleep(LEASE_TTL_MS / 3, term.signal)
-        if (term.signal.aborted) break
-        const renewed = await lease.renew().catch(() => false)
-        if (!renewed) {
-          logger.warn({ chain_id: chainId }, 'scheduler lease lost: stopping the head follower')
+/** The leader's loops: the head follower, the pending poller, repairs and `whileLeader`, until `term` aborts. */
+async function lead(context: SchedulerContext, term: AbortController) {
+  const { logger, chainId } = context
+  // Each pending poll also reads the head: a new block is stepped at once, not at the follower's next poll.
+  const woken = createWakeUp()
+  const nudge = () => woken.notify()
+  let polledHead: number | undefined
+  // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
+  const repairsNudged = createWakeUp()
+  let stepsStarted = 0
+  const headPollMs = context.headPollMs
+  const nextLook = () => {
+    const interval = typeof headPollMs === 'number' ? headPollMs : headPollMs()
+    const next = context.nextHeadInMs?.()
+    // runEvery waits the interval less the run's time: the run's time is added back so the look lands when the block is due.
+    return next === undefined ? interval : Math.min(interval, next + (performance.now() - stepsStarted))
+  }
+  const follow = runEvery(
+    nextLook,
+    async () => {
+      stepsStarted = performance.now()
+      // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
+      for (;;) {
+        const events = await context.follower.step().catch((error: unknown) => {
+          if (!(error instanceof LeaseFencedError)) throw error
+          logger.warn(
+            { chain_id: chainId, lease_generation: error.generation, current_generation: error.current },
+            'scheduler lease fenced: write refused, stopping',
+          )
           term.abort()
-        }
+          return []
+        })
+        for (const event of events) context.onFollowEvent?.(event)
+        if (events.some((event) => event.type === 'reorg')) repairsNudged.notify()
+        const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))
+        if (term.signal.aborted || !behind) break
       }
-    })()
-    // Each pending poll also reads the head: a new block is stepped at once, not at the follower's next poll.
-    const woken = createWakeUp()
-    const nudge = () => woken.notify()
-    let polledHead: number | undefined
-    // A reorg or an orphan check records repairs: they are looked at right after, not at the next poll.
-    const repairsNudged = createWakeUp()
-    let stepsStarted = 0
-    const headPollMs = context.headPollMs
-    const nextLook = () => {
-      const interval = typeof headPollMs === 'number' ? headPollMs : headPollMs()
-      const next = context.nextHeadInMs?.()
-      // runEvery waits the interval less the run's time: the run's time is added back so the look lands when the block is due.
-      return next === undefined ? interval : Math.min(interval, next + (performance.now() - stepsStarted))
-    }
-    const follow = runEvery(
-      nextLook,
-      async () => {
-        stepsStarted = performance.now()
-        // Catching up: step again at once while a step leaves blocks behind the head (a step that reached it waits for the next).
-        for (;;) {
-          const events = await context.follower.step().catch((error: unknown) => {
-            if (!(error instanceof LeaseFencedError)) throw error
-            logger.warn(
-              { chain_id: chainId, lease_generation: error.generation, current_generation: error.current },
-              'scheduler lease fenced: write refused, stopping',
-            )
-            term.abort()
-            return []
-          })
-          for (const event of events) context.onFollowEvent?.(event)
-          if (events.some((event) => event.type === 'reorg')) repairsNudged.notify()
-          const behind = events.some((event) => event.type === 'reorg' || (event.type === 'blocks' && event.to < event.head))
-          if (term.signal.aborted || !behind) break
-        }
-      },
-      { signal: term.signal, logger, name: 'head', wake: woken.wait },
-    )
-    const poller = context.poller
-    const pollPending = (signal: AbortSignal) =>
-      runEvery(
-        context.pendingPollMs,
-        async () => {
-          const { head } = await poller!.poll()
-          if (polledHead !== undefined && head > polledHead) nudge()
-          polledHead = head
-        },
-        { signal, logger, name: 'pending' },
-      )
-    const profiler = context.profiler
-    const poll =
-      poller && context.pendingPollMs > 0
-        ? profiler
-          ? whilePreconfirming(profiler, term.signal, pollPending)
-          : pollPending(term.signal)
-        : Promise.resolve()
-    const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
-    const repairs = context.repairs
-    const repair = repairs
-      ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged.wait })
-      : Promise.resolve()
-    const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
-    await Promise.all([renewing, follow, poll, heads, repair, extra])
-    await context.poller?.settled()
-    stopped.signal.removeEventListener('abort', stop)
-    leader = false
-    await lease.release().catch(() => {})
-  }
-
-  const running = (async () => {
-    while (!stopped.signal.aborted) {
-      const acquired = await lease.acquire().catch((error) => {
-        logger.warn({ err: error }, 'scheduler lease unavailable')
-        return false
-      })
-      if (acquired) await lead()
-      else await sleep(LEASE_TTL_MS / 5, stopped.signal)
-    }
-  })()
-
-  return {
-    isLeader: () => leader,
-    /** Stops the loops after their current step and releases the lease. */
-    async stop() {
-      stopped.abort()
-      await running
     },
-  }
+    { signal: term.signal, logger, name: 'head', wake: woken.wait },
+  )
+  const poller = context.poller
+  const pollPending = (signal: AbortSignal) =>
+    runEvery(
+      context.pendingPollMs,
+      async () => {
+        const { head } = await poller!.poll()
+        if (polledHead !== undefined && head > polledHead) nudge()
+        polledHead = head
+      },
+      { signal, logger, name: 'pending' },
+    )
+  const profiler = context.profiler
+  const poll =
+    poller && context.pendingPollMs > 0
+      ? profiler
+        ? whilePreconfirming(profiler, term.signal, pollPending)
+        : pollPending(term.signal)
+      : Promise.resolve()
+  const heads = context.heads?.(term.signal, nudge) ?? Promise.resolve()
+  const repairs = context.repairs
+  const repair = repairs
+    ? runEvery(REPAIR_POLL_MS, () => repairs.run(), { signal: term.signal, logger, name: 'repairs', wake: repairsNudged.wait })
+    : Promise.resolve()
+  const extra = context.whileLeader?.(term.signal) ?? Promise.resolve()
+  await Promise.all([follow, poll, heads, repair, extra])
+  await context.poller?.settled()
 }

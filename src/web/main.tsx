@@ -27,10 +27,12 @@ function ChainSwitch({ onSwitch }: { onSwitch: () => void }) {
         name="chain"
         value={String(chainChoice() ?? status!.chainId)}
         onChange={(event) => {
-          chooseChain(Number((event.target as HTMLSelectElement).value))
+          const value = (event.target as HTMLSelectElement).value
+          chooseChain(value === 'all' ? 'all' : Number(value))
           onSwitch()
         }}
       >
+        <option value="all">All chains</option>
         {chains.map((chain) => (
           <option key={chain.chainId} value={String(chain.chainId)}>
             {chain.name ?? `chain ${chain.chainId}`} ({chain.chainId})

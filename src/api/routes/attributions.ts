@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { LRUCache } from 'lru-cache'
 import { z } from 'zod'
 import { ATTRIBUTION_ROLES } from '../../attribution/index.js'
-import { requestedChain, type ApiContext } from '../context.js'
+import { requestedChain, requestedChains, type ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { ApiError } from '../errors.js'
 import {
@@ -20,6 +20,7 @@ import {
 } from '../../store/reads/index.js'
 import {
   chainIdParam,
+  chainsParam,
   blockNumber,
   builderCode,
   checkRange,
@@ -292,10 +293,11 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
           `Rows not removed, with block time in [since, until); since is rounded down and until up to whole UTC hours or days, and ` +
           `the answer reports the rounded range. Defaults: until = now, since = 7 days (hour) or 30 days (day) earlier; at most ` +
           `${MAX_STATS_BUCKETS} buckets. Read from a rollup kept in step with every write; only the total distinctSenders of a range ` +
-          `that ends before the code's latest attribution is counted from the rows, which is slower.`,
+          `that ends before the code's latest attribution is counted from the rows, which is slower. chainId=all sums every chain ` +
+          `served (each chain's senders counted apart).`,
         params: z.strictObject({ code: builderCode }),
         querystring: z.strictObject({
-          chainId: chainIdParam.optional(),
+          chainId: chainsParam.optional(),
           since: timestamp.optional(),
           until: timestamp.optional(),
           interval: z.enum(['hour', 'day'], 'must be hour or day').optional().meta({ description: 'Bucket size. Default day.' }),
@@ -305,7 +307,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     },
     async (request) => {
       const code = request.params.code
-      const chainId = requestedChain(served, request.query.chainId)
+      const chainId = requestedChains(served, request.query.chainId)
       const interval = request.query.interval ?? 'day'
       const { since, until } = bucketRange(interval, request.query, DEFAULT_STATS_SPAN_MS[interval])
       const { stats, roles, walletAddress, registry } = await builderCodeStatsReport(db, {
@@ -342,9 +344,10 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         description:
           `Codes ordered by attributions not removed with block time in [since, until), rounded to whole UTC hours; each code's ` +
           `counts equal its stats for the same range with interval=hour. Defaults: until = now, since = 24 hours earlier, limit ${DEFAULT_LEADERBOARD_LIMIT}. ` +
-          `One ranking answers every request for the same range and limit for ${LEADERBOARD_CACHE_MS / 1000} s.`,
+          `One ranking answers every request for the same chains, range and limit for ${LEADERBOARD_CACHE_MS / 1000} s. ` +
+          `chainId=all ranks the codes by their attributions on every chain served, summed.`,
         querystring: z.strictObject({
-          chainId: chainIdParam.optional(),
+          chainId: chainsParam.optional(),
           since: timestamp.optional(),
           until: timestamp.optional(),
           limit: limit.optional(),
@@ -355,8 +358,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
     async (request) => {
       const { since, until } = bucketRange('hour', request.query, DEFAULT_LEADERBOARD_SPAN_MS)
       const limit = request.query.limit ?? DEFAULT_LEADERBOARD_LIMIT
-      const chainId = requestedChain(served, request.query.chainId)
-      const items = await leaderboards.forceFetch(`${chainId}-${since.getTime()}-${until.getTime()}-${limit}`, {
+      const chainId = requestedChains(served, request.query.chainId)
+      const chains = typeof chainId === 'number' ? chainId : chainId.join(',')
+      const items = await leaderboards.forceFetch(`${chains}-${since.getTime()}-${until.getTime()}-${limit}`, {
         context: { chainId, since, until, limit },
       })
       return { since: since.toISOString(), until: until.toISOString(), items }

@@ -120,6 +120,29 @@ const status = z
           indexedBlock: z.number().int().nullable(),
           finalizedBlock: z.number().int().nullable(),
           lagBlocks: z.number().int().nullable(),
+          endpoints: z
+            .array(
+              z.object({
+                url: z.string().meta({ description: 'Scheme, host and port: never a key.' }),
+                weight: z.number(),
+                head: z.number().int().nullable().meta({ description: 'Its latest block at the last look.' }),
+                state: z.enum(['serving', 'resting', 'lagging', 'refused', 'wrong_chain']).meta({
+                  description:
+                    'serving: in rotation; resting: failed, probed back in; lagging: behind the best head; refused: its key was refused (401/403); wrong_chain: it says another chain id than the configured one.',
+                }),
+                chainId: z
+                  .number()
+                  .int()
+                  .nullable()
+                  .meta({ description: 'What it answered eth_chainId since its last failure; null until it answers.' }),
+                lastError: z.string().nullable(),
+              }),
+            )
+            .nullable()
+            .meta({
+              description:
+                "The chain's RPC endpoints as this process's node client sees them (each asked eth_chainId at start, after a failure and every few seconds); null for a chain with one endpoint, or one this process runs no node client for.",
+            }),
         }),
       )
       .meta({ description: 'Every chain this deployment indexes, as its head follower last saw it (analytics.chains).' }),
@@ -141,7 +164,7 @@ function readReplica({ state, lagMs, maxLagMs, checkedAt }: ReplicaStatus) {
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`: exempt from rate limiting. */
 export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (
   app,
-  { db, chainId, chainIds, rpc, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays },
+  { db, chainId, chainIds, rpc, endpointsOf, redis, metrics, queues, snapshotMaxAgeMs, replica, retentionLogsDays },
 ) => {
   const exempt = { rateLimit: false } as const
   const snapshot = createHealthSnapshot({ db, chainId, rpc, redis, maxAgeMs: snapshotMaxAgeMs })
@@ -232,7 +255,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthContext> = async (
         retention: { logsDays: retentionLogsDays ?? null, logsSince: sync.oldestLogTimestamp?.toISOString() ?? null },
         ...sync.chain,
         readReplica: replica ? readReplica(replica()) : null,
-        chains,
+        chains: chains.map((chain) => ({ ...chain, endpoints: endpointsOf?.(chain.chainId) ?? null })),
       }
     },
   )

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
-import { alias } from 'drizzle-orm/pg-core'
+import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { queryPrepared, type Database } from '../client.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
@@ -178,7 +178,21 @@ export type StatsInterval = 'hour' | 'day'
 
 export const INTERVAL_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000 }
 /** `since`/`until` are bucket boundaries (see {@link roundToBuckets}). */
-export type BuilderCodeStatsParameters = { chainId: number; builderCode: string; interval: StatsInterval; since: Date; until: Date }
+/**
+ * `chainId`: one chain, or several whose counts are summed (each chain's distinct senders counted apart);
+ * the first of several is the one whose registered wallet and registry record the answer names.
+ */
+export type BuilderCodeStatsParameters = { chainId: Chains; builderCode: string; interval: StatsInterval; since: Date; until: Date }
+
+/** The chain a stats read covers, or the chains it sums. */
+export type Chains = number | readonly number[]
+
+/** `column` is the chain, or one of the chains when the read spans several (`chainId` is then an array). */
+const chainIs = (column: SQL.Aliased | SQL | AnyPgColumn, chainId: Value<Chains>, several: boolean) =>
+  several ? sql`${column} = any(${chainId}::int[])` : sql`${column} = ${chainId}`
+/** The chain whose wallet and registry record a read names: the only one, or the first of several. */
+const homeChain = (chainId: Value<Chains>, several: boolean): Value<number> | SQL =>
+  several ? sql`(${chainId}::int[])[1]` : (chainId as Value<number>)
 
 /** A query's value, or the placeholder a statement built once is filled with per execution. */
 type Value<T> = T | Placeholder
@@ -208,16 +222,16 @@ type StatsTotals = { buckets: StatsBucket[]; total: Omit<StatsBucket, 'start'> }
  * `attributions` keep (store/sql/02-stats-rollup.sql) rather than from the rows themselves: one row per bucket with rows, and the total
  * with `start` null.
  */
-function statsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
+function statsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters, several: boolean): SQL {
   return sql`
     select extract(epoch from ${builderCodeBuckets.start})::int8 * 1000 as start,
       coalesce(sum(${builderCodeBuckets.attributions}), 0)::int8 as attributions,
       coalesce(sum(${builderCodeBuckets.pending}), 0)::int8 as pending,
       coalesce(sum(${builderCodeBuckets.gasUsed}), 0)::text as gas_used,
       case when grouping(${builderCodeBuckets.start}) = 0 then sum(${builderCodeBuckets.senders})
-        else (${distinctSenders(chainId, builderCode, interval, since, until)}) end::int8 as distinct_senders
+        else (${distinctSenders(chainId, builderCode, interval, since, until, several)}) end::int8 as distinct_senders
     from ${builderCodeBuckets}
-    where ${builderCodeBuckets.chainId} = ${chainId}
+    where ${chainIs(builderCodeBuckets.chainId, chainId, several)}
       and ${builderCodeBuckets.builderCode} = ${builderCode}
       and ${builderCodeBuckets.bucket} = ${interval}
       and ${builderCodeBuckets.start} >= ${since}
@@ -257,12 +271,19 @@ export type BuilderCodeStatsReport = {
  */
 export async function builderCodeStatsReport(db: Database, parameters: BuilderCodeStatsParameters): Promise<BuilderCodeStatsReport> {
   const { chainId, builderCode, interval, since, until } = parameters
+  const several = typeof chainId !== 'number'
   const [row] = await queryPrepared<{
     stats: StatsRow[]
     roles: RoleRow[]
     wallet_address: string | null
     registry: RegistryCodeRow | null
-  }>(db, 'builder-code-stats', statsReportQuery, { chainId, builderCode, interval, since: since.toISOString(), until: until.toISOString() })
+  }>(db, several ? 'builder-code-stats-chains' : 'builder-code-stats', () => statsReportQuery(several), {
+    chainId,
+    builderCode,
+    interval,
+    since: since.toISOString(),
+    until: until.toISOString(),
+  })
   return {
     stats: toStats(parameters, row!.stats),
     roles: toRoleStats(row!.roles),
@@ -272,7 +293,7 @@ export async function builderCodeStatsReport(db: Database, parameters: BuilderCo
 }
 
 /** {@link builderCodeStatsReport}'s query, with a placeholder for each of its parameters. */
-function statsReportQuery(): SQL {
+function statsReportQuery(several: boolean): SQL {
   const parameters = {
     chainId: sql.placeholder('chainId'),
     builderCode: sql.placeholder('builderCode'),
@@ -281,12 +302,13 @@ function statsReportQuery(): SQL {
     until: sql.placeholder('until'),
   }
   const { chainId, builderCode } = parameters
+  const home = homeChain(chainId, several)
   return sql`
-    select (select json_agg(s) from (${statsQuery(parameters)}) s) as stats,
-      (select coalesce(json_agg(r order by r.start nulls first, ${roleRank(sql`r.role`)}), '[]') from (${roleStatsQuery(parameters)}) r) as roles,
+    select (select json_agg(s) from (${statsQuery(parameters, several)}) s) as stats,
+      (select coalesce(json_agg(r order by r.start nulls first, ${roleRank(sql`r.role`)}), '[]') from (${roleStatsQuery(parameters, several)}) r) as roles,
       (select ${builderCodes.walletAddress} from ${builderCodes}
-        where ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
-      (select row_to_json(g) from (${registryCodeQuery(chainId, builderCode)}) g) as registry`
+        where ${builderCodes.chainId} = ${home} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
+      (select row_to_json(g) from (${registryCodeQuery(home, builderCode)}) g) as registry`
 }
 
 /**
@@ -296,23 +318,27 @@ function statsReportQuery(): SQL {
  * counts the attributions themselves.
  */
 function distinctSenders(
-  chainId: Value<number>,
+  chainId: Value<Chains>,
   builderCode: Value<string> | SQL,
   interval: Value<StatsInterval>,
   since: Value<Date>,
   until: Value<Date>,
+  several: boolean,
 ): SQL {
   const b = builderCodeBuckets
+  // Across several chains a sender counts once per chain, as the rollup's per-chain sums do.
+  const sender = several ? sql`(${attributions.chainId}, ${attributions.sender})` : sql`${attributions.sender}`
   return sql`select case when count(*) filter (where ${b.start} >= ${until} and ${b.latestSenders} <> 0) = 0
       then coalesce(sum(${b.latestSenders}), 0)
-      else (select count(distinct ${attributions.sender}) from ${attributions}
-        where ${attributions.chainId} = ${chainId} and ${attributions.builderCode} = ${builderCode}
+      else (select count(distinct ${sender}) from ${attributions}
+        where ${chainIs(attributions.chainId, chainId, several)} and ${attributions.builderCode} = ${builderCode}
           and ${attributions.blockTimestamp} >= ${since} and ${attributions.blockTimestamp} < ${until} and not ${attributions.removed})
     end
-    from ${b} where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval} and ${b.start} >= ${since}`
+    from ${b} where ${chainIs(b.chainId, chainId, several)} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval} and ${b.start} >= ${since}`
 }
 
-export type LeaderboardParameters = { chainId: number; since: Date; until: Date; limit: number }
+/** `chainId`: one chain, or several summed (each chain's distinct senders counted apart; the first's registered wallets named). */
+export type LeaderboardParameters = { chainId: Chains; since: Date; until: Date; limit: number }
 
 export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string; walletAddress: string | null; roles: RoleCounts[] }
 
@@ -322,6 +348,7 @@ export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string;
  * code over that range with `interval: 'hour'`, and its roles; one prepared statement.
  */
 export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
+  const several = typeof chainId !== 'number'
   const rows = await queryPrepared<{
     builder_code: string
     wallet_address: string | null
@@ -330,7 +357,12 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
     gas_used: string
     distinct_senders: number
     roles: RoleRow[]
-  }>(db, 'leaderboard', leaderboardQuery, { chainId, since: since.toISOString(), until: until.toISOString(), limit })
+  }>(db, several ? 'leaderboard-chains' : 'leaderboard', () => leaderboardQuery(several), {
+    chainId,
+    since: since.toISOString(),
+    until: until.toISOString(),
+    limit,
+  })
   return rows.map((row) => ({
     builderCode: row.builder_code,
     walletAddress: row.wallet_address,
@@ -344,7 +376,7 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
 }
 
 /** {@link leaderboard}'s query, with a placeholder for each of its parameters. */
-function leaderboardQuery(): SQL {
+function leaderboardQuery(several: boolean): SQL {
   const b = builderCodeBuckets
   const r = builderCodeRoleBuckets
   const [chainId, since, until, limit] = [
@@ -355,11 +387,11 @@ function leaderboardQuery(): SQL {
   ]
   return sql`
     select top.builder_code, top.attributions, totals.pending, totals.gas_used, ${builderCodes.walletAddress} as wallet_address,
-      (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until)})::int8 as distinct_senders,
+      (${distinctSenders(chainId, sql`top.builder_code`, 'hour', since, until, several)})::int8 as distinct_senders,
       (select coalesce(json_agg(roles order by ${roleRank(sql`roles.role`)}), '[]') from (
         select null::int8 as start, ${r.role} as role, sum(${r.attributions})::int8 as attributions, sum(${r.pending})::int8 as pending
         from ${r}
-        where ${r.chainId} = ${chainId} and ${r.builderCode} = top.builder_code and ${r.bucket} = 'hour'
+        where ${chainIs(r.chainId, chainId, several)} and ${r.builderCode} = top.builder_code and ${r.bucket} = 'hour'
           and ${r.start} >= ${since} and ${r.start} < ${until}
         group by ${r.role}
         having sum(${r.attributions}) <> 0) roles) as roles
@@ -369,7 +401,7 @@ function leaderboardQuery(): SQL {
       -- ordered in the database's collation as everywhere else.
       select (${b.builderCode} collate "C") collate "default" as builder_code, sum(${b.attributions})::int8 as attributions
       from ${b}
-      where ${b.chainId} = ${chainId} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+      where ${chainIs(b.chainId, chainId, several)} and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
       group by ${b.builderCode} collate "C"
       having sum(${b.attributions}) > 0
       order by attributions desc, builder_code
@@ -378,9 +410,9 @@ function leaderboardQuery(): SQL {
     cross join lateral (
       select sum(${b.pending})::int8 as pending, sum(${b.gasUsed})::text as gas_used
       from ${b}
-      where ${b.chainId} = ${chainId} and ${b.builderCode} = top.builder_code and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
+      where ${chainIs(b.chainId, chainId, several)} and ${b.builderCode} = top.builder_code and ${b.bucket} = 'hour' and ${b.start} >= ${since} and ${b.start} < ${until}
     ) totals
-    left join ${builderCodes} on ${builderCodes.chainId} = ${chainId} and ${builderCodes.builderCode} = top.builder_code
+    left join ${builderCodes} on ${builderCodes.chainId} = ${homeChain(chainId, several)} and ${builderCodes.builderCode} = top.builder_code
     order by top.attributions desc, top.builder_code`
 }
 
@@ -406,13 +438,13 @@ const roleRank = (role: SQL) => sql`array_position(array['app', 'wallet', 'servi
  * role it held, read from the rollup the triggers on `attributions` keep (store/sql/02-stats-rollup.sql). Unordered rows: one per bucket
  * and role with rows, and per role with `start` null.
  */
-function roleStatsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters): SQL {
+function roleStatsQuery({ chainId, builderCode, interval, since, until }: StatsQueryParameters, several: boolean): SQL {
   const b = builderCodeRoleBuckets
   return sql`
     select extract(epoch from ${b.start})::int8 * 1000 as start, ${b.role} as role,
       sum(${b.attributions})::int8 as attributions, sum(${b.pending})::int8 as pending
     from ${b}
-    where ${b.chainId} = ${chainId} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval}
+    where ${chainIs(b.chainId, chainId, several)} and ${b.builderCode} = ${builderCode} and ${b.bucket} = ${interval}
       and ${b.start} >= ${since} and ${b.start} < ${until}
     group by grouping sets ((${b.start}, ${b.role}), (${b.role}))
     having sum(${b.attributions}) <> 0`

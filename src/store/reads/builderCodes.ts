@@ -59,7 +59,7 @@ export type RegistryCodeRow = {
 }
 
 /** The code's row of `public.registry_codes` (columns of {@link RegistryCodeRow}), or no row. */
-export function registryCodeQuery(chainId: number | Placeholder, builderCode: string | Placeholder): SQL {
+export function registryCodeQuery(chainId: number | Placeholder | SQL, builderCode: string | Placeholder): SQL {
   return sql`select token_id::text, owner, payout_address, registered_block, registered_at
     from public.registry_codes where chain_id = ${chainId} and builder_code = ${builderCode}
     order by registered_block limit 1`

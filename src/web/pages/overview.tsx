@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks'
-import { answer, api, codePath, type Leaderboard, type RoleCounts } from '../api.js'
+import { answer, api, chainChoice, codePath, type Leaderboard, type RoleCounts } from '../api.js'
 import { TimeChart } from '../components/chart.js'
 import { ErrorNote, Hex, PageHeading, TableRegion, Time, useLoad } from '../components/common.js'
 import { formatDecimal, formatDuration, formatGas, formatInteger } from '../format.js'
@@ -21,10 +21,10 @@ export function Overview() {
   return (
     <>
       <PageHeading>Overview</PageHeading>
-      <SyncFigures />
+      {chainChoice() === 'all' ? <ChainsTable /> : <SyncFigures />}
       <section aria-labelledby="leaderboard-heading">
         <div class="section-head">
-          <h2 id="leaderboard-heading">Leaderboard</h2>
+          <h2 id="leaderboard-heading">{chainChoice() === 'all' ? 'Leaderboard, all chains' : 'Leaderboard'}</h2>
           <fieldset class="segmented">
             <legend>Window</legend>
             {(Object.keys(WINDOWS) as WindowKey[]).map((key) => (
@@ -44,6 +44,53 @@ export function Overview() {
 /** How far the read replica trails: milliseconds while that is the scale that matters. */
 const replicaLag = (ms: number | null) =>
   ms == null ? undefined : ms < 120_000 ? `${formatInteger(ms)} ms behind` : `${formatDuration(ms / 1000)} behind`
+
+/** With all chains picked: each chain's head, indexed head, finalized block and lag, as `/v1/status` lists them. */
+function ChainsTable() {
+  const { data: status, error } = useLoad((signal) => answer(api.GET('/v1/status', { signal })), 'chains-table', STATUS_REFRESH_MS)
+  const block = (value: number | null | undefined) => (value == null ? '–' : formatInteger(value))
+  return (
+    <section aria-labelledby="sync-heading">
+      <h2 id="sync-heading">Indexer, every chain</h2>
+      <ErrorNote error={error} />
+      <TableRegion label="Chains">
+        <table class="chains" data-testid="chains">
+          <caption class="visually-hidden">Each chain's head, indexed head, finalized block and lag</caption>
+          <thead>
+            <tr>
+              <th scope="col">Chain</th>
+              <th scope="col" class="number">
+                Chain head
+              </th>
+              <th scope="col" class="number">
+                Indexed head
+              </th>
+              <th scope="col" class="number">
+                Finalized block
+              </th>
+              <th scope="col" class="number">
+                Sync lag
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {(status?.chains ?? []).map((chain) => (
+              <tr key={chain.chainId} data-chain={chain.chainId}>
+                <th scope="row">
+                  {chain.name ?? `chain ${chain.chainId}`} ({chain.chainId})
+                </th>
+                <td class="number">{block(chain.headBlock)}</td>
+                <td class="number">{block(chain.indexedBlock)}</td>
+                <td class="number">{block(chain.finalizedBlock)}</td>
+                <td class="number">{chain.lagBlocks == null ? '–' : `${formatInteger(chain.lagBlocks)} blocks`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableRegion>
+    </section>
+  )
+}
 
 function SyncFigures() {
   const { data: status, error } = useLoad((signal) => answer(api.GET('/v1/status', { signal })), 'status', STATUS_REFRESH_MS)
