@@ -56,15 +56,20 @@ function createFindings() {
 type Findings = ReturnType<typeof createFindings>
 
 /** Non-removed rows of `analytics.logs` over the range that match the filter (address and topic0, as `eth_getLogs`). */
-async function indexedFilterLogs(pool: pg.Pool, filter: ComparedFilter, range: Interval): Promise<(ComparableLog & { status: string })[]> {
+async function indexedFilterLogs(
+  pool: pg.Pool,
+  chainId: number,
+  filter: ComparedFilter,
+  range: Interval,
+): Promise<(ComparableLog & { status: string })[]> {
   const { rows } = await pool.query(
     `SELECT block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, address, topics, data, removed, status
      FROM analytics.logs
-     WHERE block_number BETWEEN $1 AND $2 AND NOT removed
+     WHERE chain_id = $5 AND block_number BETWEEN $1 AND $2 AND NOT removed
        AND (cardinality($3::text[]) = 0 OR address = ANY($3::text[]))
        AND (cardinality($4::text[]) = 0 OR topics[1] = ANY($4::text[]))
      ORDER BY block_number, log_index`,
-    [range[0], range[1], filter.addresses, filter.topics],
+    [range[0], range[1], filter.addresses, filter.topics, chainId],
   )
   return rows.map((row) => ({ ...toComparableLog(row), status: row.status }))
 }
@@ -80,6 +85,7 @@ function differingFields(expected: ComparableLog, stored: ComparableLog): LogFie
 /** The filter's logs: node against index, keyed by (block, log index). Returns the node's logs. */
 async function compareFilterLogs(
   pool: pg.Pool,
+  chainId: number,
   rpcUrl: string,
   filter: ComparedFilter,
   range: Interval,
@@ -89,7 +95,7 @@ async function compareFilterLogs(
     ...(filter.addresses.length > 0 ? { address: filter.addresses } : {}),
     ...(filter.topics.length > 0 ? { topics: [filter.topics] } : {}),
   }
-  const [expected, stored] = await Promise.all([nodeLogs(rpcUrl, range, rpcFilter), indexedFilterLogs(pool, filter, range)])
+  const [expected, stored] = await Promise.all([nodeLogs(rpcUrl, range, rpcFilter), indexedFilterLogs(pool, chainId, filter, range)])
   const key = (log: { blockNumber: number; logIndex: number }) => `${log.blockNumber}:${log.logIndex}`
   const storedByKey = new Map<string, typeof stored>()
   for (const row of stored) storedByKey.set(key(row), [...(storedByKey.get(key(row)) ?? []), row])
@@ -241,11 +247,12 @@ async function transactionsOfBlocks(rpcUrl: string, ranges: readonly Interval[])
 }
 
 /** Attribution rows not removed (pending ones are compared as left-over pending rows). */
-async function indexedAttributionRows(pool: pg.Pool): Promise<SimAttribution[]> {
+async function indexedAttributionRows(pool: pg.Pool, chainId: number): Promise<SimAttribution[]> {
   const { rows } = await pool.query(
     `SELECT tx_hash, user_op_hash, builder_code, role, code_index, registry_address, registry_chain_id::text, block_number, block_hash, block_timestamp,
        from_address, sender, to_address, schema_id, codes, status
-     FROM attributions WHERE NOT removed AND status <> 'pending'`,
+     FROM attributions WHERE chain_id = $1 AND NOT removed AND status <> 'pending'`,
+    [chainId],
   )
   return rows.map((r) => ({
     txHash: r.tx_hash,
@@ -301,14 +308,14 @@ function compareAttributions(expected: SimAttribution[], stored: SimAttribution[
  * The rollups the triggers keep (per code and hour or day: attributions, pending ones, senders; per code
  * and sender: attributions) against a recount of the attribution rows they are kept from.
  */
-async function compareRollups(pool: pg.Pool, findings: Findings) {
+async function compareRollups(pool: pg.Pool, chainId: number, findings: Findings) {
   const differences = await pool.query(
-    `WITH live AS (SELECT * FROM attributions WHERE NOT removed),
+    `WITH live AS (SELECT * FROM attributions WHERE chain_id = $1 AND NOT removed),
      recount AS (
        SELECT l.chain_id, l.builder_code, b.bucket, date_trunc(b.bucket, l.block_timestamp, 'UTC') AS start,
          count(*)::bigint AS attributions, count(*) FILTER (WHERE l.status = 'pending')::bigint AS pending, count(DISTINCT l.sender)::bigint AS senders
        FROM live l CROSS JOIN (VALUES ('hour'), ('day')) AS b(bucket) GROUP BY 1, 2, 3, 4),
-     kept AS (SELECT chain_id, builder_code, bucket, start, attributions, pending, senders FROM builder_code_buckets WHERE attributions <> 0 OR pending <> 0 OR senders <> 0)
+     kept AS (SELECT chain_id, builder_code, bucket, start, attributions, pending, senders FROM builder_code_buckets WHERE chain_id = $1 AND (attributions <> 0 OR pending <> 0 OR senders <> 0))
      SELECT 'bucket' AS kind, coalesce(r.builder_code, k.builder_code) AS code, coalesce(r.bucket, k.bucket) || ' ' || coalesce(r.start, k.start)::text AS at,
        row(r.attributions, r.pending, r.senders)::text AS recount, row(k.attributions, k.pending, k.senders)::text AS kept
      FROM recount r FULL JOIN kept k USING (chain_id, builder_code, bucket, start)
@@ -316,8 +323,9 @@ async function compareRollups(pool: pg.Pool, findings: Findings) {
      UNION ALL
      SELECT 'sender', coalesce(r.builder_code, k.builder_code), coalesce(r.sender, k.sender), r.n::text, k.n::text
      FROM (SELECT chain_id, builder_code, sender, count(*)::bigint AS n FROM live GROUP BY 1, 2, 3) r
-       FULL JOIN (SELECT chain_id, builder_code, sender, n FROM builder_code_senders WHERE n <> 0) k USING (chain_id, builder_code, sender)
+       FULL JOIN (SELECT chain_id, builder_code, sender, n FROM builder_code_senders WHERE chain_id = $1 AND n <> 0) k USING (chain_id, builder_code, sender)
      WHERE r.n IS DISTINCT FROM k.n`,
+    [chainId],
   )
   for (const d of differences.rows)
     findings.add('rollup differing', `${d.kind} rollup of ${d.code} at ${d.at}: recount ${d.recount}, kept ${d.kept}`)
@@ -328,13 +336,13 @@ async function compareRollups(pool: pg.Pool, findings: Findings) {
  * canonical and compared with the index above); mid-run the live ones the index holds, pending ones too
  * (a lagging chain's pending window is the index's, not yet the node's canonical chain).
  */
-async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, midRun: boolean, findings: Findings) {
+async function compareRegistry(pool: pg.Pool, chainId: number, rpcUrl: string, registry: string, midRun: boolean, findings: Findings) {
   const logs = midRun
     ? (
         await pool.query<{ topics: string[]; data: string; block_number: string }>(
           `SELECT array_remove(ARRAY[topic0, topic1, topic2, topic3], NULL) AS topics, data, block_number::text FROM logs
-           WHERE address = $1 AND NOT removed ORDER BY block_number, log_index`,
-          [registry],
+           WHERE chain_id = $2 AND address = $1 AND NOT removed ORDER BY block_number, log_index`,
+          [registry, chainId],
         )
       ).rows
     : (
@@ -348,7 +356,8 @@ async function compareRegistry(pool: pg.Pool, rpcUrl: string, registry: string, 
       }))
   const expected = replayRegistry(logs)
   const { rows: stored } = await pool.query<RegistryRow>(
-    `SELECT token_id::text, builder_code, owner, payout_address, registered_block::text FROM registry_codes ORDER BY token_id::text`,
+    `SELECT token_id::text, builder_code, owner, payout_address, registered_block::text FROM registry_codes WHERE chain_id = $1 ORDER BY token_id::text`,
+    [chainId],
   )
   const byToken = new Map(stored.map((row) => [row.token_id, row]))
   for (const row of expected) {
@@ -379,13 +388,15 @@ async function canonicalHashes(rpcUrl: string, numbers: readonly number[]): Prom
 /** Rows the index holds beyond the filters: rows of orphaned blocks not removed, leftover pending rows, orphaned rows lost, stale statuses. */
 async function compareRowStates(
   pool: pg.Pool,
+  chainId: number,
   rpcUrl: string,
   orphanedRows: readonly OrphanedRow[],
   canonicalTop: number | undefined,
   findings: Findings,
 ) {
   const { rows: perBlock } = await pool.query(
-    `SELECT block_number, block_hash, count(*)::int AS n FROM logs WHERE NOT removed AND status <> 'pending' GROUP BY 1, 2 ORDER BY 1`,
+    `SELECT block_number, block_hash, count(*)::int AS n FROM logs WHERE chain_id = $1 AND NOT removed AND status <> 'pending' GROUP BY 1, 2 ORDER BY 1`,
+    [chainId],
   )
   const canonical = await canonicalHashes(rpcUrl, [
     ...new Set([...perBlock.map((r) => Number(r.block_number)), ...orphanedRows.map((r) => r.blockNumber)]),
@@ -399,19 +410,18 @@ async function compareRowStates(
     }
   }
   const { rows: pending } = await pool.query(
-    `SELECT transaction_hash, block_number, count(*)::int AS n FROM logs WHERE status = 'pending' AND NOT removed AND block_number <= $1 GROUP BY 1, 2 ORDER BY 2`,
-    [canonicalTop ?? Number.MAX_SAFE_INTEGER],
+    `SELECT transaction_hash, block_number, count(*)::int AS n FROM logs WHERE chain_id = $2 AND status = 'pending' AND NOT removed AND block_number <= $1 GROUP BY 1, 2 ORDER BY 2`,
+    [canonicalTop ?? Number.MAX_SAFE_INTEGER, chainId],
   )
   for (const r of pending)
     findings.add('pending left', `block ${r.block_number}: ${r.n} pending rows of ${r.transaction_hash} neither confirmed nor removed`)
 
   for (const orphan of orphanedRows) {
     if (canonical.get(orphan.blockNumber) === orphan.blockHash) continue
-    const { rows } = await pool.query(`SELECT removed FROM logs WHERE block_number = $1 AND block_hash = $2 AND log_index = $3`, [
-      orphan.blockNumber,
-      orphan.blockHash,
-      orphan.logIndex,
-    ])
+    const { rows } = await pool.query(
+      `SELECT removed FROM logs WHERE chain_id = $4 AND block_number = $1 AND block_hash = $2 AND log_index = $3`,
+      [orphan.blockNumber, orphan.blockHash, orphan.logIndex, chainId],
+    )
     if (rows.length === 0)
       findings.add(
         'orphaned row lost',
@@ -426,7 +436,9 @@ async function compareRowStates(
 
   const { rows: stale } = await pool.query(
     `SELECT l.block_number, count(*)::int AS n, c.finalized_block FROM logs l, chain_state c
-     WHERE NOT l.removed AND l.status = 'confirmed' AND l.block_number <= c.finalized_block GROUP BY 1, 3 ORDER BY 1`,
+     WHERE l.chain_id = $1 AND c.chain_id = $1 AND NOT l.removed AND l.status = 'confirmed' AND l.block_number <= c.finalized_block
+     GROUP BY 1, 3 ORDER BY 1`,
+    [chainId],
   )
   for (const r of stale)
     findings.add(
@@ -435,7 +447,11 @@ async function compareRowStates(
     )
 }
 
-/** Every difference between the index and the node, as lines; empty when they are equal. */
+/**
+ * Every difference between chain `chainId`'s rows in the index and its node, as lines; empty when they
+ * are equal. Other chains' rows in the same database are left out, so each chain of a deployment is
+ * compared with its own node.
+ */
 export async function compareWithNode(parameters: {
   pool: pg.Pool
   rpcUrl: string
@@ -455,31 +471,33 @@ export async function compareWithNode(parameters: {
   /** Told what is compared beyond the ranges asked for. */
   note: (line: string) => void
 }): Promise<string[]> {
-  const { pool, rpcUrl, filters } = parameters
+  const { pool, rpcUrl, filters, chainId } = parameters
   const findings = createFindings()
   const covered: ComparableLog[] = []
   const ranges: Interval[] = []
   for (const filter of filters) {
     // What the index claims to hold for the filter is compared too, asked for or not.
-    const claimed = await getIntervals(pool, parameters.chainId, filterIdOf(filter))
+    const claimed = await getIntervals(pool, chainId, filterIdOf(filter))
     for (const range of intervalUnion([filter.range, ...claimed])) {
       if (range[0] < filter.range[0] || range[1] > filter.range[1])
         parameters.note(`filter ${filter.name}: comparing blocks ${range[0]}–${range[1]} (claimed ${JSON.stringify(claimed)})`)
-      covered.push(...(await compareFilterLogs(pool, rpcUrl, filter, range, findings)))
+      covered.push(...(await compareFilterLogs(pool, chainId, rpcUrl, filter, range, findings)))
       ranges.push(range)
     }
   }
   const entryPoints = parameters.entryPoints.map((a) => a.toLowerCase())
-  const finalized = Number((await pool.query('SELECT finalized_block FROM chain_state')).rows[0]?.finalized_block ?? -1)
+  const finalized = Number(
+    (await pool.query('SELECT finalized_block FROM chain_state WHERE chain_id = $1', [chainId])).rows[0]?.finalized_block ?? -1,
+  )
   const transactions =
     parameters.scope === 'blocks' ? await transactionsOfBlocks(rpcUrl, ranges) : await transactionsBehind(rpcUrl, covered)
   const [expected, stored] = await Promise.all([
     nodeAttributionRows(rpcUrl, transactions, entryPoints, finalized),
-    indexedAttributionRows(pool),
+    indexedAttributionRows(pool, chainId),
   ])
   compareAttributions(expected, stored, findings)
-  await compareRollups(pool, findings)
-  await compareRegistry(pool, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)
-  await compareRowStates(pool, rpcUrl, parameters.orphanedRows, parameters.canonicalTop, findings)
+  await compareRollups(pool, chainId, findings)
+  await compareRegistry(pool, chainId, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)
+  await compareRowStates(pool, chainId, rpcUrl, parameters.orphanedRows, parameters.canonicalTop, findings)
   return findings.lines()
 }

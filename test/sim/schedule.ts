@@ -20,6 +20,8 @@ export const EIP7702_ACCOUNT = 2
 const SUFFIX_KINDS = 4
 /** Blocks the chain has past the tip before the comparison: anvil calls head − 64 final. */
 export const PAST_FINALITY = 70
+/** The chain id of a seed's chain, and of the second chain of a two-chain seed. */
+export const CHAIN_IDS = [31337, 31338] as const
 
 /**
  * A log filter in the seed's own terms: emitters by index (`entryPoints` = the three EntryPoints) and
@@ -46,13 +48,25 @@ export type CrashPlan = { process: 'scheduler'; point: SchedulerCrashPoint } | {
 export const FAULT_KINDS = ['rate-limit', 'unavailable', 'malformed', 'slow-logs', 'range-cap', 'suggested-range', 'result-cap'] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
+/**
+ * Actions on a chain name it by its index in the seed's chains (absent: the first). Everything else acts on
+ * what the chains share: the processes, the provider faults (on both chains' proxies), Redis.
+ */
+type OnChain = { chain?: number }
+
 export type Action =
-  | { type: 'blocks'; blocks: BlockPlan[] }
+  | ({ type: 'blocks'; blocks: BlockPlan[] } & OnChain)
   /**
    * `anvil_reorg` of the last `depth` blocks: about `keep` of the orphaned transactions come back on the
    * new fork (each a block later or not, drawn from `salt`), the rest vanish, and new ones are added.
    */
-  | { type: 'reorg'; depth: number; keep: number; salt: number; replacements: { offset: number; emitter: number; logs: number }[] }
+  | ({
+      type: 'reorg'
+      depth: number
+      keep: number
+      salt: number
+      replacements: { offset: number; emitter: number; logs: number }[]
+    } & OnChain)
   | { type: 'start-backfill'; index: number }
   /** Waits until the backfill has stored this share of its range (or is done), so what follows happens during or right after it. */
   | { type: 'await-backfill'; index: number; share: number }
@@ -63,13 +77,15 @@ export type Action =
   /** A quiet moment: faults off, everything settled, the index compared with the node before finality; then the faults go on again. */
   | { type: 'check' }
   /** A BuilderCodes registry call mined in a block of its own: code `sim_code_<code>` registered, its payout address changed, or the token transferred. */
-  | { type: 'registry'; call: 'register' | 'payout' | 'transfer'; code: number }
-  | { type: 'pending'; kind: 'dropped' | 'moved'; emitter: number; logs: number }
+  | ({ type: 'registry'; call: 'register' | 'payout' | 'transfer'; code: number } & OnChain)
+  | ({ type: 'pending'; kind: 'dropped' | 'moved'; emitter: number; logs: number } & OnChain)
   | { type: 'faults'; kind: FaultKind | 'none' }
   | { type: 'restart-redis'; downMs: number }
   | { type: 'pause'; ms: number }
 
 export type BackfillPlan = {
+  /** The chain it runs on (`--chain`), by index (absent: the first). */
+  chain?: number
   filter: SimFilter
   /** First block: this many blocks after the first block of traffic. */
   fromOffset: number
@@ -83,6 +99,18 @@ export type BackfillPlan = {
  */
 export type ChainPlan = { profile: 'base' } | { profile: 'op'; canonicalLag: number }
 
+/**
+ * The second chain of a two-chain seed: a devnet of the other profile with its own chain id, contracts
+ * (as many emitters as the first, so every filter means something on both), traffic before the daemon
+ * starts, START_BLOCK and daemon filter.
+ */
+export type SecondChainPlan = {
+  chain: ChainPlan
+  prefix: BlockPlan[]
+  handOffBelowPrefix: number
+  daemonFilter: SimFilter
+}
+
 export type Schedule = {
   seed: number
   chain: ChainPlan
@@ -90,6 +118,9 @@ export type Schedule = {
   scope: 'logs' | 'blocks'
   /** A second scheduler process beside the first, each waiting for the other's lease. */
   twoSchedulers: boolean
+  /** A second chain the same processes follow, from one config file listing both. */
+  twoChains: boolean
+  second?: SecondChainPlan
   emitters: number
   /** Blocks of traffic mined before the daemon starts. */
   prefix: BlockPlan[]
@@ -170,7 +201,7 @@ function randomOp(random: Random, emitters: number, version: EntryPointVersion):
   }
 }
 
-function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
+function randomReorg(random: Random, emitters: number, minDepth = 1): Extract<Action, { type: 'reorg' }> {
   const depth = random.int(Math.min(minDepth, 10), 10)
   const replacements = Array.from({ length: random.int(0, 3) }, () => ({
     offset: random.int(0, depth - 1),
@@ -184,11 +215,17 @@ function randomReorg(random: Random, emitters: number, minDepth = 1): Action {
  * What a seed covers beyond its random draws, by its remainders, so that any ten consecutive seeds cover
  * every feature: the `base` profile on every third seed, the lagging pending window on every third
  * (`op` with a canonical chain 2 blocks behind), `blocks` scope on even seeds, two schedulers (one
- * stalled past its lease) on seeds ≡ 2 or 4 (mod 5).
+ * stalled past its lease) on seeds ≡ 2 or 4 (mod 5), two chains on seeds ≡ 3 (mod 7) (7 is prime to
+ * 2, 3 and 5, so over 210 seeds two chains meet every mix of the others).
  */
-export function seedFeatures(seed: number): Pick<Schedule, 'chain' | 'scope' | 'twoSchedulers'> {
+export function seedFeatures(seed: number): Pick<Schedule, 'chain' | 'scope' | 'twoSchedulers' | 'twoChains'> {
   const chain: ChainPlan = seed % 3 === 0 ? { profile: 'base' } : { profile: 'op', canonicalLag: seed % 3 === 1 ? 2 : 0 }
-  return { chain, scope: seed % 2 === 0 ? 'blocks' : 'logs', twoSchedulers: seed % 5 === 2 || seed % 5 === 4 }
+  return {
+    chain,
+    scope: seed % 2 === 0 ? 'blocks' : 'logs',
+    twoSchedulers: seed % 5 === 2 || seed % 5 === 4,
+    twoChains: seed % 7 === 3,
+  }
 }
 
 /** The plan of `seed`. */
@@ -288,10 +325,12 @@ export function createSchedule(seed: number): Schedule {
   if (features.twoSchedulers)
     insert({ type: 'stall', ms: random.int(6_000, 8_000) }, { type: 'blocks', blocks: [randomBlock(random, emitters, preconfirmed)] })
   insert({ type: 'check' })
+  const second = features.twoChains ? addSecondChain(seed, features.chain, emitters, actions, backfills) : undefined
 
   return {
     seed,
     ...features,
+    ...(second ? { second } : {}),
     emitters,
     prefix,
     handOffBelowPrefix,
@@ -302,6 +341,84 @@ export function createSchedule(seed: number): Schedule {
     actions,
     gapsMs: actions.map(() => random.pick([0, 100, 300, 800])),
   }
+}
+
+/**
+ * A two-chain seed's second chain, drawn from a stream of its own (so the first chain's plan is the
+ * seed's one-chain plan): the other profile, its traffic, reorgs (one below its hand-off block),
+ * pre-confirmed churn on `op`, registry calls (its own code 0, and a code 1 a reorg undoes), crash points
+ * that only its actions reach, and some backfills moved to it (with the reorg that follows their progress).
+ * The actions are spliced into `actions` and the backfills' `chain` set in place.
+ */
+function addSecondChain(seed: number, first: ChainPlan, emitters: number, actions: Action[], backfills: BackfillPlan[]): SecondChainPlan {
+  const random = createRandom(seed * 7_919 + 104_729)
+  const chain: ChainPlan = first.profile === 'op' ? { profile: 'base' } : { profile: 'op', canonicalLag: random.pick([0, 2]) }
+  const preconfirmed = chain.profile === 'op'
+  const prefix = Array.from({ length: random.int(6, 12) }, () => randomBlock(random, emitters, preconfirmed))
+  const daemonFilter = randomFilter(random, emitters, true)
+  const handOffBelowPrefix = random.int(0, 4)
+  const on = <T extends Action>(action: T): T => ({ ...action, chain: 1 })
+  const blocks = (n: number) => on({ type: 'blocks', blocks: Array.from({ length: n }, () => randomBlock(random, emitters, preconfirmed)) })
+
+  // A backfill moved to this chain takes the reorg planned after its progress along (and the crash points around it).
+  for (const [index, plan] of backfills.entries()) {
+    if (!random.chance(0.5)) continue
+    plan.chain = 1
+    const at = actions.findIndex((a) => a.type === 'await-backfill' && a.index === index)
+    const reorgAt = at < 0 ? -1 : actions.findIndex((a, i) => i > at && a.type === 'reorg')
+    if (reorgAt >= 0) actions[reorgAt] = on(actions[reorgAt]!)
+  }
+
+  const own: Action[][] = [[blocks(random.int(1, 3))], [blocks(random.int(1, 3))], [on(randomReorg(random, emitters))]]
+  for (let i = random.int(2, 4); i > 0; i--) {
+    const roll = random.next()
+    if (roll < 0.4) own.push([blocks(random.int(1, 4))])
+    else if (roll < 0.7) own.push([on(randomReorg(random, emitters))])
+    else if (preconfirmed)
+      own.push([
+        on({
+          type: 'pending',
+          kind: random.pick(['dropped', 'moved'] as const),
+          emitter: random.int(0, emitters - 1),
+          logs: random.int(1, 5),
+        }),
+      ])
+    else own.push([blocks(1)])
+  }
+  // Crash points of the shared processes, reached by this chain alone.
+  if (random.chance(0.6)) {
+    const point = random.pick(['reorg-marked', 'tip-stored'] as const)
+    own.push([{ type: 'crash', process: 'scheduler', point }, point === 'reorg-marked' ? on(randomReorg(random, emitters)) : blocks(1)])
+  }
+  own.push(
+    [on({ type: 'registry', call: 'register', code: 0 })],
+    [on({ type: 'registry', call: 'register', code: 1 }), on(randomReorg(random, emitters))],
+  )
+  // Each group goes in where it parts no pair: a crash point and the action that reaches it, a backfill's
+  // progress and the reorg into it, a registration and the reorg that undoes it.
+  const keepsNext = (a: Action) => a.type === 'crash' || a.type === 'await-backfill' || (a.type === 'registry' && a.code === 1)
+  for (const group of own) {
+    const at = [...actions.keys(), actions.length].filter((i) => i > 0 && !keepsNext(actions[i - 1]!))
+    actions.splice(random.pick(at), 0, ...group)
+  }
+  // A reorg reaching below the hand-off block first, and blocks last, so the last reorg has a successor the follower must find.
+  if (random.chance(0.5)) actions.unshift(on(randomReorg(random, emitters, handOffBelowPrefix + 1)))
+  const last = blocks(random.int(1, 2))
+  last.blocks[0]!.bundle = {
+    version: '0.8',
+    ops: [
+      { account: EIP7702_ACCOUNT, emitter: random.int(0, emitters - 1), logs: random.int(1, 4), suffix: random.int(0, SUFFIX_KINDS - 2) },
+    ],
+  }
+  actions.push(last)
+  return { chain, prefix, handOffBelowPrefix, daemonFilter }
+}
+
+/** The index of the chain an action acts on; undefined for what acts on the shared processes, faults or Redis. */
+export function chainOf(action: Action): number | undefined {
+  return action.type === 'blocks' || action.type === 'reorg' || action.type === 'pending' || action.type === 'registry'
+    ? (action.chain ?? 0)
+    : undefined
 }
 
 /** The crash points the schedule plans, each of which must fire. */
@@ -317,18 +434,30 @@ export function describeSchedule(schedule: Schedule): string[] {
   const block = (b: BlockPlan) =>
     `${b.txs.map((t) => `e${t.emitter}×${t.logs}${t.suffix < 3 ? `+s${t.suffix}` : ''}`).join(' ') || '∅'}` +
     `${b.bundle ? ` ops@${b.bundle.version}[${b.bundle.ops.map((o) => `${b.bundle!.version === '0.8' && o.account === EIP7702_ACCOUNT ? '7702' : `a${o.account}`}→e${o.emitter}×${o.logs}`).join(' ')}]` : ''}`
+  const profile = (chain: ChainPlan) =>
+    `${chain.profile} profile${chain.profile === 'op' && chain.canonicalLag > 0 ? ` (canonical chain ${chain.canonicalLag} blocks behind)` : ''}`
+  const second = schedule.second
+  // With two chains, what acts on one chain says which (`[chain 31338]`).
+  const on = (chain: number | undefined) => (second ? ` [chain ${CHAIN_IDS[chain ?? 0]}]` : '')
   const lines = [
-    `seed ${schedule.seed}: ${schedule.chain.profile} profile${schedule.chain.profile === 'op' && schedule.chain.canonicalLag > 0 ? ` (canonical chain ${schedule.chain.canonicalLag} blocks behind)` : ''}, ${schedule.scope} scope${schedule.twoSchedulers ? ', two schedulers' : ''}, ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
-    `daemon filter: ${filter(schedule.daemonFilter)}`,
+    `seed ${schedule.seed}: ${profile(schedule.chain)}, ${schedule.scope} scope${schedule.twoSchedulers ? ', two schedulers' : ''}, ${schedule.emitters} emitters, ${schedule.prefix.length} prefix blocks, hand-off ${schedule.handOffBelowPrefix} below the prefix tip, chunk ${schedule.chunkBlocks} blocks${schedule.websocket ? ', pendingLogs over WebSocket' : ''}`,
+    `daemon filter${on(0)}: ${filter(schedule.daemonFilter)}`,
+    ...(second
+      ? [
+          `second chain ${CHAIN_IDS[1]}: ${profile(second.chain)}, ${second.prefix.length} prefix blocks, hand-off ${second.handOffBelowPrefix} below its prefix tip`,
+          `daemon filter${on(1)}: ${filter(second.daemonFilter)}`,
+        ]
+      : []),
     ...schedule.backfills.map(
       (b, i) =>
-        `backfill-${i} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`,
+        `backfill-${i}${on(b.chain)} filter: ${filter(b.filter)}, from first traffic block + ${b.fromOffset} to head − ${b.toBelowHead} at its start`,
     ),
   ]
   schedule.actions.forEach((action, i) => {
-    const { type, ...rest } = action
-    const detail = type === 'blocks' ? action.blocks.map(block).join(' | ') : JSON.stringify(rest)
-    lines.push(`  ${String(i).padStart(2)} ${type} ${detail} (then ${schedule.gapsMs[i]} ms)`)
+    const { type, chain: _, ...rest } = action as Action & OnChain
+    const chain = chainOf(action)
+    const detail = action.type === 'blocks' ? action.blocks.map(block).join(' | ') : JSON.stringify(rest)
+    lines.push(`  ${String(i).padStart(2)} ${type}${chain === undefined ? '' : on(chain)} ${detail} (then ${schedule.gapsMs[i]} ms)`)
   })
   return lines
 }

@@ -37,7 +37,7 @@ export function buildAttributedChain(rpcUrl: string, parameters: Omit<BuildChain
 const GWEI = 1_000_000_000n
 
 /**
- * A signed `emitMany` call with a one-code suffix, for `anvil_reorg` replacements and pending transactions.
+ * A signed `emitMany` call (for the node's own chain id) with a one-code suffix, for `anvil_reorg` replacements and pending transactions.
  * `tipGwei` above the fixtures' 1 gwei puts it ahead of them in the next block.
  */
 export async function attributedCall(
@@ -47,13 +47,14 @@ export async function attributedCall(
   const client = fixtureClient(rpcUrl)
   const account = anvilAccount(parameters.from)
   const tip = (parameters.tipGwei ?? 1n) * GWEI
-  const [nonce, latest] = await Promise.all([
+  const [chainId, nonce, latest] = await Promise.all([
+    client.getChainId(),
     parameters.nonce ?? client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
     client.getBlock({ blockTag: 'latest' }),
   ])
   return account.signTransaction({
     type: 'eip1559',
-    chainId: CHAIN_ID,
+    chainId,
     nonce,
     to: parameters.emitter,
     data: concat([encodeEmitMany(parameters.logs, parameters.seq, '0x5eed'), Attribution.toDataSuffix({ codes: [parameters.code] })]),
@@ -72,11 +73,14 @@ export async function nodeHead(rpcUrl: string): Promise<{ number: number; hash: 
   return { number: Number(block.number), hash: block.hash }
 }
 
-/** Waits until the head follower has stored the node's current head (same number and hash). */
-export async function waitCaughtUp(pool: pg.Pool, rpcUrl: string, timeoutMs = 90_000) {
+/** Waits until the head follower (of chain `chainId`, where the database holds several) has stored the node's current head (same number and hash). */
+export async function waitCaughtUp(pool: pg.Pool, rpcUrl: string, timeoutMs = 90_000, chainId?: number) {
   await waitFor(
     async () => {
-      const [node, { rows }] = await Promise.all([nodeHead(rpcUrl), pool.query('SELECT live_block, live_hash FROM chain_state')])
+      const [node, { rows }] = await Promise.all([
+        nodeHead(rpcUrl),
+        pool.query('SELECT live_block, live_hash FROM chain_state WHERE $1::int IS NULL OR chain_id = $1', [chainId ?? null]),
+      ])
       return rows[0]?.live_block === node.number && rows[0]?.live_hash === node.hash
     },
     'the follower to reach the head',
