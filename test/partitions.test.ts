@@ -89,6 +89,7 @@ describe('logs partitioned by month', () => {
       logIndex: `0x${logIndex.toString(16)}`,
     })
     const rows = (block: number, time: string) => toLogRows([pending(block, time)])
+    await ensureLogPartitions(db.store.pool, new Date('2020-06-15T00:00:00Z'))
     expect(await upsertPendingLogs(db.store.pool, chainId, rows(10, '2020-06-30T23:59:59Z'))).toBe(1)
     expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([{ partition: 'logs_p2020_06', n: 1 }])
     // The next poll has it in a block of July: the same row moves to July's partition.
@@ -139,6 +140,7 @@ describe('logs partitioned by month', () => {
       'logs_p2020_05',
       'logs_p2020_06',
       'logs_p2020_07',
+      'logs_p2020_08',
     ])
     // The batched delete took the rest of what may go: February's and March's finalized rows, April's outside the repair.
     expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([
