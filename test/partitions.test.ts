@@ -4,11 +4,13 @@
  * ordinal) as they move between months, and retention drops a whole month only when every row of it
  * may go.
  */
+import pg from 'pg'
 import { encodeAbiParameters, toEventSelector } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodesRegistryAbi } from '../src/attribution/registry.js'
-import { ensureLogPartitions, pruneRawHistory, toLogRows, upsertPendingLogs, type LogInput } from '../src/store/index.js'
-import { createTestDatabase, type TestDatabase } from '../harness/services.js'
+import { applyDefinitions } from '../src/store/migrate.js'
+import { ensureLogPartitions, pruneRawHistory, runMigrations, toLogRows, upsertPendingLogs, type LogInput } from '../src/store/index.js'
+import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
 const REGISTRY = '0x00000000000000000000000000000000000b0c0d'
@@ -48,6 +50,46 @@ async function partitionsOf(where: string, params: unknown[] = []) {
 }
 
 describe('logs partitioned by month', () => {
+  it('converts the logs of a deployment: every row moved into its month, keys and registry tokens as they were', async () => {
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    try {
+      await migrateBefore(pool, '0031_logs_partitions')
+      const client = await pool.connect()
+      await applyDefinitions(client).finally(() => client.release())
+      await pool.query(`INSERT INTO builder_code_registries (chain_id, address, start_block) VALUES ($1, $2, 0)`, [CHAIN_ID, REGISTRY])
+      await pool.query(
+        `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+           address, topic0, topic1, data, status)
+         SELECT $1, b, '0x' || md5(b::text) || md5('h' || b), timestamptz '2021-03-30' + b * interval '1 hour', '0x' || md5('t' || b) || md5('u' || b),
+           0, 0, 0, CASE WHEN b = 7 THEN $2 ELSE '0x' || repeat('ab', 20) END, $3, $4, CASE WHEN b = 7 THEN $5 ELSE '0x' END,
+           CASE WHEN b > 90 THEN 'pending' ELSE 'finalized' END
+         FROM generate_series(1, 100) b`,
+        [CHAIN_ID, REGISTRY, CODE_REGISTERED, hex(5), encodeAbiParameters([{ type: 'string' }], ['bc_kept'])],
+      )
+      const codes = async () => (await pool.query(`SELECT builder_code FROM registry_codes`)).rows
+      expect(await codes()).toEqual([{ builder_code: 'bc_kept' }])
+
+      await runMigrations(pool)
+      const { rows } = await pool.query(
+        `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM analytics.logs GROUP BY 1 ORDER BY 1`,
+      )
+      // 30 March 2021 + 1…100 hours: 43 rows in March, 57 in April.
+      expect(rows).toEqual([
+        { partition: 'logs_p2021_03', n: 43 },
+        { partition: 'logs_p2021_04', n: 57 },
+      ])
+      expect(await codes()).toEqual([{ builder_code: 'bc_kept' }])
+      // The canonical key holds: the same log again is refused.
+      await expect(pool.query(`INSERT INTO logs SELECT * FROM logs WHERE chain_id = $1 AND block_number = 3`, [CHAIN_ID])).rejects.toThrow(
+        /logs_p2021_03_chain_id_block_number_block_hash_log_index_b_idx|duplicate key/,
+      )
+    } finally {
+      await pool.end()
+      await dropDatabase(name)
+    }
+  })
+
   it('creates this month and the two after it once, moving rows logs_default holds for them, registry tokens untouched', async () => {
     const pool = db.store.pool
     // May 2020 has no partition yet: its rows, a registration among them, land in logs_default.
