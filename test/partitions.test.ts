@@ -72,7 +72,7 @@ describe('logs partitioned by month', () => {
 
       await runMigrations(pool)
       const { rows } = await pool.query(
-        `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM analytics.logs GROUP BY 1 ORDER BY 1`,
+        `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs GROUP BY 1 ORDER BY 1`,
       )
       // 30 March 2021 + 1…100 hours: 47 rows in March, 53 in April.
       expect(rows).toEqual([
