@@ -71,9 +71,7 @@ describe('logs partitioned by month', () => {
       expect(await codes()).toEqual([{ builder_code: 'bc_kept' }])
 
       await runMigrations(pool)
-      const { rows } = await pool.query(
-        `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs GROUP BY 1 ORDER BY 1`,
-      )
+      const { rows } = await pool.query(`SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs GROUP BY 1 ORDER BY 1`)
       // 30 March 2021 + 1…100 hours: 47 rows in March, 53 in April.
       expect(rows).toEqual([
         { partition: 'logs_p2021_03', n: 47 },
