@@ -31,7 +31,14 @@ import { whileLeaseHeld } from './sync/lease.js'
 import { followNewHeads, followPendingLogs } from './sync/subscription.js'
 import { CHAIN_ID_WATCH_MS, ChainMismatchError, whilePreconfirming, type ChainIdentity } from './chains/index.js'
 import { runEvery, sleep } from './utils/loop.js'
-import { createDeliveryLeaseFence, createStore, indexedChainIds, pruneRawHistory, runMigrations } from './store/index.js'
+import {
+  createDeliveryLeaseFence,
+  createStore,
+  ensureLogPartitions,
+  indexedChainIds,
+  pruneRawHistory,
+  runMigrations,
+} from './store/index.js'
 import { getChainId, type EndpointState, type RpcClient } from './rpc/index.js'
 import { briefly } from './internal/errors.js'
 import { redactUrl } from './utils/redact.js'
@@ -47,6 +54,8 @@ const REGISTRY_BACKFILL_CHECK_MS = 60_000
 const GAS_SWEEP_MS = 15_000
 /** How often the leader deletes raw history older than RETENTION_LOGS_DAYS (each pass in short batches). */
 const RETENTION_CHECK_MS = 10 * 60_000
+/** How often the leader makes sure `logs` has its month partitions ready (this month and the next two). */
+const LOG_PARTITIONS_CHECK_MS = 60 * 60_000
 /** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
 const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
@@ -365,6 +374,14 @@ async function startChainScheduler({
         () => sweepOwedGas({ pool: indexer.store.pool, chainId: indexer.chainId, gasQueue: indexer.gasQueue, logger }),
         { signal, logger, name: 'gas-sweep' },
       )
+      const logPartitions = runEvery(
+        LOG_PARTITIONS_CHECK_MS,
+        async () => {
+          const created = await ensureLogPartitions(indexer.store.pool)
+          if (created.length > 0) logger.info({ chain_id: indexer.chainId, partitions: created }, 'log partitions created')
+        },
+        { signal, logger, name: 'log-partitions' },
+      )
       const retentionDays = config.retentionLogsDays
       const retention =
         retentionDays !== undefined &&
@@ -394,7 +411,7 @@ async function startChainScheduler({
               }),
             )
           : undefined
-      await Promise.all([coverage, registryCheck, gasSweep, retention, reprobe, subscription])
+      await Promise.all([coverage, registryCheck, gasSweep, logPartitions, retention, reprobe, subscription])
     },
     onFollowEvent: (event) => {
       recordFollowEvent(metrics, chain, event)

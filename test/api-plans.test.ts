@@ -7,7 +7,7 @@ import { getIndexedHead } from '../src/store/reads/health.js'
 import { listLogs } from '../src/store/reads/logs.js'
 import { openRepairsIn } from '../src/store/reads/status.js'
 import { getTransactionAttribution } from '../src/store/reads/transactions.js'
-import { schema, type Database } from '../src/store/index.js'
+import { ensureLogPartitions, schema, type Database } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
@@ -31,16 +31,19 @@ let db: TestDatabase
 /** The statements the API queries ran since the last `take()`, each with its plan for the values it ran with. */
 let plans: { text: string; plan: unknown }[] = []
 let explained: Database
+let seededPartitions = new Set<string>()
 
 const hash = (expression: string) => `'0x' || md5(${expression}) || md5('x' || ${expression})`
 
 beforeAll(async () => {
   db = await createTestDatabase()
   const pool = db.store.pool
+  // Logs span October to December 2026, a partition each.
+  await ensureLogPartitions(pool, new Date(T0 * 1000))
   await pool.query(
     `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
        address, topic0, topic1, topic2, topic3, data, status)
-     SELECT ${CHAIN_ID}, i / 20, ${hash('(i / 20)::text')}, to_timestamp(${T0} + i / 10), ${hash('(i / 2)::text')}, i % 20, i % 20, i % 2,
+     SELECT ${CHAIN_ID}, i / 20, ${hash('(i / 20)::text')}, to_timestamp(${T0} + i * 30), ${hash('(i / 2)::text')}, i % 20, i % 20, i % 2,
        '0x' || lpad(to_hex(i % 300), 40, '0'), '0x' || lpad(to_hex(i % 40), 64, '0'), ${hash('(i % 5000)::text')},
        ${hash('(i % 7000)::text')}, CASE WHEN i % 3 = 0 THEN '0x' || lpad(to_hex(i % 9000), 64, '0') END, '0x',
        CASE WHEN i > ${LOGS - 200} THEN 'confirmed' ELSE 'finalized' END
@@ -78,6 +81,12 @@ beforeAll(async () => {
      FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
   )
   await pool.query('ANALYZE')
+  // The partitions of logs that hold the seeded history (a scan of an empty one, ahead or the default, costs nothing).
+  const { rows: seeded } = await pool.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'logs'::regclass AND c.reltuples > 0`,
+  )
+  seededPartitions = new Set(seeded.map((row) => row.relname))
+  expect([...seededPartitions].sort()).toEqual(['logs_p2026_10', 'logs_p2026_11', 'logs_p2026_12'])
   const real = db.store.pool
   const proxy = new Proxy(real, {
     get(target, property) {
@@ -114,9 +123,24 @@ async function sequentialScans(run: () => Promise<unknown>): Promise<string[]> {
   expect(plans.length).toBeGreaterThan(0)
   return plans.flatMap(({ plan }) =>
     [...nodes((plan as [{ Plan: PlanNode }])[0].Plan)]
-      .filter((node) => node['Node Type'] === 'Seq Scan' && LARGE.has(node['Relation Name'] ?? ''))
+      .filter(
+        (node) =>
+          node['Node Type'] === 'Seq Scan' && (LARGE.has(node['Relation Name'] ?? '') || seededPartitions.has(node['Relation Name'] ?? '')),
+      )
       .map((node) => node['Relation Name']!),
   )
+}
+
+/** The table a relation of a plan belongs to: `logs` for its partitions. */
+const tableOf = (relation: string) => (/^logs_(p\d{4}_\d{2}|default)$/.test(relation) ? 'logs' : relation)
+
+/** The partitions of `logs` a statement's plan reads. */
+async function logPartitionsRead(text: string, values: unknown[]): Promise<string[]> {
+  const { rows } = await db.store.pool.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values })
+  const read = [...nodes((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan)]
+    .map((node) => node['Relation Name'] ?? '')
+    .filter((relation) => relation !== 'logs' && tableOf(relation) === 'logs')
+  return [...new Set(read)].sort()
 }
 
 describe('API query plans on a seeded database with statistics', () => {
@@ -146,6 +170,22 @@ describe('API query plans on a seeded database with statistics', () => {
       const given = await parameters()
       expect(await sequentialScans(() => listLogs(explained, given))).toEqual([])
     })
+
+  it('a log read bounded in time reads only the partitions of its months, through their indexes', async () => {
+    const november = [new Date(Date.UTC(2026, 10, 3)), new Date(Date.UTC(2026, 10, 4))]
+    const byTime = `SELECT count(*) FROM analytics.logs WHERE chain_id = $1 AND block_timestamp >= $2 AND block_timestamp < $3`
+    expect(await logPartitionsRead(byTime, [CHAIN_ID, ...november])).toEqual(['logs_p2026_11'])
+    const byAddressAndTime = `SELECT * FROM analytics.logs WHERE chain_id = $1 AND address = $2 AND block_timestamp >= $3 AND block_timestamp < $4
+      ORDER BY block_number LIMIT 100`
+    expect(await logPartitionsRead(byAddressAndTime, [CHAIN_ID, someAddress, ...november])).toEqual(['logs_p2026_11'])
+    // Without a time bound every month is read, each through its index (the list tests above: no sequential scan).
+    expect(
+      await logPartitionsRead(`SELECT * FROM logs WHERE chain_id = $1 AND address = $2 ORDER BY block_number LIMIT 100`, [
+        CHAIN_ID,
+        someAddress,
+      ]),
+    ).toEqual(expect.arrayContaining(['logs_default', 'logs_p2026_10', 'logs_p2026_11', 'logs_p2026_12']))
+  })
 
   const attributionFilters: [string, Omit<Parameters<typeof listAttributions>[1], 'chainId' | 'includeRemoved' | 'limit'>][] = [
     ['no filter', {}],

@@ -98,6 +98,10 @@ describe('retention of raw history', () => {
     expect(rows[0].n).toBe(12)
 
     // A second pass finds nothing more to delete.
-    expect(await pruneRawHistory(db.store.pool, CHAIN_ID, new Date((NOW - 30 * DAY) * 1000), 7)).toEqual({ logs: 0, transactions: 0 })
+    expect(await pruneRawHistory(db.store.pool, CHAIN_ID, new Date((NOW - 30 * DAY) * 1000), 7)).toEqual({
+      logs: 0,
+      transactions: 0,
+      partitions: [],
+    })
   })
 })

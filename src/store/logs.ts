@@ -14,7 +14,7 @@ export async function insertCanonicalLogs(client: pg.PoolClient, data: CopyData)
   if (data.rows === 0) return 0
   return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), {
     rows: data.rows,
-    onConflict: `ON CONFLICT (chain_id, block_number, block_hash, log_index) WHERE status <> 'pending'
+    onConflict: `ON CONFLICT (chain_id, block_number, block_hash, log_index, block_timestamp) WHERE status <> 'pending'
       DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,
     binary: true,
   })

@@ -26,10 +26,13 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
     await client.query('SET lock_timeout = 0')
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY])
     try {
+      const before = await appliedMigrationCount(client)
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_FOLDER })
       const definitions = readDefinitions()
-      // Re-creating triggers and views locks the tables under them: a start with nothing new skips it.
-      if ((await appliedDefinitionsDigest(client)) !== definitions.digest) await applyDefinitions(client, definitions)
+      // Re-creating triggers and views locks the tables under them: a start with nothing new skips it. A migration
+      // that re-created a table (and so dropped its views and triggers) always gets them back.
+      if ((await appliedDefinitionsDigest(client)) !== definitions.digest || (await appliedMigrationCount(client)) !== before)
+        await applyDefinitions(client, definitions)
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
       await client.query('RESET lock_timeout')
@@ -50,6 +53,14 @@ export function readDefinitions(): Definitions {
   const hash = createHash('sha256')
   for (const { name, text } of files) hash.update(`${name}\0${text}\0`)
   return { files, digest: hash.digest('hex') }
+}
+
+/** How many migrations the database has applied (0 before the first). */
+async function appliedMigrationCount(db: Pick<pg.ClientBase, 'query'>): Promise<number> {
+  const { rows: table } = await db.query<{ exists: boolean }>(`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`)
+  if (!table[0]!.exists) return 0
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')
+  return rows[0]!.n
 }
 
 /** The digest of the definitions the database holds; null before any (or before the table exists). */

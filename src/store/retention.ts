@@ -1,4 +1,6 @@
+import type pg from 'pg'
 import type { Queryable } from './client.js'
+import { dropExpiredLogPartitions } from './partitions.js'
 
 /** Rows looked at per delete statement: each is a short transaction that holds few locks. */
 export const RETENTION_BATCH = 5_000
@@ -17,17 +19,20 @@ const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
   AND NOT EXISTS (SELECT 1 FROM sync_repairs r WHERE r.chain_id = t.chain_id AND t.block_number BETWEEN r.from_block AND r.to_block)`
 
 /**
- * Deletes what retention lets go of, oldest blocks first, in statements of `batch` rows walked in block
- * order from the oldest (an index range scan each), until the oldest rows walked are younger than
- * `cutoff`. Rows kept for a reason above are stepped over, never walked again in this pass.
+ * Lets go of what retention may. First whole month partitions of `logs` older than `cutoff` whose rows
+ * may all go (every chain's: partitions are shared) are detached and dropped. Then the rest is deleted,
+ * oldest blocks first, in statements of `batch` rows walked in block order from the oldest (an index
+ * range scan each), until the oldest rows walked are younger than `cutoff`. Rows kept for a reason above
+ * are stepped over, never walked again in this pass. `logs` counts the rows of dropped partitions too.
  */
 export async function pruneRawHistory(
-  db: Queryable,
+  db: pg.Pool,
   chainId: number,
   cutoff: Date,
   batch = RETENTION_BATCH,
-): Promise<{ logs: number; transactions: number }> {
-  const logs = await pruneWalk(db, chainId, cutoff, batch, {
+): Promise<{ logs: number; transactions: number; partitions: string[] }> {
+  const dropped = await dropExpiredLogPartitions(db, cutoff)
+  const deleted = await pruneWalk(db, chainId, cutoff, batch, {
     // The canonical key (status <> 'pending') orders them by block.
     walk: `SELECT l.block_number, l.block_timestamp FROM logs l WHERE l.chain_id = $1 AND l.status <> 'pending' AND l.block_number >= $2
            ORDER BY l.block_number LIMIT $3`,
@@ -38,7 +43,7 @@ export async function pruneRawHistory(
            ORDER BY t.block_number LIMIT $3`,
     prune: `DELETE FROM transactions t WHERE t.chain_id = $1 AND t.block_number BETWEEN $3 AND $4 AND ${PRUNABLE_TRANSACTION}`,
   })
-  return { logs, transactions }
+  return { logs: dropped.logs + deleted, transactions, partitions: dropped.partitions }
 }
 
 async function pruneWalk(

@@ -49,7 +49,9 @@ const statusCheck = (name: string, column: { name: string }) =>
  * One row per log. Canonical rows are keyed by (chain, block hash, log index); pre-confirmed rows have
  * the zero block hash and are keyed by (chain, transaction, ordinal within the transaction), so a
  * pending log that moves between flashblocks or blocks stays one row. Rows are never deleted: a reorg
- * or a dropped pending transaction sets `removed`.
+ * or a dropped pending transaction sets `removed` (retention alone deletes, src/store/retention.ts).
+ * Partitioned by month of `block_timestamp` (monthly tables `logs_pYYYY_MM` and `logs_default`, made by
+ * migration 0033 and src/store/partitions.ts); drizzle only reads and writes it through the parent.
  */
 export const logs = pgTable(
   'logs',
@@ -76,9 +78,15 @@ export const logs = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    // Led by block number, so backfill inserts append to the btree instead of landing at random hashes.
-    uniqueIndex('logs_canonical_key').on(t.chainId, t.blockNumber, t.blockHash, t.logIndex).where(sql`status <> 'pending'`),
-    uniqueIndex('logs_pending_key').on(t.chainId, t.transactionHash, t.txLogOrdinal).where(sql`status = 'pending'`),
+    // Led by block number, so backfill inserts append to the btree instead of landing at random hashes. Ends with the
+    // partition key, as PostgreSQL requires of a unique index on a partitioned table: a block hash fixes its time.
+    uniqueIndex('logs_canonical_key')
+      .on(t.chainId, t.blockNumber, t.blockHash, t.logIndex, t.blockTimestamp)
+      .where(sql`status <> 'pending'`),
+    // Not unique (a pending row's time changes between polls, so no key with the partition key can hold it): pending
+    // writes hold the chain's tip-writes lock and update before they insert, which keeps one row (src/store/pendingLogs.ts).
+    index('logs_pending_key').on(t.chainId, t.transactionHash, t.txLogOrdinal).where(sql`status = 'pending'`),
+    index('logs_topic0_block').on(t.chainId, t.topic0, t.blockNumber),
     index('logs_address_block').on(t.chainId, t.address, t.blockNumber),
     // Only live pre-confirmed rows: a dropped one (pending, removed) is terminal and never scanned again.
     index('logs_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),

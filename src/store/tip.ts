@@ -96,7 +96,7 @@ export async function storeTipBlocks(pool: pg.Pool, params: StoreTipBlocksParame
        SELECT $1, block_number, block_hash, to_timestamp(ts), transaction_hash, transaction_index, log_index, tx_log_ordinal,
               address, topic0, topic1, topic2, topic3, data, status, ts_ms
        FROM ${UNNEST_LOGS}
-       ON CONFLICT (chain_id, block_number, block_hash, log_index) WHERE status <> 'pending'
+       ON CONFLICT (chain_id, block_number, block_hash, log_index, block_timestamp) WHERE status <> 'pending'
        DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,
       [chainId, ...arrays],
     )

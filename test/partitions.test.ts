@@ -1,0 +1,196 @@
+/**
+ * `logs` is partitioned by month of block time: the leader creates months ahead (moving rows that
+ * `logs_default` holds for them), pending rows whose time changes stay one row per (transaction,
+ * ordinal) as they move between months, and retention drops a whole month only when every row of it
+ * may go.
+ */
+import pg from 'pg'
+import { encodeAbiParameters, toEventSelector } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { builderCodesRegistryAbi } from '../src/attribution/registry.js'
+import { applyDefinitions } from '../src/store/migrate.js'
+import { ensureLogPartitions, pruneRawHistory, runMigrations, toLogRows, upsertPendingLogs, type LogInput } from '../src/store/index.js'
+import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
+
+const CHAIN_ID = 8453
+const REGISTRY = '0x00000000000000000000000000000000000b0c0d'
+const CODE_REGISTERED = toEventSelector(builderCodesRegistryAbi[0]!)
+const ZERO_HASH = `0x${'0'.repeat(64)}`
+const hex = (n: number, digits = 64) => `0x${n.toString(16).padStart(digits, '0')}`
+const at = (iso: string) => Date.parse(iso) / 1000
+
+let db: TestDatabase
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  await db.store.pool.query(`INSERT INTO builder_code_registries (chain_id, address, start_block) VALUES ($1, $2, 0)`, [CHAIN_ID, REGISTRY])
+})
+
+afterAll(async () => {
+  await db?.drop()
+})
+
+/** Inserts `n` logs of chain `chainId` at blocks `first`…, each at time `time`, through the parent. */
+async function insertLogs(chainId: number, first: number, n: number, time: string, extra: { status?: string; address?: string } = {}) {
+  await db.store.pool.query(
+    `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+       address, topic0, data, status)
+     SELECT $1, b, '0x' || md5(b::text) || md5('h' || b), $3::timestamptz, '0x' || md5('t' || b) || md5('u' || b), 0, 0, 0, $4, $5, '0x', $6
+     FROM generate_series($2::int, $2::int + $7::int - 1) b`,
+    [chainId, first, time, extra.address ?? `0x${'aa'.repeat(20)}`, hex(1), extra.status ?? 'finalized', n],
+  )
+}
+
+async function partitionsOf(where: string, params: unknown[] = []) {
+  const { rows } = await db.store.pool.query<{ partition: string; n: number }>(
+    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs WHERE ${where} GROUP BY 1 ORDER BY 1`,
+    params,
+  )
+  return rows
+}
+
+describe('logs partitioned by month', () => {
+  it('converts the logs of a deployment: every row moved into its month, keys and registry tokens as they were', async () => {
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    try {
+      await migrateBefore(pool, '0033_logs_partitions')
+      const client = await pool.connect()
+      await applyDefinitions(client).finally(() => client.release())
+      await pool.query(`INSERT INTO builder_code_registries (chain_id, address, start_block) VALUES ($1, $2, 0)`, [CHAIN_ID, REGISTRY])
+      await pool.query(
+        `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+           address, topic0, topic1, data, status)
+         SELECT $1, b, '0x' || md5(b::text) || md5('h' || b), timestamptz '2021-03-30' + b * interval '1 hour', '0x' || md5('t' || b) || md5('u' || b),
+           0, 0, 0, CASE WHEN b = 7 THEN $2 ELSE '0x' || repeat('ab', 20) END, $3, $4, CASE WHEN b = 7 THEN $5 ELSE '0x' END,
+           CASE WHEN b > 90 THEN 'pending' ELSE 'finalized' END
+         FROM generate_series(1, 100) b`,
+        [CHAIN_ID, REGISTRY, CODE_REGISTERED, hex(5), encodeAbiParameters([{ type: 'string' }], ['bc_kept'])],
+      )
+      const codes = async () => (await pool.query(`SELECT builder_code FROM registry_codes`)).rows
+      expect(await codes()).toEqual([{ builder_code: 'bc_kept' }])
+
+      await runMigrations(pool)
+      const { rows } = await pool.query(`SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs GROUP BY 1 ORDER BY 1`)
+      // 30 March 2021 + 1…100 hours: 47 rows in March, 53 in April.
+      expect(rows).toEqual([
+        { partition: 'logs_p2021_03', n: 47 },
+        { partition: 'logs_p2021_04', n: 53 },
+      ])
+      expect(await codes()).toEqual([{ builder_code: 'bc_kept' }])
+      // The canonical key holds: the same log again is refused.
+      await expect(pool.query(`INSERT INTO logs SELECT * FROM logs WHERE chain_id = $1 AND block_number = 3`, [CHAIN_ID])).rejects.toThrow(
+        /logs_p2021_03_chain_id_block_number_block_hash_log_index_b_idx|duplicate key/,
+      )
+    } finally {
+      await pool.end()
+      await dropDatabase(name)
+    }
+  })
+
+  it('creates this month and the two after it once, moving rows logs_default holds for them, registry tokens untouched', async () => {
+    const pool = db.store.pool
+    // May 2020 has no partition yet: its rows, a registration among them, land in logs_default.
+    await insertLogs(CHAIN_ID, 500_000, 5, '2020-05-10T00:00:00Z')
+    await pool.query(
+      `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+         address, topic0, topic1, data, status)
+       VALUES ($1, 500100, $2, '2020-05-20T00:00:00Z', $3, 0, 0, 0, $4, $5, $6, $7, 'finalized')`,
+      [CHAIN_ID, hex(0xb100), hex(0xc100), REGISTRY, CODE_REGISTERED, hex(77), encodeAbiParameters([{ type: 'string' }], ['bc_moved'])],
+    )
+    const codes = async () =>
+      (await pool.query(`SELECT builder_code, registered_block::int FROM registry_codes WHERE chain_id = $1`, [CHAIN_ID])).rows
+    expect(await codes()).toEqual([{ builder_code: 'bc_moved', registered_block: 500100 }])
+    expect(await partitionsOf('block_number >= 500000 AND block_number < 600000')).toEqual([{ partition: 'logs_default', n: 6 }])
+
+    expect(await ensureLogPartitions(pool, new Date('2020-05-15T00:00:00Z'))).toEqual(['logs_p2020_05', 'logs_p2020_06', 'logs_p2020_07'])
+    expect(await ensureLogPartitions(pool, new Date('2020-05-31T23:00:00Z'))).toEqual([])
+    expect(await partitionsOf('block_number >= 500000 AND block_number < 600000')).toEqual([{ partition: 'logs_p2020_05', n: 6 }])
+    expect(await codes()).toEqual([{ builder_code: 'bc_moved', registered_block: 500100 }])
+    // The moved partition carries the indexes and the registry triggers of logs: a log that reorgs away takes its code with it.
+    await pool.query(`UPDATE logs SET removed = true WHERE chain_id = $1 AND block_number = 500100`, [CHAIN_ID])
+    expect(await codes()).toEqual([])
+    // A new month's rows go to their partition.
+    await insertLogs(CHAIN_ID, 600_000, 3, '2020-06-02T00:00:00Z')
+    expect(await partitionsOf('block_number >= 600000 AND block_number < 700000')).toEqual([{ partition: 'logs_p2020_06', n: 3 }])
+  })
+
+  it('keeps one pending row per (transaction, ordinal) while polls move it across months, however they race', async () => {
+    const chainId = 77
+    const pending = (block: number, time: string, logIndex = 0): LogInput => ({
+      address: `0x${'cc'.repeat(20)}`,
+      topics: [hex(0xabc)],
+      data: hex(block),
+      blockNumber: `0x${block.toString(16)}`,
+      blockHash: ZERO_HASH,
+      blockTimestamp: `0x${at(time).toString(16)}`,
+      transactionHash: hex(0x7e57),
+      transactionIndex: '0x0',
+      logIndex: `0x${logIndex.toString(16)}`,
+    })
+    const rows = (block: number, time: string) => toLogRows([pending(block, time)])
+    await ensureLogPartitions(db.store.pool, new Date('2020-06-15T00:00:00Z'))
+    expect(await upsertPendingLogs(db.store.pool, chainId, rows(10, '2020-06-30T23:59:59Z'))).toBe(1)
+    expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([{ partition: 'logs_p2020_06', n: 1 }])
+    // The next poll has it in a block of July: the same row moves to July's partition.
+    expect(await upsertPendingLogs(db.store.pool, chainId, rows(11, '2020-07-01T00:00:01Z'))).toBe(1)
+    expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([{ partition: 'logs_p2020_07', n: 1 }])
+    // Polls landing together, each moving it somewhere else: still one row.
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        upsertPendingLogs(db.store.pool, chainId, rows(12 + i, i % 2 === 0 ? '2020-06-30T23:59:58Z' : '2020-07-01T00:00:02Z')),
+      ),
+    )
+    const { rows: after } = await db.store.pool.query(`SELECT count(*)::int AS n FROM logs WHERE chain_id = $1`, [chainId])
+    expect(after[0].n).toBe(1)
+  })
+
+  it('retention drops a month only when every row of it may go, and deletes in batches elsewhere', async () => {
+    const pool = db.store.pool
+    expect(await ensureLogPartitions(pool, new Date('2020-01-15T00:00:00Z'))).toEqual(['logs_p2020_01', 'logs_p2020_02', 'logs_p2020_03'])
+    await ensureLogPartitions(pool, new Date('2020-03-15T00:00:00Z'))
+    const chainId = 9
+    await pool.query(`INSERT INTO chain_state (chain_id, finalized_block) VALUES ($1, 1000)`, [chainId])
+    // January: finalized rows, and a pre-confirmed row dropped at a height now finalized (terminal). Goes whole.
+    await insertLogs(chainId, 100, 20, '2020-01-10T00:00:00Z')
+    await insertLogs(chainId, 150, 1, '2020-01-11T00:00:00Z', { status: 'pending' })
+    await pool.query(`UPDATE logs SET removed = true, block_hash = $2 WHERE chain_id = $1 AND status = 'pending'`, [chainId, ZERO_HASH])
+    // February: one of the registry's logs among finalized rows (of another chain: partitions hold every chain). Stays.
+    await insertLogs(chainId, 200, 20, '2020-02-10T00:00:00Z')
+    await insertLogs(CHAIN_ID, 250, 1, '2020-02-11T00:00:00Z', { address: REGISTRY })
+    // March: one confirmed row not finalized yet. Stays.
+    await insertLogs(chainId, 300, 20, '2020-03-10T00:00:00Z')
+    await insertLogs(chainId, 2000, 1, '2020-03-11T00:00:00Z', { status: 'confirmed' })
+    // April: rows under an open repair. Stays.
+    await insertLogs(chainId, 400, 20, '2020-04-10T00:00:00Z')
+    await pool.query(`INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, 'f', 405, 406, 'reorg')`, [
+      chainId,
+    ])
+    // June (ends after the cutoff) stays whatever it holds.
+
+    const pruned = await pruneRawHistory(pool, chainId, new Date('2020-06-01T00:00:00Z'))
+    expect(pruned.partitions).toEqual(['logs_p2020_01'])
+    const { rows: months } = await pool.query(
+      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'logs'::regclass AND c.relname LIKE 'logs_p2020%' ORDER BY 1`,
+    )
+    expect(months.map((row) => row.relname)).toEqual([
+      'logs_p2020_02',
+      'logs_p2020_03',
+      'logs_p2020_04',
+      'logs_p2020_05',
+      'logs_p2020_06',
+      'logs_p2020_07',
+      'logs_p2020_08',
+    ])
+    // The batched delete took the rest of what may go: February's and March's finalized rows, April's outside the repair.
+    expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([
+      { partition: 'logs_p2020_03', n: 1 },
+      { partition: 'logs_p2020_04', n: 2 },
+    ])
+    expect(pruned.logs).toBe(21 + 20 + 20 + 18)
+    expect(await partitionsOf('chain_id = $1 AND address = $2', [CHAIN_ID, REGISTRY])).toEqual([
+      { partition: 'logs_p2020_02', n: 1 },
+      { partition: 'logs_p2020_05', n: 1 },
+    ])
+  })
+})
