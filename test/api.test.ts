@@ -745,7 +745,7 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     expect(one.body.suffix).toEqual({
       schemaId: 1,
       codes: [C3],
-      registry: { address: addr(0xee), chainId: '8453', verified: true },
+      registry: { address: addr(0xee), chainId: '8453', verified: true, unverifiedReason: null },
       cbor: null,
       malformedReason: null,
     })
