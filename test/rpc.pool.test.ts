@@ -128,6 +128,8 @@ describe('several RPC endpoints for a chain', () => {
       ])
       // The endpoint's node is replaced by one of another chain on the same address.
       await swappable.stop()
+      // The probe sees it fail (it rests), so the node answering on its address next is asked its chain id.
+      await waitFor(async () => pool.endpoints()[1]!.state === 'resting', 'the stopped endpoint resting')
       other = await startAnvil({ chainId: 999, port: swappable.port })
       await waitFor(async () => pool.endpoints()[1]!.state === 'wrong_chain', 'the swapped endpoint out of rotation')
       expect(pool.endpoints()[1]).toMatchObject({ chainId: 999, lastError: 'serves chain 999, expected chain 31337' })
