@@ -36,6 +36,15 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
 })
 
+/** The highest block of a chain whose logs the index holds, −1 for none. */
+async function storedHead(db: TestDatabase, chainId: number): Promise<number> {
+  const { rows } = await db.store.pool.query<{ n: string | null }>(
+    `SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`,
+    [chainId],
+  )
+  return Number(rows[0]!.n ?? -1)
+}
+
 async function daemonEnv(db: TestDatabase, redisPrefix: string, rpcUrl: string, extra: Record<string, string> = {}) {
   return {
     RPC_URL: rpcUrl,
@@ -172,13 +181,7 @@ describe('the chain id of each RPC endpoint', () => {
     const daemon = spawnTs('src/main.ts', [], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
     const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
-    await waitFor(
-      async () =>
-        Number(
-          (await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_A])).rows[0]!.n ?? -1,
-        ) >= head,
-      'chain A from its good endpoint',
-    )
+    await waitFor(async () => (await storedHead(db, CHAIN_A)) >= head, 'chain A from its good endpoint')
     await expectIndexMatchesNode(db.store.pool, anvilA.url, [0, head], undefined, CHAIN_A)
     const api = `http://127.0.0.1:${env.PORT}`
     await waitFor(async () => (await fetch(`${api}/healthz`).catch(() => null))?.ok === true, 'the API')
@@ -260,16 +263,8 @@ describe('two chains in one deployment', () => {
     const daemon = spawnTs('src/main.ts', ['--config', configFile], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
 
-    const storedHead = async (chainId: number) =>
-      Number(
-        (
-          await db.store.pool.query<{ n: string | null }>(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [
-            chainId,
-          ])
-        ).rows[0]!.n ?? -1,
-      )
     await waitFor(
-      async () => (await storedHead(CHAIN_A)) >= Number(builtA.toBlock) && (await storedHead(CHAIN_B)) >= Number(builtB.toBlock),
+      async () => (await storedHead(db, CHAIN_A)) >= Number(builtA.toBlock) && (await storedHead(db, CHAIN_B)) >= Number(builtB.toBlock),
       'both chains',
     )
     await expectIndexMatchesNode(db.store.pool, nodeA.url, [0, Number(builtA.toBlock)], undefined, CHAIN_A)
@@ -333,11 +328,11 @@ describe('two chains in one deployment', () => {
       const { toBlock } = await buildChain(nodeB.url, { blocks: 1, txsPerBlock: 1, emitter: builtB.emitter })
       const minedAt = Date.now()
       lastDuringOutage = Number(toBlock)
-      while ((await storedHead(CHAIN_B)) < lastDuringOutage && Date.now() - minedAt < 30_000)
+      while ((await storedHead(db, CHAIN_B)) < lastDuringOutage && Date.now() - minedAt < 30_000)
         await new Promise((resolve) => setTimeout(resolve, 20))
       delays.push(Date.now() - minedAt)
     }
-    const storedDuringOutage = await storedHead(CHAIN_B)
+    const storedDuringOutage = await storedHead(db, CHAIN_B)
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - hungAt))))
     process.kill(nodeA.process.pid!, 'SIGCONT')
     delays.sort((a, b) => a - b)
@@ -349,7 +344,7 @@ describe('two chains in one deployment', () => {
 
     // Chain A resumes where it stopped.
     const moreA = await buildChain(nodeA.url, { blocks: 2, txsPerBlock: 1, emitter: builtA.emitter })
-    await waitFor(async () => (await storedHead(CHAIN_A)) >= Number(moreA.toBlock), 'chain A after its outage', 90_000)
+    await waitFor(async () => (await storedHead(db, CHAIN_A)) >= Number(moreA.toBlock), 'chain A after its outage', 90_000)
     await expectIndexMatchesNode(db.store.pool, nodeA.url, [0, Number(moreA.toBlock)], undefined, CHAIN_A)
     await expectIndexMatchesNode(db.store.pool, nodeB.url, [0, lastDuringOutage], undefined, CHAIN_B)
     expect(daemon.child.exitCode).toBeNull()
@@ -373,13 +368,7 @@ describe('two chains in one deployment', () => {
     const daemon = spawnTs('src/main.ts', [], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
     const head = Number(await fixtureClient(anvilB.url).getBlockNumber())
-    await waitFor(
-      async () =>
-        Number(
-          (await db.store.pool.query(`SELECT max(block_number) AS n FROM analytics.logs WHERE chain_id = $1`, [CHAIN_B])).rows[0]!.n ?? -1,
-        ) >= head,
-      'chain B while chain A is down',
-    )
+    await waitFor(async () => (await storedHead(db, CHAIN_B)) >= head, 'chain B while chain A is down')
     expect(daemon.child.exitCode).toBeNull()
     expect(daemon.output()).toContain('node not reachable at start: its chain waits for it')
     // Node calls are counted per chain: the serving node's reads and the dead node's failures apart.
