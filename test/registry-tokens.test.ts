@@ -72,7 +72,7 @@ async function registryCodes(): Promise<RegistryRow[]> {
 async function replayOfLiveLogs(): Promise<RegistryRow[]> {
   const { rows } = await db.store.pool.query<{ topics: string[]; data: string; block_number: string }>(
     `SELECT array_remove(ARRAY[topic0, topic1, topic2, topic3], NULL) AS topics, data, block_number::text FROM logs
-     WHERE chain_id = $1 AND address = $2 AND NOT removed ORDER BY block_number, log_index`,
+     WHERE chain_id = $1 AND address = $2 AND NOT removed ORDER BY logs.block_number, logs.log_index`,
     [CHAIN_ID, REGISTRY],
   )
   return replayRegistry(rows)

@@ -341,7 +341,7 @@ async function compareRegistry(pool: pg.Pool, chainId: number, rpcUrl: string, r
     ? (
         await pool.query<{ topics: string[]; data: string; block_number: string }>(
           `SELECT array_remove(ARRAY[topic0, topic1, topic2, topic3], NULL) AS topics, data, block_number::text FROM logs
-           WHERE chain_id = $2 AND address = $1 AND NOT removed ORDER BY block_number, log_index`,
+           WHERE chain_id = $2 AND address = $1 AND NOT removed ORDER BY logs.block_number, logs.log_index`,
           [registry, chainId],
         )
       ).rows
