@@ -36,6 +36,13 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
 })
 
+/** A config file of `text` in a directory of its own; its path. */
+function configFileWith(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'codetrail-multichain-')), 'codetrail.config.yaml')
+  writeFileSync(file, text)
+  return file
+}
+
 /** The highest block of a chain whose logs the index holds, −1 for none. */
 async function storedHead(db: TestDatabase, chainId: number): Promise<number> {
   const { rows } = await db.store.pool.query<{ n: string | null }>(
@@ -169,12 +176,9 @@ describe('the chain id of each RPC endpoint', () => {
       () => db.drop(),
       () => redis.cleanup(),
     )
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-    const configFile = join(dir, 'codetrail.config.yaml')
     // Chain B's node behind a key in its path, listed first and weighted heaviest among chain A's endpoints.
     const key = 'k3y-0f-chain-b-endpoint'
-    writeFileSync(
-      configFile,
+    const configFile = configFileWith(
       `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    headPollMs: 100\n    pendingPollMs: 0\n    rpc:\n      - { url: "${anvilB.url}/?apikey=${key}", weight: 10 }\n      - { url: "${anvilA.url}", weight: 1 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
@@ -215,11 +219,8 @@ describe('the chain id of each RPC endpoint', () => {
       () => db.drop(),
       () => redis.cleanup(),
     )
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-    const configFile = join(dir, 'codetrail.config.yaml')
     const dead = `http://127.0.0.1:${await freePort()}`
-    writeFileSync(
-      configFile,
+    const configFile = configFileWith(
       `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    pendingPollMs: 0\n    rpc: ["${anvilB.url}", "${dead}"]\n`,
     )
     const daemon = spawnTs(
@@ -254,11 +255,11 @@ describe('two chains in one deployment', () => {
       buildChain(nodeA.url, { blocks: 3, txsPerBlock: 2, suffix }),
       buildChain(nodeB.url, { blocks: 4, txsPerBlock: 1, suffix }),
     ])
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-    const configFile = join(dir, 'codetrail.config.yaml')
     const chain = (id: number, name: string, url: string) =>
       `  - { id: ${id}, name: ${name}, rpc: "${url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`
-    writeFileSync(configFile, `rpcTimeoutMs: 3000\nchains:\n${chain(CHAIN_A, 'alpha', nodeA.url)}${chain(CHAIN_B, 'beta', nodeB.url)}`)
+    const configFile = configFileWith(
+      `rpcTimeoutMs: 3000\nchains:\n${chain(CHAIN_A, 'alpha', nodeA.url)}${chain(CHAIN_B, 'beta', nodeB.url)}`,
+    )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1')
     const daemon = spawnTs('src/main.ts', ['--config', configFile], env)
     cleanups.push(() => daemon.kill('SIGKILL'))
@@ -358,10 +359,7 @@ describe('two chains in one deployment', () => {
       () => redis.cleanup(),
     )
     const dead = `http://127.0.0.1:${await freePort()}`
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-    const configFile = join(dir, 'codetrail.config.yaml')
-    writeFileSync(
-      configFile,
+    const configFile = configFileWith(
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
@@ -418,10 +416,7 @@ describe('two chains in one deployment', () => {
     cleanups.push(async () => holder.disconnect())
     await holder.set(`${redis.prefix}:scheduler:${CHAIN_A}`, 'another-process', 'PX', 600_000)
     const dead = `http://127.0.0.1:${await freePort()}`
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-    const configFile = join(dir, 'codetrail.config.yaml')
-    writeFileSync(
-      configFile,
+    const configFile = configFileWith(
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${node.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile, WEBHOOK_ALLOW_PRIVATE: '1' })
