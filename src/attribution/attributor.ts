@@ -422,7 +422,6 @@ export function createAttributor(context: AttributorContext) {
     )
   }
 
-  /** Blocks with every transaction decoded. */
   /** A block read with its transactions, each attributed from its input. */
   function decodeBlock(block: FetchedBlock): AttributedBlock {
     return {
@@ -435,6 +434,7 @@ export function createAttributor(context: AttributorContext) {
     }
   }
 
+  /** Blocks read by number, with every transaction decoded. */
   async function fetchBlocks(numbers: readonly number[]): Promise<AttributedBlock[]> {
     return readBlocks(numbers, decodeBlock)
   }
