@@ -44,6 +44,9 @@ export const questionKey = ({ chainId, registry, code }: Pick<RegistryQuestion, 
 const UNKNOWN_CHAIN: RegistryAnswer = { registered: null, reason: 'chain_not_configured' }
 const NODE_ERROR: RegistryAnswer = { registered: null, reason: 'node_error' }
 
+/** Whether `chain` indexes the registry at `address` itself (its BuilderCodes registry). */
+const indexesRegistry = (chain: RegistryChain, address: string) => chain.builderCodes?.address.toLowerCase() === address.toLowerCase()
+
 /**
  * Answers schema-1 registry questions for every chain it serves (the chains this deployment indexes):
  * from the registry's indexed events where the chain indexes that very registry (BuilderCodes) and has
@@ -69,7 +72,7 @@ export function createRegistryResolver() {
   async function fromIndex(chain: RegistryChain, questions: readonly RegistryQuestion[]): Promise<Map<string, RegistryAnswer>> {
     const answers = new Map<string, RegistryAnswer>()
     const indexed = chain.builderCodes
-    const asked = questions.filter((q) => indexed && q.registry.toLowerCase() === indexed.address.toLowerCase())
+    const asked = questions.filter((q) => indexesRegistry(chain, q.registry))
     if (!indexed || asked.length === 0) return answers
     const state = await indexedRegistryState(chain.pool, {
       chainId: chain.chainId,
@@ -126,7 +129,11 @@ export function createRegistryResolver() {
         unique.set(key, seen ? { ...seen, asOf: Math.max(seen.asOf, q.asOf), fresh: seen.fresh || q.fresh } : q)
       }
       const byChain = new Map<string, RegistryQuestion[]>()
-      for (const q of unique.values()) byChain.set(q.chainId, [...(byChain.get(q.chainId) ?? []), q])
+      for (const q of unique.values()) {
+        const list = byChain.get(q.chainId)
+        if (list) list.push(q)
+        else byChain.set(q.chainId, [q])
+      }
       const answers = new Map<string, RegistryAnswer>()
       await Promise.all(
         [...byChain].map(async ([chainId, asked]) => {
@@ -137,8 +144,7 @@ export function createRegistryResolver() {
           }
           const indexed = await fromIndex(chain, asked)
           for (const [key, answer] of indexed) answers.set(key, answer)
-          const isIndexed = (q: RegistryQuestion) => chain.builderCodes?.address.toLowerCase() === q.registry.toLowerCase()
-          const cached = (q: RegistryQuestion) => (q.fresh || isIndexed(q) ? undefined : cache.get(questionKey(q)))
+          const cached = (q: RegistryQuestion) => (q.fresh || indexesRegistry(chain, q.registry) ? undefined : cache.get(questionKey(q)))
           const ask: RegistryQuestion[] = []
           for (const q of asked) {
             if (indexed.has(questionKey(q))) continue
@@ -151,7 +157,7 @@ export function createRegistryResolver() {
           ask.forEach((q, i) => {
             const answer = fromNodes[i]!
             answers.set(questionKey(q), answer)
-            if (answer.registered !== null && !isIndexed(q)) cache.set(questionKey(q), answer.registered)
+            if (answer.registered !== null && !indexesRegistry(chain, q.registry)) cache.set(questionKey(q), answer.registered)
           })
         }),
       )
