@@ -147,6 +147,7 @@ export async function ensureFixture({ size, kind = 'logs', force = false, say = 
     await anvil.stop()
   }
   if (!existsSync(partialPath)) throw new Error(`anvil wrote no state dump to ${partialPath}`)
+  if (anvil.process.signalCode === 'SIGKILL') throw new Error(`anvil was killed before it finished writing ${partialPath}`)
   meta.generatedMs = Math.round(performance.now() - started)
   renameSync(partialPath, statePath)
   writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`)

@@ -6,6 +6,13 @@ import { delimiter, join } from 'node:path'
 import { sleep } from '../../src/utils/loop.js'
 
 const READY_TIMEOUT_MS = 20_000
+/** How long `stop()` waits after SIGTERM before SIGKILL. */
+const STOP_GRACE_MS = 5_000
+/**
+ * The same with `dumpState`: anvil writes the dump as it exits, and a large one (the bench's full fixture,
+ * ≈ 600 MiB) takes longer than 5 s on a busy machine; killed meanwhile, it leaves the dump truncated.
+ */
+const DUMP_STOP_GRACE_MS = 300_000
 
 export type AnvilOptions = {
   /** Port to listen on; a free one is picked when omitted. */
@@ -99,7 +106,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+      const timer = setTimeout(() => child.kill('SIGKILL'), options.dumpState ? DUMP_STOP_GRACE_MS : STOP_GRACE_MS)
       await exited
       clearTimeout(timer)
     },
