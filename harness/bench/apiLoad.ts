@@ -187,13 +187,13 @@ async function main(): Promise<void> {
   }
 
   /**
-   * A page's `nextCursor`, the answer's last field, read without parsing the page: the clients share
-   * the API's cores, and what they spend parsing 100 items per page the API would not.
+   * A page's `nextCursor` (after the items, a base64url string or null), read without parsing the page:
+   * the clients share the API's cores, and what they spend parsing 100 items per page the API would not.
    */
   const nextCursorOf = (page: string): string | null => {
-    const at = page.lastIndexOf('"nextCursor":')
-    if (!page.startsWith('{"items":[') || at < 0) throw new Error(`not an attribution page: ${page.slice(0, 200)}`)
-    return JSON.parse(page.slice(at + '"nextCursor":'.length, -1)) as string | null
+    const cursor = /"nextCursor":(null|"[\w-]*")/.exec(page.slice(page.lastIndexOf('"nextCursor":')))
+    if (!page.startsWith('{"items":[') || !cursor) throw new Error(`not an attribution page: ${page.slice(0, 200)}`)
+    return JSON.parse(cursor[1]!) as string | null
   }
 
   /** One user's look at a code: its attributions page after page, then its stats. */
