@@ -26,19 +26,26 @@ export class StaleForkError extends CodetrailError {
  * orphaned height would not find it again. The range is read again instead; if it is the stored block
  * that is orphaned, the marks that find it out take the row off it (removed) and the retry goes through.
  */
-async function transactionsStoredElsewhere(
-  client: pg.PoolClient,
+export async function transactionsStoredElsewhere(
+  client: Pick<pg.PoolClient, 'query'>,
   chainId: number,
   transactions: readonly TransactionRow[],
   finalizedBlock: number | null,
 ): Promise<{ hash: string; readIn: number; storedIn: number } | undefined> {
   const unfinalized = transactions.filter((tx) => finalizedBlock === null || tx.blockNumber > finalizedBlock)
   if (unfinalized.length === 0) return undefined
+  // One key lookup per transaction read, whatever the planner believes of `transactions`: as a plain
+  // join, a backfill's first chunks near the head (the table just filled, never analyzed) were planned
+  // as a walk of the chain's whole table per transaction read (3.8 s for 320 against 72,000 rows).
+  // The LIMIT keeps PostgreSQL from flattening the lateral subquery back into that join.
   const { rows } = await client.query<{ hash: string; readIn: string; storedIn: string }>(
-    `SELECT t.hash, u.block_number AS "readIn", t.block_number AS "storedIn"
+    `SELECT u.hash, u.block_number AS "readIn", t.block_number AS "storedIn"
      FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(hash, block_number, block_hash)
-     JOIN transactions t ON t.chain_id = $1 AND t.hash = u.hash
-     WHERE t.status <> 'pending' AND NOT t.removed AND t.block_hash <> u.block_hash
+     CROSS JOIN LATERAL (
+       SELECT t.block_number FROM transactions t
+       WHERE t.chain_id = $1 AND t.hash = u.hash AND t.status <> 'pending' AND NOT t.removed AND t.block_hash <> u.block_hash
+       LIMIT 1
+     ) t
      LIMIT 1`,
     [chainId, unfinalized.map((tx) => tx.transactionHash), unfinalized.map((tx) => tx.blockNumber), unfinalized.map((tx) => tx.blockHash)],
   )
