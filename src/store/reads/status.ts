@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Database } from '../client.js'
+import { queryPrepared, type Database } from '../client.js'
 import { chainFacts, type ChainFacts } from './health.js'
 
 /** Pre-confirmed logs are counted over this window; short, so rows are counted before they finalize. */
@@ -84,12 +84,18 @@ const OPEN_REPAIRS_LISTED = 100
  * `[fromBlock, toBlock]` (either end open), merged across filters: rows of those blocks may be missing.
  */
 export async function openRepairsIn(db: Database, chainId: number, fromBlock?: number, toBlock?: number): Promise<OpenRepair[]> {
-  const result = await db.execute<{ from_block: number; to_block: number; reason: OpenRepair['reason']; quarantined: boolean }>(sql`
-    select from_block::int8 as from_block, to_block::int8 as to_block, min(reason) as reason, bool_or(quarantined_at is not null) as quarantined
-    from sync_repairs
-    where chain_id = ${chainId} and to_block >= ${fromBlock ?? 0} and from_block <= ${toBlock ?? Number.MAX_SAFE_INTEGER}
-    group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}`)
-  return result.rows.map((row) => ({
+  // Asked with every page of logs and attributions: prepared once, like the page's own query.
+  const rows = await queryPrepared<{ from_block: number; to_block: number; reason: OpenRepair['reason']; quarantined: boolean }>(
+    db,
+    'open-repairs-in',
+    () => sql`
+      select from_block::int8 as from_block, to_block::int8 as to_block, min(reason) as reason, bool_or(quarantined_at is not null) as quarantined
+      from sync_repairs
+      where chain_id = ${sql.placeholder('chainId')} and to_block >= ${sql.placeholder('fromBlock')} and from_block <= ${sql.placeholder('toBlock')}
+      group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}`,
+    { chainId, fromBlock: fromBlock ?? 0, toBlock: toBlock ?? Number.MAX_SAFE_INTEGER },
+  )
+  return rows.map((row) => ({
     fromBlock: Number(row.from_block),
     toBlock: Number(row.to_block),
     reason: row.reason,
