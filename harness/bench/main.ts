@@ -54,7 +54,7 @@ const WATCH_MS = 20
 const FIXTURE_LOAD_TIMEOUT_MS = 300_000
 
 const TARGETS = {
-  backfillRatio: 0.8,
+  backfillRatio: 0.85,
   pendingP99Ms: 300,
   decodeNoSuffixPerSec: 1_000_000,
   apiP99Ms: 50,
