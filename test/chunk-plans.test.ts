@@ -39,7 +39,14 @@ describe('a range job’s check of transactions stored in another block', () => 
     // The range read the newest stored transactions in their own blocks, and one of them in another.
     const read: TransactionRow[] = Array.from({ length: READ }, (_, i) => {
       const n = STORED - i
-      return { transactionHash: hash(n), blockNumber: n, blockHash: hash(n), blockTimestamp: new Date(), blockTimestampMs: null, transactionIndex: 0 }
+      return {
+        transactionHash: hash(n),
+        blockNumber: n,
+        blockHash: hash(n),
+        blockTimestamp: 1_795_000_000,
+        blockTimestampMs: null,
+        transactionIndex: 0,
+      }
     })
     read[READ - 1] = { ...read[READ - 1]!, blockNumber: STORED + 1, blockHash: hash(STORED + 1) }
 
