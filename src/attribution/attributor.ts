@@ -323,14 +323,10 @@ export function createAttributor(context: AttributorContext) {
     positions: ReadonlyMap<string, TransactionPosition>,
     sizes: ReadonlyMap<string, number>,
   ) {
-    const missingPerBlock = new Map<string, string[]>()
-    for (const hash of missing) {
-      const position = positions.get(hash)!
-      if (position.status === 'pending') continue
-      const list = missingPerBlock.get(position.blockHash)
-      if (list) list.push(hash)
-      else missingPerBlock.set(position.blockHash, [hash])
-    }
+    const missingPerBlock = Map.groupBy(
+      missing.filter((hash) => positions.get(hash)!.status !== 'pending'),
+      (hash) => positions.get(hash)!.blockHash,
+    )
     const counted = await countTransactions(
       [...missingPerBlock]
         .filter(([blockHash, hashes]) => !sizes.has(blockHash) && readsWholeBlock(hashes.length, leastSize(hashes, positions)))

@@ -132,12 +132,7 @@ export function createReceiptReader(rpc: Pick<AttributionRpc, 'batch'>) {
 
   return async function gasUsedOf(reads: readonly ReceiptRead[]): Promise<Map<string, number>> {
     const gasUsed = new Map<string, number>()
-    const perBlock = new Map<string, ReceiptRead[]>()
-    for (const read of reads) {
-      const list = perBlock.get(read.blockHash)
-      if (list) list.push(read)
-      else perBlock.set(read.blockHash, [read])
-    }
+    const perBlock = Map.groupBy(reads, (read) => read.blockHash)
     const wholeBlocks = new Map<string, { size: number; hashes: string[] }>()
     const single: ReceiptRead[] = []
     for (const [blockHash, wanted] of perBlock) {

@@ -128,12 +128,7 @@ export function createRegistryResolver() {
         const seen = unique.get(key)
         unique.set(key, seen ? { ...seen, asOf: Math.max(seen.asOf, q.asOf), fresh: seen.fresh || q.fresh } : q)
       }
-      const byChain = new Map<string, RegistryQuestion[]>()
-      for (const q of unique.values()) {
-        const list = byChain.get(q.chainId)
-        if (list) list.push(q)
-        else byChain.set(q.chainId, [q])
-      }
+      const byChain = Map.groupBy(unique.values(), (q) => q.chainId)
       const answers = new Map<string, RegistryAnswer>()
       await Promise.all(
         [...byChain].map(async ([chainId, asked]) => {
