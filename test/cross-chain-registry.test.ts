@@ -4,9 +4,6 @@
  * chain the deployment does not index, and a reorg of B that removes a registration A's row was verified
  * against.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Attribution } from 'ox/erc8021'
 import { encodeFunctionData, type Address, type Hash, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -24,6 +21,7 @@ import {
 import { spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 import { waitFor } from './helpers/compare.js'
+import { writeConfigFile } from './helpers/configFile.js'
 
 const CHAIN_A = 10_101
 const CHAIN_B = 20_202
@@ -106,10 +104,7 @@ beforeAll(async () => {
     data: encodeFunctionData({ abi: artifacts.CodeRegistry.abi, functionName: 'register', args: ['xreg_called'] }),
   })
 
-  const dir = mkdtempSync(join(tmpdir(), 'codetrail-xreg-'))
-  const configFile = join(dir, 'codetrail.config.yaml')
-  writeFileSync(
-    configFile,
+  const configFile = writeConfigFile(
     [
       'chains:',
       `  - { id: ${CHAIN_A}, name: alpha, rpc: "${anvilA.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }`,

@@ -4,9 +4,6 @@
  * transactions: at the end each chain's rows (logs, removed flags, statuses, attributions, rollups,
  * registry codes) equal its own node, by the seeded simulation's comparison run per chain.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Queue } from 'bullmq'
 import { afterAll, expect, it } from 'vitest'
 import { builderCodesRegistryFilter } from '../src/attribution/registry.js'
@@ -19,6 +16,7 @@ import { createCleanups, nodeHead, waitCaughtUp } from './faults/helpers/faultCh
 import { compareWithNode, type OrphanedRow } from './sim/compare.js'
 import { CHAIN_IDS, EIP7702_ACCOUNT, PAST_FINALITY, type BlockPlan } from './sim/schedule.js'
 import { createSimChain, type SimChain } from './sim/simChain.js'
+import { writeConfigFile } from './helpers/configFile.js'
 
 const cleanups = createCleanups()
 afterAll(() => cleanups.run())
@@ -72,10 +70,7 @@ it('follows a base and a pre-confirming op chain through reorgs on both: each ch
   const mine = (followed: Followed, n: number) => followed.chain.mineBlock(traffic(n, followed.devnet.profile === 'op' ? 300 : 0))
   for (let n = 0; n < 4; n++) for (const followed of chains) await mine(followed, n)
 
-  const dir = mkdtempSync(join(tmpdir(), 'codetrail-multichain-'))
-  const configFile = join(dir, 'codetrail.config.yaml')
-  writeFileSync(
-    configFile,
+  const configFile = writeConfigFile(
     `chains:\n${chains
       .map(
         (c) =>

@@ -1,8 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { Attribution } from 'ox/erc8021'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -15,6 +12,7 @@ import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
 import { spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
+import { writeConfigFile } from './helpers/configFile.js'
 
 const CHAIN_A = 10_001
 const CHAIN_B = 20_002
@@ -35,13 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})
 })
-
-/** A config file of `text` in a directory of its own; its path. */
-function configFileWith(text: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'codetrail-multichain-')), 'codetrail.config.yaml')
-  writeFileSync(file, text)
-  return file
-}
 
 /** The highest block of a chain whose logs the index holds, −1 for none. */
 async function storedHead(db: TestDatabase, chainId: number): Promise<number> {
@@ -178,7 +169,7 @@ describe('the chain id of each RPC endpoint', () => {
     )
     // Chain B's node behind a key in its path, listed first and weighted heaviest among chain A's endpoints.
     const key = 'k3y-0f-chain-b-endpoint'
-    const configFile = configFileWith(
+    const configFile = writeConfigFile(
       `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    headPollMs: 100\n    pendingPollMs: 0\n    rpc:\n      - { url: "${anvilB.url}/?apikey=${key}", weight: 10 }\n      - { url: "${anvilA.url}", weight: 1 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
@@ -220,7 +211,7 @@ describe('the chain id of each RPC endpoint', () => {
       () => redis.cleanup(),
     )
     const dead = `http://127.0.0.1:${await freePort()}`
-    const configFile = configFileWith(
+    const configFile = writeConfigFile(
       `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    pendingPollMs: 0\n    rpc: ["${anvilB.url}", "${dead}"]\n`,
     )
     const daemon = spawnTs(
@@ -257,7 +248,7 @@ describe('two chains in one deployment', () => {
     ])
     const chain = (id: number, name: string, url: string) =>
       `  - { id: ${id}, name: ${name}, rpc: "${url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`
-    const configFile = configFileWith(
+    const configFile = writeConfigFile(
       `rpcTimeoutMs: 3000\nchains:\n${chain(CHAIN_A, 'alpha', nodeA.url)}${chain(CHAIN_B, 'beta', nodeB.url)}`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1')
@@ -359,7 +350,7 @@ describe('two chains in one deployment', () => {
       () => redis.cleanup(),
     )
     const dead = `http://127.0.0.1:${await freePort()}`
-    const configFile = configFileWith(
+    const configFile = writeConfigFile(
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile })
@@ -416,7 +407,7 @@ describe('two chains in one deployment', () => {
     cleanups.push(async () => holder.disconnect())
     await holder.set(`${redis.prefix}:scheduler:${CHAIN_A}`, 'another-process', 'PX', 600_000)
     const dead = `http://127.0.0.1:${await freePort()}`
-    const configFile = configFileWith(
+    const configFile = writeConfigFile(
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${node.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
     )
     const env = await daemonEnv(db, redis.prefix, 'http://unused.invalid:1', { CODETRAIL_CONFIG: configFile, WEBHOOK_ALLOW_PRIVATE: '1' })

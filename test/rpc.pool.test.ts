@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { buildChain } from '../harness/fixtures/chain.js'
@@ -11,6 +8,7 @@ import { silentLogger } from '../src/internal/logger.js'
 import { createRpcClient, createRpcPool } from '../src/rpc/index.js'
 import { planBackfill } from '../src/sync/historical.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
+import { writeConfigFile } from './helpers/configFile.js'
 
 let good: Anvil
 let lagging: Anvil
@@ -34,11 +32,8 @@ afterAll(async () => {
 
 describe('several RPC endpoints for a chain', () => {
   it('takes a dead and a lagging endpoint out of rotation and indexes what the good one serves', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'codetrail-pool-'))
-    const file = join(dir, 'codetrail.config.yaml')
     // The dead and the lagging endpoints carry most of the weight.
-    writeFileSync(
-      file,
+    const file = writeConfigFile(
       `chains:\n  - id: 31337\n    name: devnet\n    rpc:\n      - { url: "${dead}", weight: 10 }\n      - { url: "${lagging.url}", weight: 10 }\n      - { url: "${good.url}", weight: 1 }\n`,
     )
     const config = loadConfig({ DATABASE_URL: db.url, RPC_TIMEOUT_MS: '2000' }, { file })

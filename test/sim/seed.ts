@@ -4,9 +4,8 @@
  * schedule of reorgs, kills, crash points, pending churn, provider faults and a Redis restart, then the
  * chains moved past finality, the processes left to settle, and every filter compared with its chain's node.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { rmSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Queue } from 'bullmq'
 import type { Redis } from 'ioredis'
@@ -41,6 +40,7 @@ import {
   type Schedule,
   type SimFilter,
 } from './schedule.js'
+import { writeConfigFile } from '../helpers/configFile.js'
 
 const SETTLE_TIMEOUT_MS = 180_000
 /** A quiet moment mid-run settles sooner: only the tip, the backfills and the repairs, no finality. */
@@ -450,7 +450,7 @@ async function startChain(
  * The config file of a two-chain seed: both chains, each with its fault proxy, START_BLOCK, filter and
  * registry (the environment keeps the settings both share).
  */
-function writeConfigFile(world: World, websocket: boolean): string {
+function twoChainConfigFile(world: World, websocket: boolean): string {
   const chains = world.chains.map((side) => ({
     id: side.chainId,
     name: side.name,
@@ -464,10 +464,7 @@ function writeConfigFile(world: World, websocket: boolean): string {
     attributionScope: world.scope,
     registry: { address: side.chain.registry.toLowerCase() },
   }))
-  const dir = mkdtempSync(join(tmpdir(), 'codetrail-sim-'))
-  const path = join(dir, 'codetrail.config.json')
-  writeFileSync(path, `${JSON.stringify({ chains }, null, 2)}\n`)
-  return path
+  return writeConfigFile(`${JSON.stringify({ chains }, null, 2)}\n`, 'codetrail.config.json')
 }
 
 /** Runs `seed` against a private Redis (restarted by the schedule) and the shared PostgreSQL. */
@@ -527,7 +524,7 @@ export async function runSeed(seed: number, redis: PrivateRedis): Promise<SeedRe
       BUILDER_CODES_REGISTRY: first.chain.registry.toLowerCase(),
     }
     if (chains.length > 1) {
-      const configFile = writeConfigFile(world, schedule.websocket)
+      const configFile = twoChainConfigFile(world, schedule.websocket)
       cleanups.add(async () => rmSync(dirname(configFile), { recursive: true, force: true }))
       env.CODETRAIL_CONFIG = configFile
     } else Object.assign(env, chainEnv)
