@@ -46,7 +46,8 @@ function createFence(pool: pg.Pool, row: GenerationRow) {
      */
     async check(client: pg.PoolClient, mode: 'share' | 'update' = 'share'): Promise<void> {
       if (generation === undefined) return
-      const { rows } = await client.query<{ generation: string }>(row.read(mode).text, row.read(mode).values)
+      const { text, values } = row.read(mode)
+      const { rows } = await client.query<{ generation: string }>(text, values)
       const current = Number(rows[0]?.generation ?? 0)
       if (current !== generation) throw new LeaseFencedError(row.chainId, generation, current)
     },
