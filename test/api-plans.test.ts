@@ -94,8 +94,7 @@ beforeAll(async () => {
         return async (config: string | pg.QueryConfig, values?: unknown[]) => {
           const text = typeof config === 'string' ? config : config.text
           const parameters = typeof config === 'string' ? values : (config.values ?? values)
-          const { rows } = await target.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values: parameters })
-          plans.push({ text, plan: rows[0]['QUERY PLAN'] })
+          plans.push({ text, plan: await genericPlan(target, text, parameters ?? []) })
           return target.query(config as pg.QueryConfig, values)
         }
       const value = Reflect.get(target, property, target) as unknown
@@ -108,6 +107,34 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.drop()
 })
+
+/** A value as an SQL literal: `EXECUTE` takes its arguments in the statement's text. */
+function literal(client: pg.PoolClient, value: unknown): string {
+  if (value === null || value === undefined) return 'NULL'
+  if (Array.isArray(value))
+    return client.escapeLiteral(`{${value.map((item) => `"${String(item).replaceAll(/["\\]/g, '\\$&')}"`).join(',')}}`)
+  return client.escapeLiteral(value instanceof Date ? value.toISOString() : String(value))
+}
+
+/**
+ * The plan the API runs a statement by: its connections plan each prepared statement once, whatever
+ * the values (`genericPlans` of createStore), so the plan checked is the generic one, not one made for
+ * the values at hand.
+ */
+async function genericPlan(pool: pg.Pool, text: string, values: readonly unknown[]): Promise<unknown> {
+  const client = await pool.connect()
+  try {
+    await client.query('SET plan_cache_mode = force_generic_plan')
+    await client.query(`PREPARE explained AS ${text}`)
+    const args = values.length > 0 ? `(${values.map((value) => literal(client, value)).join(', ')})` : ''
+    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE explained${args}`)
+    await client.query('DEALLOCATE explained')
+    await client.query('RESET plan_cache_mode')
+    return rows[0]['QUERY PLAN']
+  } finally {
+    client.release()
+  }
+}
 
 type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
 

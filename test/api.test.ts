@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
@@ -659,6 +659,39 @@ describe('coverage of /v1/logs and /v1/attributions', () => {
       expect((await get('/v1/attributions?fromBlock=1053')).body.coverage).toEqual(complete)
     } finally {
       await db.store.pool.query('DELETE FROM sync_repairs')
+    }
+  })
+
+  it('reads a page with rows and its coverage in one statement, one snapshot', async () => {
+    const address = addr(0xc0ffee)
+    await db.store.pool.query(
+      `INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason, quarantined_at) VALUES ($1, 'f1', 12, 14, 'reorg', NULL)`,
+      [CHAIN_ID],
+    )
+    await db.store.pool.query(
+      `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
+         address, data, status)
+       SELECT ${CHAIN_ID}, 15, '${hex(15, 64, 'e')}', '${iso(T0)}', '${txHash(0xc0ffee)}', 0, i, 0, '${address}', '0x', 'finalized'
+       FROM generate_series(0, 4) i`,
+    )
+    const statements = vi.spyOn(db.store.pool, 'query')
+    try {
+      const partial = { complete: false, openRepairs: [{ fromBlock: 12, toBlock: 14, reason: 'reorg', quarantined: false }] }
+      for (const page of ['/v1/attributions?limit=3', `/v1/logs?address=${address}&fromBlock=10&toBlock=20&limit=3`]) {
+        statements.mockClear()
+        const { status, body } = await get(page)
+        expect([status, body.items.length, body.coverage], page).toEqual([200, 3, partial])
+        expect(statements, page).toHaveBeenCalledTimes(1)
+      }
+      // An empty page has no row to carry them: they are asked for alone.
+      statements.mockClear()
+      const { body } = await get('/v1/attributions?fromBlock=5&toBlock=13')
+      expect([body.items, body.coverage]).toEqual([[], partial])
+      expect(statements).toHaveBeenCalledTimes(2)
+    } finally {
+      statements.mockRestore()
+      await db.store.pool.query('DELETE FROM sync_repairs')
+      await db.store.pool.query('DELETE FROM logs WHERE address = $1', [address])
     }
   })
 })

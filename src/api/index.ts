@@ -178,6 +178,7 @@ export async function createApi({
       applicationName: 'codetrail-api',
       statementTimeoutMs,
       acquireTimeoutMs: dbAcquireTimeoutMs,
+      genericPlans: true,
     })
   if (!givenStore) owned.push(() => store.close())
   let replica: ReadRouting | undefined

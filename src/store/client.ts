@@ -40,6 +40,14 @@ export type CreateStoreParameters = {
   lockTimeoutMs?: number
   /** Longest wait for a free connection of the pool, in ms; unset: as long as it takes. */
   acquireTimeoutMs?: number
+  /**
+   * Plan each prepared statement once, for every execution (`plan_cache_mode = force_generic_plan`).
+   * For the API, whose statements are built to be index-driven whatever their values (each one's
+   * generic plan is checked by `test/api-plans.test.ts`): left to itself PostgreSQL planned its page
+   * of attributions afresh on every request (a parameter `LIMIT` makes a generic plan look dear),
+   * 0.47 ms of planning for 0.42 ms of execution.
+   */
+  genericPlans?: boolean
 }
 
 /** Opens a connection pool to PostgreSQL. */
@@ -50,6 +58,7 @@ export function createStore({
   statementTimeoutMs,
   lockTimeoutMs = LOCK_TIMEOUT_MS,
   acquireTimeoutMs,
+  genericPlans = false,
 }: CreateStoreParameters): Store {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -58,6 +67,7 @@ export function createStore({
     ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
     lock_timeout: lockTimeoutMs,
     ...(acquireTimeoutMs ? { connectionTimeoutMillis: acquireTimeoutMs } : {}),
+    ...(genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
   })
   // An idle client's error (e.g. the server restarting) must not crash the process; the pool replaces it.
   pool.on('error', () => {})

@@ -11,7 +11,6 @@ import {
   INTERVAL_MS,
   leaderboard,
   listAttributions,
-  openRepairsIn,
   roundToBuckets,
   type AttributionRow,
   type LeaderboardParameters,
@@ -258,7 +257,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
       checkRange(q.since?.getTime(), q.until?.getTime(), 'since', 'until')
       const pageSize = q.limit ?? DEFAULT_LIMIT
-      const { rows, more } = await listAttributions(db, {
+      const { rows, more, openRepairs } = await listAttributions(db, {
         chainId,
         builderCode: q.builderCode,
         walletAddress: q.walletAddress,
@@ -272,12 +271,11 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         after: q.cursor,
         limit: pageSize,
       })
-      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
       return {
         items: rows.map(toItem),
         nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null,
-        coverage: coverageOf(repairs),
+        coverage: coverageOf(openRepairs),
       }
     },
   )

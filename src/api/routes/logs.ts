@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { requestedChain, type ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
-import { hasLeadingLogFilter, listLogs, logKey, openRepairsIn, type LogRow } from '../../store/reads/index.js'
+import { hasLeadingLogFilter, listLogs, logKey, type LogRow } from '../../store/reads/index.js'
 import { ApiError } from '../errors.js'
 import {
   chainIdParam,
@@ -128,7 +128,7 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ..
       if (!hasLeadingLogFilter({ addresses: q.address, topics }) && topics.some((values) => values !== undefined))
         throw new ApiError(400, 'unindexed_filter', 'topic1, topic2 and topic3 filter only together with address or topic0.')
       const pageSize = q.limit ?? DEFAULT_LIMIT
-      const { rows, more } = await listLogs(db, {
+      const { rows, more, openRepairs } = await listLogs(db, {
         chainId,
         addresses: q.address,
         topics,
@@ -139,12 +139,11 @@ export const logRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ..
         after: q.cursor,
         limit: pageSize,
       })
-      const repairs = await openRepairsIn(db, chainId, q.fromBlock, q.toBlock)
       const last = rows.at(-1)
       return {
         items: rows.map(toItem),
         nextCursor: more && last ? encodeCursor(CURSOR_VERSION, logKey(last)) : null,
-        coverage: coverageOf(repairs),
+        coverage: coverageOf(openRepairs),
       }
     },
   )

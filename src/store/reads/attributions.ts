@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { queryPrepared, type Database } from '../client.js'
+import { openRepairsColumn, openRepairsIn, openRepairsOf, type OpenRepair } from './status.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
@@ -76,22 +77,23 @@ const attributionColumns = {
 }
 
 /**
- * One page of attributions, newest block first, plus whether more follow. The keyset is unique and
- * rows are compared to the last one seen, so rows inserted while a client pages never shift a page:
- * nothing is skipped or repeated. The query is built once per combination of filters, its values
- * filled in per request.
+ * One page of attributions, newest block first, plus whether more follow and the open repairs over
+ * its block range (read by the page's own statement; alone only when the page is empty). The keyset is
+ * unique and rows are compared to the last one seen, so rows inserted while a client pages never
+ * shift a page: nothing is skipped or repeated. The query is built once per combination of filters,
+ * its values filled in per request.
  */
 export async function listAttributions(
   db: Database,
   parameters: ListAttributionsParameters,
-): Promise<{ rows: AttributionRow[]; more: boolean }> {
+): Promise<{ rows: AttributionRow[]; more: boolean; openRepairs: OpenRepair[] }> {
   const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit } = parameters
   const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
   const shape = `attributions:${Object.entries(given)
     .filter(([, value]) => value !== undefined)
     .map(([name]) => name)
     .join(',')}:${includeRemoved ? 'all' : 'live'}`
-  const rows = await queryPrepared<AttributionRow>(db, shape, () => listQuery(db, parameters), {
+  const rows = await queryPrepared<AttributionRow & { open_repairs: string | null }>(db, shape, () => listQuery(db, parameters), {
     chainId,
     builderCode,
     walletAddress,
@@ -107,8 +109,11 @@ export async function listAttributions(
     after3: after?.[3],
     after4: after?.[4],
     limit: limit + 1,
+    repairsFrom: fromBlock ?? 0,
+    repairsTo: toBlock ?? Number.MAX_SAFE_INTEGER,
   })
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  const openRepairs = rows.length > 0 ? openRepairsOf(rows[0]!.open_repairs) : await openRepairsIn(db, chainId, fromBlock, toBlock)
+  return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
 
 /** The list query for the filters `parameters` has, with a placeholder for each value (see {@link listAttributions}). */
@@ -154,7 +159,10 @@ function listQuery(
       sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
     )
   return db
-    .select(attributionColumns)
+    .select({
+      ...attributionColumns,
+      openRepairs: openRepairsColumn(value('chainId'), value('repairsFrom'), value('repairsTo')).as('open_repairs'),
+    })
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
     .where(and(...where))

@@ -20,5 +20,5 @@ export {
 export { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from './builderCodes.js'
 export { getIndexedHead } from './health.js'
 export { hasLeadingLogFilter, listLogs, logKey, type LogRow } from './logs.js'
-export { getSyncStatus, listChainSummaries, openRepairsIn, PENDING_RATE_WINDOW_SECONDS, type SyncStatus } from './status.js'
+export { getSyncStatus, listChainSummaries, PENDING_RATE_WINDOW_SECONDS, type SyncStatus } from './status.js'
 export { getTransactionAttribution } from './transactions.js'

@@ -1,6 +1,7 @@
 import { and, asc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../client.js'
 import { logs, type Status } from '../schema.js'
+import { openRepairsColumn, openRepairsIn, openRepairsOf, type OpenRepair } from './status.js'
 
 /**
  * Keyset of the log list, oldest first like `eth_getLogs`: block number and log index, then what tells
@@ -79,12 +80,13 @@ function compareKeys(a: LogKey, b: LogKey): number {
  * Filtered by address or topic0, an index led by that column serves it. Otherwise the block order
  * does, and no one index holds every row in it: confirmed and finalized rows are read from the
  * canonical key (status <> 'pending'), pre-confirmed ones from their own partial indexes, each part
- * a page long, merged here; so a page costs a page, not history.
+ * a page long, merged here; so a page costs a page, not history. The open repairs over its block range
+ * come with the page's rows (alone only when it has none), as {@link listAttributions}' do.
  */
 export async function listLogs(
   db: Database,
   { chainId, addresses, topics, fromBlock, toBlock, statuses, includeRemoved, after, limit }: ListLogsParameters,
-): Promise<{ rows: LogRow[]; more: boolean }> {
+): Promise<{ rows: LogRow[]; more: boolean; openRepairs: OpenRepair[] }> {
   const where: SQL[] = [eq(logs.chainId, chainId)]
   if (addresses !== undefined) where.push(inArray(logs.address, [...addresses]))
   topics.forEach((values, position) => {
@@ -100,13 +102,13 @@ export async function listLogs(
     )
   const page = (part: SQL[]) =>
     db
-      .select(LOG_COLUMNS)
+      .select({ ...LOG_COLUMNS, openRepairs: openRepairsColumn(chainId, fromBlock, toBlock) })
       .from(logs)
       .where(and(...where, ...part))
       .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.blockHash), asc(logs.transactionHash), asc(logs.txLogOrdinal))
       .limit(limit + 1)
 
-  let rows: LogRow[]
+  let rows: (LogRow & { openRepairs: string | null })[]
   if (hasLeadingLogFilter({ addresses, topics })) rows = await page([])
   else {
     const wants = (status: Status) => statuses === undefined || statuses.includes(status)
@@ -122,7 +124,8 @@ export async function listLogs(
       .sort((a, b) => compareKeys(logKey(a), logKey(b)))
       .slice(0, limit + 1)
   }
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  const openRepairs = rows.length > 0 ? openRepairsOf(rows[0]!.openRepairs) : await openRepairsIn(db, chainId, fromBlock, toBlock)
+  return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
 
 export function logKey(row: Pick<LogRow, 'blockNumber' | 'logIndex' | 'blockHash' | 'transactionHash' | 'txLogOrdinal'>): LogKey {
