@@ -1,8 +1,8 @@
 /**
  * `logs` is partitioned by month of block time: the leader creates months ahead (moving rows that
  * `logs_default` holds for them), pending rows whose time changes stay one row per (transaction,
- * ordinal) as they move between months, and retention drops a whole month only when every row of it
- * may go.
+ * ordinal) as they move between months, and retention drops a whole month when every row of it may go
+ * or is one of a few it must keep, which move into `logs_default`.
  */
 import pg from 'pg'
 import { encodeAbiParameters, toEventSelector } from 'viem'
@@ -145,7 +145,7 @@ describe('logs partitioned by month', () => {
     expect(after[0].n).toBe(1)
   })
 
-  it('retention drops a month only when every row of it may go, and deletes in batches elsewhere', async () => {
+  it('retention drops a month when every row of it may go or is one of a few kept (moved to logs_default), and deletes in batches elsewhere', async () => {
     const pool = db.store.pool
     expect(await ensureLogPartitions(pool, new Date('2020-01-15T00:00:00Z'))).toEqual(['logs_p2020_01', 'logs_p2020_02', 'logs_p2020_03'])
     await ensureLogPartitions(pool, new Date('2020-03-15T00:00:00Z'))
@@ -155,42 +155,39 @@ describe('logs partitioned by month', () => {
     await insertLogs(chainId, 100, 20, '2020-01-10T00:00:00Z')
     await insertLogs(chainId, 150, 1, '2020-01-11T00:00:00Z', { status: 'pending' })
     await pool.query(`UPDATE logs SET removed = true, block_hash = $2 WHERE chain_id = $1 AND status = 'pending'`, [chainId, ZERO_HASH])
-    // February: one of the registry's logs among finalized rows (of another chain: partitions hold every chain). Stays.
+    // February: one of the registry's logs among finalized rows (of another chain: partitions hold every chain). Goes; the registry's log moves.
     await insertLogs(chainId, 200, 20, '2020-02-10T00:00:00Z')
     await insertLogs(CHAIN_ID, 250, 1, '2020-02-11T00:00:00Z', { address: REGISTRY })
     // March: one confirmed row not finalized yet. Stays.
     await insertLogs(chainId, 300, 20, '2020-03-10T00:00:00Z')
     await insertLogs(chainId, 2000, 1, '2020-03-11T00:00:00Z', { status: 'confirmed' })
-    // April: rows under an open repair. Stays.
+    // April: rows under an open repair. Goes; those rows move.
     await insertLogs(chainId, 400, 20, '2020-04-10T00:00:00Z')
     await pool.query(`INSERT INTO sync_repairs (chain_id, filter_id, from_block, to_block, reason) VALUES ($1, 'f', 405, 406, 'reorg')`, [
       chainId,
     ])
     // June (ends after the cutoff) stays whatever it holds.
 
+    const registryCodes = async () =>
+      (await pool.query(`SELECT chain_id, builder_code, registered_block::int FROM registry_codes ORDER BY 1, 2`)).rows
+    const codesBefore = await registryCodes()
+
     const pruned = await pruneRawHistory(pool, chainId, new Date('2020-06-01T00:00:00Z'))
-    expect(pruned.partitions).toEqual(['logs_p2020_01'])
+    // May (with the rows and registry log of the test above) ends at the cutoff: it goes too, its registry log moved.
+    expect([pruned.partitions, pruned.moved]).toEqual([['logs_p2020_01', 'logs_p2020_02', 'logs_p2020_04', 'logs_p2020_05'], 4])
     const { rows: months } = await pool.query(
       `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'logs'::regclass AND c.relname LIKE 'logs_p2020%' ORDER BY 1`,
     )
-    expect(months.map((row) => row.relname)).toEqual([
-      'logs_p2020_02',
-      'logs_p2020_03',
-      'logs_p2020_04',
-      'logs_p2020_05',
-      'logs_p2020_06',
-      'logs_p2020_07',
-      'logs_p2020_08',
-    ])
-    // The batched delete took the rest of what may go: February's and March's finalized rows, April's outside the repair.
+    expect(months.map((row) => row.relname)).toEqual(['logs_p2020_03', 'logs_p2020_06', 'logs_p2020_07', 'logs_p2020_08'])
+    // The batched delete took the rest of what may go: March's finalized rows.
     expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([
+      { partition: 'logs_default', n: 2 },
       { partition: 'logs_p2020_03', n: 1 },
-      { partition: 'logs_p2020_04', n: 2 },
     ])
-    expect(pruned.logs).toBe(21 + 20 + 20 + 18)
-    expect(await partitionsOf('chain_id = $1 AND address = $2', [CHAIN_ID, REGISTRY])).toEqual([
-      { partition: 'logs_p2020_02', n: 1 },
-      { partition: 'logs_p2020_05', n: 1 },
-    ])
+    // January 21, February 20, March 20 (deleted), April 18, and May's 5 of chain 8453 (finalized, not the registry's).
+    expect(pruned.logs).toBe(21 + 20 + 20 + 18 + 5)
+    expect(await partitionsOf('chain_id = $1 AND address = $2', [CHAIN_ID, REGISTRY])).toEqual([{ partition: 'logs_default', n: 2 }])
+    // Moved, not removed and inserted again: the codes the registry's logs hold are as they were.
+    expect(await registryCodes()).toEqual(codesBefore)
   })
 })

@@ -102,6 +102,7 @@ describe('retention of raw history', () => {
       logs: 0,
       transactions: 0,
       partitions: [],
+      moved: 0,
     })
   })
 })

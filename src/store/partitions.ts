@@ -82,50 +82,76 @@ export async function ensureLogPartitions(pool: pg.Pool, now = new Date()): Prom
 }
 
 /**
- * Detaches and drops each month partition of `logs` that ends at or before `cutoff` and whose rows
- * retention may all let go of, whatever their chain: finalized and outside every repair, none the
- * registry's, or pre-confirmed rows that were dropped (`pending` and removed) at a height at or below
- * their chain's finalized block, which nothing claims again. A partition with any other row stays,
- * for the batched delete. The partition is closed to writes while it is checked; a partition whose lock
- * is not granted within a few seconds is left for the next pass. Returns the rows dropped.
+ * Most rows a month partition may hold that retention must keep (the registry's logs, rows under an open
+ * repair) for the month to be dropped anyway: they are moved into `logs_default` first, while `logs` is
+ * locked for the detach. A month holding more keeps the batched delete.
  */
-export async function dropExpiredLogPartitions(pool: pg.Pool, cutoff: Date): Promise<{ partitions: string[]; logs: number }> {
+export const KEPT_ROWS_MOVED_AT_MOST = 10_000
+
+/**
+ * Detaches and drops each month partition of `logs` that ends at or before `cutoff` and whose rows
+ * retention may let go of, whatever their chain: finalized, or pre-confirmed rows that were dropped
+ * (`pending` and removed) at a height at or below their chain's finalized block, which nothing claims
+ * again. Rows it must keep even so — the registry's logs (`registry_tokens` is recomputed from them) and
+ * rows under an open repair — move into `logs_default` as the month goes, when there are at most
+ * {@link KEPT_ROWS_MOVED_AT_MOST} (a deployment that follows the BuilderCodes registry has some in most
+ * months); they move unchanged, with `logs_default`'s triggers off, so `registry_tokens` stays as it is.
+ * A month with a row not finalized, or with more rows to keep, stays for the batched delete. The
+ * partition is closed to writes while it is checked; one whose lock is not granted within a few
+ * seconds is left for the next pass. Returns the partitions dropped, the rows let go and the rows moved.
+ */
+export async function dropExpiredLogPartitions(
+  pool: pg.Pool,
+  cutoff: Date,
+): Promise<{ partitions: string[]; logs: number; moved: number }> {
   const dropped: string[] = []
   let logs = 0
+  let moved = 0
   for (const { name, to } of await logMonthPartitions(pool)) {
     if (to > cutoff) continue
-    const rows = await withTransaction(pool, async (client) => {
+    const counts = await withTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [LOG_PARTITIONS_LOCK])
       await client.query(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`)
       await client.query(`LOCK TABLE ${name} IN SHARE MODE`)
       const {
         rows: [scan],
-      } = await client.query<{ rows: string; kept: string }>(
+      } = await client.query<{ rows: string; open: string }>(
         `SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (l.status = 'finalized'
-           OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS kept
+           OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS open
          FROM ${name} l`,
       )
-      if (Number(scan!.kept) > 0) return null
-      // Every row is finalized (or a terminal dropped pre-confirmation): the canonical key finds repairs' rows.
-      const {
-        rows: [needed],
-      } = await client.query<{ any: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM builder_code_registries g WHERE EXISTS (SELECT 1 FROM ${name} l WHERE l.chain_id = g.chain_id AND l.address = g.address))
-             OR EXISTS (SELECT 1 FROM sync_repairs r WHERE EXISTS (SELECT 1 FROM ${name} l WHERE l.chain_id = r.chain_id
-               AND l.block_number BETWEEN r.from_block AND r.to_block)) AS any`,
+      if (Number(scan!.open) > 0) return null
+      // The rows kept, found through the partition's indexes (the registries' addresses; the canonical key for
+      // the repairs' blocks: a dropped pre-confirmation at a finalized height is nothing a repair reads) and
+      // taken aside before the detach, so logs is locked only for the move of the few there are.
+      const { rowCount } = await client.query(
+        `CREATE TEMP TABLE kept_logs ON COMMIT DROP AS SELECT * FROM (
+           SELECT l.* FROM ${name} l JOIN builder_code_registries g ON g.chain_id = l.chain_id AND g.address = l.address
+           UNION
+           SELECT l.* FROM sync_repairs r JOIN ${name} l ON l.chain_id = r.chain_id AND l.status <> 'pending'
+             AND l.block_number BETWEEN r.from_block AND r.to_block) kept
+         LIMIT ${KEPT_ROWS_MOVED_AT_MOST + 1}`,
       )
-      if (needed!.any) return null
+      const kept = rowCount ?? 0
+      if (kept > KEPT_ROWS_MOVED_AT_MOST) return null
       await client.query(`ALTER TABLE logs DETACH PARTITION ${name}`)
+      if (kept > 0) {
+        // The month's range belongs to no partition now, so logs_default takes its rows.
+        await client.query('ALTER TABLE logs_default DISABLE TRIGGER USER')
+        await client.query('INSERT INTO logs_default SELECT * FROM kept_logs')
+        await client.query('ALTER TABLE logs_default ENABLE TRIGGER USER')
+      }
       await client.query(`DROP TABLE ${name}`)
-      return Number(scan!.rows)
+      return { logs: Number(scan!.rows) - kept, moved: kept }
     }).catch((error: { code?: string }) => {
       // lock_not_available or deadlock_detected (a writer reached the partition first): tried again at the next pass.
       if (error.code === '55P03' || error.code === '40P01') return null
       throw error
     })
-    if (rows === null) continue
+    if (counts === null) continue
     dropped.push(name)
-    logs += rows
+    logs += counts.logs
+    moved += counts.moved
   }
-  return { partitions: dropped, logs }
+  return { partitions: dropped, logs, moved }
 }

@@ -20,7 +20,8 @@ const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
 
 /**
  * Lets go of what retention may. First whole month partitions of `logs` older than `cutoff` whose rows
- * may all go (every chain's: partitions are shared) are detached and dropped. Then the rest is deleted,
+ * may go (every chain's: partitions are shared) are detached and dropped, the few rows kept moved into
+ * `logs_default` (`moved`; see dropExpiredLogPartitions). Then the rest is deleted,
  * oldest blocks first, in statements of `batch` rows walked in block order from the oldest (an index
  * range scan each), until the oldest rows walked are younger than `cutoff`. Rows kept for a reason above
  * are stepped over, never walked again in this pass. `logs` counts the rows of dropped partitions too.
@@ -30,7 +31,7 @@ export async function pruneRawHistory(
   chainId: number,
   cutoff: Date,
   batch = RETENTION_BATCH,
-): Promise<{ logs: number; transactions: number; partitions: string[] }> {
+): Promise<{ logs: number; transactions: number; partitions: string[]; moved: number }> {
   const dropped = await dropExpiredLogPartitions(db, cutoff)
   const deleted = await pruneWalk(db, chainId, cutoff, batch, {
     // The canonical key (status <> 'pending') orders them by block.
@@ -43,7 +44,7 @@ export async function pruneRawHistory(
            ORDER BY t.block_number LIMIT $3`,
     prune: `DELETE FROM transactions t WHERE t.chain_id = $1 AND t.block_number BETWEEN $3 AND $4 AND ${PRUNABLE_TRANSACTION}`,
   })
-  return { logs: dropped.logs + deleted, transactions, partitions: dropped.partitions }
+  return { logs: dropped.logs + deleted, transactions, partitions: dropped.partitions, moved: dropped.moved }
 }
 
 async function pruneWalk(
