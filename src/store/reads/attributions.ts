@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { queryPrepared, type Database } from '../client.js'
-import { openRepairsColumn, openRepairsIn, openRepairsOf, type OpenRepair } from './status.js'
+import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
@@ -109,10 +109,9 @@ export async function listAttributions(
     after3: after?.[3],
     after4: after?.[4],
     limit: limit + 1,
-    repairsFrom: fromBlock ?? 0,
-    repairsTo: toBlock ?? Number.MAX_SAFE_INTEGER,
+    ...repairRange(fromBlock, toBlock),
   })
-  const openRepairs = rows.length > 0 ? openRepairsOf(rows[0]!.open_repairs) : await openRepairsIn(db, chainId, fromBlock, toBlock)
+  const openRepairs = await pageOpenRepairs(db, rows[0]?.open_repairs, chainId, fromBlock, toBlock)
   return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
 
@@ -161,7 +160,7 @@ function listQuery(
   return db
     .select({
       ...attributionColumns,
-      openRepairs: openRepairsColumn(value('chainId'), value('repairsFrom'), value('repairsTo')).as('open_repairs'),
+      openRepairs: openRepairsColumn(value('chainId'), value('from'), value('to')).as('open_repairs'),
     })
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))

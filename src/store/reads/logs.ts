@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../client.js'
 import { logs, type Status } from '../schema.js'
-import { openRepairsColumn, openRepairsIn, openRepairsOf, type OpenRepair } from './status.js'
+import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
 
 /**
  * Keyset of the log list, oldest first like `eth_getLogs`: block number and log index, then what tells
@@ -100,9 +100,10 @@ export async function listLogs(
     where.push(
       sql`(${logs.blockNumber}, ${logs.logIndex}, ${logs.blockHash}, ${logs.transactionHash}, ${logs.txLogOrdinal}) > (${after[0]}, ${after[1]}, ${after[2]}, ${after[3]}, ${after[4]})`,
     )
+  const repairs = repairRange(fromBlock, toBlock)
   const page = (part: SQL[]) =>
     db
-      .select({ ...LOG_COLUMNS, openRepairs: openRepairsColumn(chainId, fromBlock, toBlock) })
+      .select({ ...LOG_COLUMNS, openRepairs: openRepairsColumn(chainId, repairs.from, repairs.to) })
       .from(logs)
       .where(and(...where, ...part))
       .orderBy(asc(logs.blockNumber), asc(logs.logIndex), asc(logs.blockHash), asc(logs.transactionHash), asc(logs.txLogOrdinal))
@@ -124,7 +125,7 @@ export async function listLogs(
       .sort((a, b) => compareKeys(logKey(a), logKey(b)))
       .slice(0, limit + 1)
   }
-  const openRepairs = rows.length > 0 ? openRepairsOf(rows[0]!.openRepairs) : await openRepairsIn(db, chainId, fromBlock, toBlock)
+  const openRepairs = await pageOpenRepairs(db, rows[0]?.openRepairs, chainId, fromBlock, toBlock)
   return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
 

@@ -79,30 +79,29 @@ export type OpenRepair = { fromBlock: number; toBlock: number; reason: 'reorg' |
 /** Most open repairs one answer lists: past that, `complete: false` alone says enough. */
 const OPEN_REPAIRS_LISTED = 100
 
+/** `[fromBlock, toBlock]` with an open end made the first or last block there can be, as the repairs are compared with it. */
+export const repairRange = (fromBlock?: number, toBlock?: number) => ({ from: fromBlock ?? 0, to: toBlock ?? Number.MAX_SAFE_INTEGER })
+
 /**
- * The open repairs of {@link openRepairsIn} as one column, JSON text or null when there are none
- * (read it with {@link openRepairsOf}): a page's own statement carries it, so the page and its
- * coverage are one round trip and one snapshot. An InitPlan, computed once per statement whatever the
- * rows. With the API's statements planned once (`genericPlans`), the API bench at 10 M attributions
- * served 20–40 % more requests per second, on 0.1–0.3 ms less CPU per request in each of the API and
- * PostgreSQL.
+ * The open repairs of {@link openRepairsIn} over `[from, to]` (see {@link repairRange}) as one column,
+ * JSON text or null when there are none (read by {@link pageOpenRepairs}): a page's own statement
+ * carries it, so the page and its coverage are one round trip and one snapshot. An InitPlan, computed
+ * once per statement whatever the rows. With the API's statements planned once (`genericPlans`), the
+ * API bench at 10 M attributions served 20–40 % more requests per second, on 0.1–0.3 ms less CPU per
+ * request in each of the API and PostgreSQL.
  */
-export function openRepairsColumn(
-  chainId: number | Placeholder,
-  fromBlock: number | Placeholder | undefined,
-  toBlock: number | Placeholder | undefined,
-): SQL<string | null> {
+export function openRepairsColumn(chainId: number | Placeholder, from: number | Placeholder, to: number | Placeholder): SQL<string | null> {
   return sql<
     string | null
   >`(select json_agg(json_build_array(r.from_block, r.to_block, r.reason, r.quarantined) order by r.from_block, r.to_block)::text
     from (select from_block::int8 as from_block, to_block::int8 as to_block, min(reason) as reason, bool_or(quarantined_at is not null) as quarantined
       from sync_repairs
-      where chain_id = ${chainId} and to_block >= ${fromBlock ?? 0} and from_block <= ${toBlock ?? Number.MAX_SAFE_INTEGER}
+      where chain_id = ${chainId} and to_block >= ${from} and from_block <= ${to}
       group by from_block, to_block order by from_block, to_block limit ${OPEN_REPAIRS_LISTED}) r)`
 }
 
 /** The repairs an {@link openRepairsColumn} holds. */
-export function openRepairsOf(column: string | null): OpenRepair[] {
+function openRepairsOf(column: string | null): OpenRepair[] {
   if (column === null) return []
   return (JSON.parse(column) as [number, number, OpenRepair['reason'], boolean][]).map(([fromBlock, toBlock, reason, quarantined]) => ({
     fromBlock,
@@ -110,6 +109,20 @@ export function openRepairsOf(column: string | null): OpenRepair[] {
     reason,
     quarantined,
   }))
+}
+
+/**
+ * The open repairs over a page's block range: those its first row carries ({@link openRepairsColumn};
+ * `firstRow` undefined when the page has no row), else asked for alone.
+ */
+export async function pageOpenRepairs(
+  db: Database,
+  firstRow: string | null | undefined,
+  chainId: number,
+  fromBlock?: number,
+  toBlock?: number,
+): Promise<OpenRepair[]> {
+  return firstRow === undefined ? openRepairsIn(db, chainId, fromBlock, toBlock) : openRepairsOf(firstRow)
 }
 
 /**
@@ -121,9 +134,8 @@ export async function openRepairsIn(db: Database, chainId: number, fromBlock?: n
   const [row] = await queryPrepared<{ open_repairs: string | null }>(
     db,
     'open-repairs-in',
-    () =>
-      sql`select ${openRepairsColumn(sql.placeholder('chainId'), sql.placeholder('fromBlock'), sql.placeholder('toBlock'))} as open_repairs`,
-    { chainId, fromBlock: fromBlock ?? 0, toBlock: toBlock ?? Number.MAX_SAFE_INTEGER },
+    () => sql`select ${openRepairsColumn(sql.placeholder('chainId'), sql.placeholder('from'), sql.placeholder('to'))} as open_repairs`,
+    { chainId, ...repairRange(fromBlock, toBlock) },
   )
   return openRepairsOf(row!.open_repairs)
 }
