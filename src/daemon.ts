@@ -34,7 +34,8 @@ import { runEvery, sleep } from './utils/loop.js'
 import {
   createDeliveryLeaseFence,
   createStore,
-  ensureLogPartitions,
+  ensureMonthPartitions,
+  MONTH_PARTITIONS_CHECK_MS,
   indexedChainIds,
   pruneRawHistory,
   runMigrations,
@@ -54,8 +55,6 @@ const REGISTRY_BACKFILL_CHECK_MS = 60_000
 const GAS_SWEEP_MS = 15_000
 /** How often the leader deletes raw history older than RETENTION_LOGS_DAYS (each pass in short batches). */
 const RETENTION_CHECK_MS = 10 * 60_000
-/** How often the leader makes sure `logs` has its month partitions ready (this month and the next two). */
-const LOG_PARTITIONS_CHECK_MS = 60 * 60_000
 /** Longest drain lease of a webhook subscription: a killed worker's subscription is drained again after it. */
 const DRAIN_LEASE_MS = 10_000
 /** Connections of the webhook deliveries (each holds one per query, two queries per window of events). */
@@ -375,9 +374,9 @@ async function startChainScheduler({
         { signal, logger, name: 'gas-sweep' },
       )
       const logPartitions = runEvery(
-        LOG_PARTITIONS_CHECK_MS,
+        MONTH_PARTITIONS_CHECK_MS,
         async () => {
-          const created = await ensureLogPartitions(indexer.store.pool)
+          const created = await ensureMonthPartitions(indexer.store.pool, 'logs')
           if (created.length > 0) logger.info({ chain_id: indexer.chainId, partitions: created }, 'log partitions created')
         },
         { signal, logger, name: 'log-partitions' },

@@ -7,7 +7,7 @@ import { getIndexedHead } from '../src/store/reads/health.js'
 import { listLogs } from '../src/store/reads/logs.js'
 import { openRepairsIn } from '../src/store/reads/status.js'
 import { getTransactionAttribution } from '../src/store/reads/transactions.js'
-import { ensureLogPartitions, schema, type Database } from '../src/store/index.js'
+import { ensureMonthPartitions, latestEventId, listDeliveries, owedEvents, readEvents, schema, type Database } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
@@ -21,16 +21,21 @@ const LARGE = new Set([
   'builder_code_role_buckets',
   'builder_code_bucket_senders',
   'builder_code_senders',
+  'webhook_events',
+  'webhook_deliveries',
 ])
 const LOGS = 200_000
 const ATTRIBUTIONS = 120_000
 const OTHER_ATTRIBUTIONS = 30_000
+const EVENTS = 60_000
 const T0 = Date.UTC(2026, 9, 1) / 1000
 
 let db: TestDatabase
 /** The statements the API queries ran since the last `take()`, each with its plan for the values it ran with. */
 let plans: { text: string; plan: unknown }[] = []
 let explained: Database
+/** The same pool as `explained`, for the reads that take a pool: the stream's and delivery's. */
+let explainedPool: pg.Pool
 let seededPartitions = new Set<string>()
 
 const hash = (expression: string) => `'0x' || md5(${expression}) || md5('x' || ${expression})`
@@ -39,7 +44,7 @@ beforeAll(async () => {
   db = await createTestDatabase()
   const pool = db.store.pool
   // Logs span October to December 2026, a partition each.
-  await ensureLogPartitions(pool, new Date(T0 * 1000))
+  await ensureMonthPartitions(pool, 'logs', new Date(T0 * 1000))
   await pool.query(
     `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal,
        address, topic0, topic1, topic2, topic3, data, status)
@@ -80,13 +85,43 @@ beforeAll(async () => {
        'finalized'
      FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
   )
+  // Published webhook events over the same months, a partition each.
+  await ensureMonthPartitions(pool, 'webhook_events', new Date(T0 * 1000))
+  await pool.query(
+    `INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, sender, block_number, block_timestamp, status, removed, created_at)
+     SELECT 'attribution.confirmed', ${CHAIN_ID}, ${hash('i::text')}, '', 'code_' || (i % 500), '0x', i / 10, to_timestamp(${T0} + i * 120),
+       'confirmed', false, to_timestamp(${T0} + i * 120)
+     FROM generate_series(1, ${EVENTS}) i`,
+  )
+  await pool.query(
+    `INSERT INTO webhook_subscriptions (id, url, secret, events) VALUES ('wh_00000000000000f1', 'http://127.0.0.1:9/', 'whsec_x', '{}')`,
+  )
+  await pool.query(
+    `INSERT INTO webhook_outstanding (subscription_id, event_id, tx_hash) SELECT 'wh_00000000000000f1', id, tx_hash FROM webhook_events WHERE id % 1000 = 0`,
+  )
+  await ensureMonthPartitions(pool, 'webhook_deliveries', new Date(T0 * 1000))
+  await pool.query(
+    `INSERT INTO webhook_deliveries (subscription_id, event_id, ok, duration_ms, created_at)
+     SELECT 'wh_00000000000000f1', id, true, 1, created_at FROM webhook_events`,
+  )
   await pool.query('ANALYZE')
-  // The partitions of logs that hold the seeded history (a scan of an empty one, ahead or the default, costs nothing).
+  // The partitions that hold the seeded history (a scan of an empty one, ahead or the default, costs nothing).
   const { rows: seeded } = await pool.query<{ relname: string }>(
-    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'logs'::regclass AND c.reltuples > 0`,
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent IN ('logs'::regclass, 'webhook_events'::regclass, 'webhook_deliveries'::regclass) AND c.reltuples > 0`,
   )
   seededPartitions = new Set(seeded.map((row) => row.relname))
-  expect([...seededPartitions].sort()).toEqual(['logs_p2026_10', 'logs_p2026_11', 'logs_p2026_12'])
+  expect([...seededPartitions].sort()).toEqual([
+    'logs_p2026_10',
+    'logs_p2026_11',
+    'logs_p2026_12',
+    'webhook_deliveries_p2026_10',
+    'webhook_deliveries_p2026_11',
+    'webhook_deliveries_p2026_12',
+    'webhook_events_p2026_10',
+    'webhook_events_p2026_11',
+    'webhook_events_p2026_12',
+  ])
   const real = db.store.pool
   const proxy = new Proxy(real, {
     get(target, property) {
@@ -102,6 +137,7 @@ beforeAll(async () => {
     },
   })
   explained = drizzle(proxy, { schema }) as unknown as Database
+  explainedPool = proxy
 }, 600_000)
 
 afterAll(async () => {
@@ -267,5 +303,15 @@ describe('API query plans on a seeded database with statistics', () => {
     }
     const { since, until } = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 86_400) * 1000))
     expect(await sequentialScans(() => leaderboard(explained, { chainId: chains, since, until, limit: 20 }))).toEqual([])
+  })
+
+  it("the stream, a subscription's owed events and deliveries, and the newest event id read the webhook tables through their partitions' indexes", async () => {
+    expect(await sequentialScans(() => readEvents(explainedPool, { after: 0, limit: 100 }))).toEqual([])
+    expect(
+      await sequentialScans(() => readEvents(explainedPool, { after: EVENTS - 500, limit: 100, filter: { builderCodes: ['code_3'] } })),
+    ).toEqual([])
+    expect(await sequentialScans(() => owedEvents(explainedPool, 'wh_00000000000000f1', 100))).toEqual([])
+    expect(await sequentialScans(() => latestEventId(explainedPool))).toEqual([])
+    expect(await sequentialScans(() => listDeliveries(explainedPool, 'wh_00000000000000f1', 50))).toEqual([])
   })
 })

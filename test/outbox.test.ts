@@ -449,7 +449,7 @@ describe('the outbox cost and retention', () => {
         enqueue: async () => {},
         retentionDays: 30,
       }).prune()
-      expect(pruned).toEqual({ events: 1, deliveries: 1 })
+      expect(pruned).toEqual({ events: 1, deliveries: 1, partitions: [], moved: 0 })
       const left = (await readEvents(db.store.pool, { after: 0, limit: 10_000, filter: { builderCodes: ['bc_old_events'] } })).map(
         (e) => e.id,
       )

@@ -1,15 +1,27 @@
 /**
- * `logs` is partitioned by month of block time: the leader creates months ahead (moving rows that
- * `logs_default` holds for them), pending rows whose time changes stay one row per (transaction,
- * ordinal) as they move between months, and retention drops a whole month when every row of it may go
- * or is one of a few it must keep, which move into `logs_default`.
+ * `logs` is partitioned by month of block time, and the webhook tables by month of their rows' creation:
+ * months are created ahead (moving rows the default partition holds for them), pending logs whose time
+ * changes stay one row per (transaction, ordinal) as they move between months, and retention drops a
+ * whole month when every row of it may go or is one of a few it must keep, which move into the default
+ * partition.
  */
 import pg from 'pg'
 import { encodeAbiParameters, toEventSelector } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { builderCodesRegistryAbi } from '../src/attribution/registry.js'
 import { applyDefinitions } from '../src/store/migrate.js'
-import { ensureLogPartitions, pruneRawHistory, runMigrations, toLogRows, upsertPendingLogs, type LogInput } from '../src/store/index.js'
+import { createDispatcher } from '../src/delivery/dispatcher.js'
+import {
+  ensureMonthPartitions,
+  owedEvents,
+  pruneRawHistory,
+  readEvents,
+  runMigrations,
+  toLogRows,
+  upsertPendingLogs,
+  type LogInput,
+} from '../src/store/index.js'
+import { silentLogger } from '../src/internal/logger.js'
 import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
 const CHAIN_ID = 8453
@@ -103,8 +115,12 @@ describe('logs partitioned by month', () => {
     expect(await codes()).toEqual([{ builder_code: 'bc_moved', registered_block: 500100 }])
     expect(await partitionsOf('block_number >= 500000 AND block_number < 600000')).toEqual([{ partition: 'logs_default', n: 6 }])
 
-    expect(await ensureLogPartitions(pool, new Date('2020-05-15T00:00:00Z'))).toEqual(['logs_p2020_05', 'logs_p2020_06', 'logs_p2020_07'])
-    expect(await ensureLogPartitions(pool, new Date('2020-05-31T23:00:00Z'))).toEqual([])
+    expect(await ensureMonthPartitions(pool, 'logs', new Date('2020-05-15T00:00:00Z'))).toEqual([
+      'logs_p2020_05',
+      'logs_p2020_06',
+      'logs_p2020_07',
+    ])
+    expect(await ensureMonthPartitions(pool, 'logs', new Date('2020-05-31T23:00:00Z'))).toEqual([])
     expect(await partitionsOf('block_number >= 500000 AND block_number < 600000')).toEqual([{ partition: 'logs_p2020_05', n: 6 }])
     expect(await codes()).toEqual([{ builder_code: 'bc_moved', registered_block: 500100 }])
     // The moved partition carries the indexes and the registry triggers of logs: a log that reorgs away takes its code with it.
@@ -129,7 +145,7 @@ describe('logs partitioned by month', () => {
       logIndex: `0x${logIndex.toString(16)}`,
     })
     const rows = (block: number, time: string) => toLogRows([pending(block, time)])
-    await ensureLogPartitions(db.store.pool, new Date('2020-06-15T00:00:00Z'))
+    await ensureMonthPartitions(db.store.pool, 'logs', new Date('2020-06-15T00:00:00Z'))
     expect(await upsertPendingLogs(db.store.pool, chainId, rows(10, '2020-06-30T23:59:59Z'))).toBe(1)
     expect(await partitionsOf('chain_id = $1', [chainId])).toEqual([{ partition: 'logs_p2020_06', n: 1 }])
     // The next poll has it in a block of July: the same row moves to July's partition.
@@ -147,8 +163,12 @@ describe('logs partitioned by month', () => {
 
   it('retention drops a month when every row of it may go or is one of a few kept (moved to logs_default), and deletes in batches elsewhere', async () => {
     const pool = db.store.pool
-    expect(await ensureLogPartitions(pool, new Date('2020-01-15T00:00:00Z'))).toEqual(['logs_p2020_01', 'logs_p2020_02', 'logs_p2020_03'])
-    await ensureLogPartitions(pool, new Date('2020-03-15T00:00:00Z'))
+    expect(await ensureMonthPartitions(pool, 'logs', new Date('2020-01-15T00:00:00Z'))).toEqual([
+      'logs_p2020_01',
+      'logs_p2020_02',
+      'logs_p2020_03',
+    ])
+    await ensureMonthPartitions(pool, 'logs', new Date('2020-03-15T00:00:00Z'))
     const chainId = 9
     await pool.query(`INSERT INTO chain_state (chain_id, finalized_block) VALUES ($1, 1000)`, [chainId])
     // January: finalized rows, and a pre-confirmed row dropped at a height now finalized (terminal). Goes whole.
@@ -189,5 +209,150 @@ describe('logs partitioned by month', () => {
     expect(await partitionsOf('chain_id = $1 AND address = $2', [CHAIN_ID, REGISTRY])).toEqual([{ partition: 'logs_default', n: 2 }])
     // Moved, not removed and inserted again: the codes the registry's logs hold are as they were.
     expect(await registryCodes()).toEqual(codesBefore)
+  })
+})
+
+/** Inserts one event per time of `times`, of builder code `code`, through the parent; returns their ids in order. */
+async function insertEvents(pool: pg.Pool, code: string, times: readonly string[]): Promise<number[]> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, sender, block_number, block_timestamp, status, removed, created_at)
+     SELECT 'attribution.confirmed', $1, '0x' || md5(t::text), '', $2, '0x', 1, t, 'confirmed', false, t
+     FROM unnest($3::timestamptz[]) WITH ORDINALITY AS u(t, n) ORDER BY n RETURNING id`,
+    [CHAIN_ID, code, times],
+  )
+  return rows.map((row) => Number(row.id))
+}
+
+async function eventPartitionsOf(pool: pg.Pool, code: string) {
+  const { rows } = await pool.query<{ partition: string; n: number }>(
+    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM webhook_events WHERE builder_code = $1 GROUP BY 1 ORDER BY 1`,
+    [code],
+  )
+  return rows
+}
+
+/** Inserts one delivery record of `eventId` to `subscriptionId` per time of `times`; returns their ids in order. */
+async function insertDeliveries(pool: pg.Pool, subscriptionId: string, eventId: number, times: readonly string[]): Promise<number[]> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (subscription_id, event_id, ok, duration_ms, created_at)
+     SELECT $1, $2, true, 1, t FROM unnest($3::timestamptz[]) WITH ORDINALITY AS u(t, n) ORDER BY n RETURNING id`,
+    [subscriptionId, eventId, times],
+  )
+  return rows.map((row) => Number(row.id))
+}
+
+async function deliveryPartitionsOf(pool: pg.Pool, subscriptionId: string) {
+  const { rows } = await pool.query<{ partition: string; n: number }>(
+    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 GROUP BY 1 ORDER BY 1`,
+    [subscriptionId],
+  )
+  return rows
+}
+
+const hours = (from: string, n: number) => Array.from({ length: n }, (_, i) => new Date(Date.parse(from) + i * 3_600_000).toISOString())
+
+describe('webhook events partitioned by month', () => {
+  it('converts the events and delivery records of a deployment into months, and never gives an id twice', async () => {
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    try {
+      await migrateBefore(pool, '0034_webhook_partitions')
+      // 31 March 2021 22:00 + 0…4 hours: 2 events in March, 3 in April; the newest is pruned, so the sequence is ahead of the rows.
+      const ids = await insertEvents(pool, 'bc_converted', hours('2021-03-31T22:00:00Z', 5))
+      await pool.query(`DELETE FROM webhook_events WHERE id = $1`, [ids.at(-1)])
+      await pool.query(
+        `INSERT INTO webhook_subscriptions (id, url, secret, events) VALUES ('wh_00000000000000c1', 'http://127.0.0.1:9/', 'whsec_x', '{}')`,
+      )
+      await insertDeliveries(pool, 'wh_00000000000000c1', ids[0]!, ['2021-03-15T00:00:00Z', '2021-04-15T00:00:00Z'])
+
+      await runMigrations(pool)
+      expect(await eventPartitionsOf(pool, 'bc_converted')).toEqual([
+        { partition: 'webhook_events_p2021_03', n: 2 },
+        { partition: 'webhook_events_p2021_04', n: 2 },
+      ])
+      expect((await readEvents(pool, { after: 0, limit: 10 })).map((e) => e.id)).toEqual(ids.slice(0, 4))
+      // The next event's id follows the last one given, not the last one kept: a receiver never sees an id twice.
+      expect(await insertEvents(pool, 'bc_converted', ['2021-04-02T00:00:00Z'])).toEqual([ids.at(-1)! + 1])
+      // The key holds within a month.
+      await expect(
+        pool.query(`INSERT INTO webhook_events OVERRIDING SYSTEM VALUE SELECT * FROM webhook_events WHERE id = $1`, [ids[0]]),
+      ).rejects.toThrow(/duplicate key/)
+      // Delivery records likewise; deleting their subscription still takes them with it.
+      expect(await deliveryPartitionsOf(pool, 'wh_00000000000000c1')).toEqual([
+        { partition: 'webhook_deliveries_p2021_03', n: 1 },
+        { partition: 'webhook_deliveries_p2021_04', n: 1 },
+      ])
+      expect(await insertDeliveries(pool, 'wh_00000000000000c1', ids[0]!, ['2021-04-16T00:00:00Z'])).toEqual([3])
+      await pool.query(`DELETE FROM webhook_subscriptions`)
+      expect(await deliveryPartitionsOf(pool, 'wh_00000000000000c1')).toEqual([])
+    } finally {
+      await pool.end()
+      await dropDatabase(name)
+    }
+  })
+
+  it('drops a month whose events are handed out, moving those still owed to an enabled subscription; a month not handed out stays; delivery records go by month', async () => {
+    const pool = db.store.pool
+    const code = 'bc_event_months'
+    // An event of a month with no partition yet lands in webhook_events_default, and moves when its month is made.
+    const january = await insertEvents(pool, code, hours('2019-01-10T00:00:00Z', 10))
+    expect(await eventPartitionsOf(pool, code)).toEqual([{ partition: 'webhook_events_default', n: 10 }])
+    expect(await ensureMonthPartitions(pool, 'webhook_events', new Date('2019-01-15T00:00:00Z'))).toEqual([
+      'webhook_events_p2019_01',
+      'webhook_events_p2019_02',
+      'webhook_events_p2019_03',
+    ])
+    expect(await ensureMonthPartitions(pool, 'webhook_events', new Date('2019-01-31T00:00:00Z'))).toEqual([])
+    const february = await insertEvents(pool, code, hours('2019-02-10T00:00:00Z', 10))
+    const march = await insertEvents(pool, code, hours('2019-03-10T00:00:00Z', 5))
+    expect(await eventPartitionsOf(pool, code)).toEqual([
+      { partition: 'webhook_events_p2019_01', n: 10 },
+      { partition: 'webhook_events_p2019_02', n: 10 },
+      { partition: 'webhook_events_p2019_03', n: 5 },
+    ])
+    // The dispatcher has handed out January and February; March not yet.
+    await pool.query(`UPDATE webhook_cursor SET event_id = $1 WHERE name = 'dispatch'`, [february.at(-1)])
+    const [owed, gone] = [january[3]!, january[4]!]
+    await pool.query(
+      `INSERT INTO webhook_subscriptions (id, url, secret, events, disabled_at) VALUES
+         ('wh_00000000000000e1', 'http://127.0.0.1:9/', 'whsec_x', '{attribution.confirmed}', NULL),
+         ('wh_00000000000000e2', 'http://127.0.0.1:9/', 'whsec_x', '{attribution.confirmed}', now())`,
+    )
+    await pool.query(
+      `INSERT INTO webhook_outstanding (subscription_id, event_id, tx_hash) VALUES ('wh_00000000000000e1', $1, 'x'), ('wh_00000000000000e2', $2, 'x')`,
+      [owed, gone],
+    )
+    await ensureMonthPartitions(pool, 'webhook_deliveries', new Date('2019-01-15T00:00:00Z'))
+    await insertDeliveries(pool, 'wh_00000000000000e1', owed, hours('2019-01-10T00:00:00Z', 3))
+    await insertDeliveries(pool, 'wh_00000000000000e1', owed, hours('2019-03-10T00:00:00Z', 2))
+    try {
+      const pruned = await createDispatcher({ pool, logger: silentLogger, enqueue: async () => {}, retentionDays: 30 }).prune()
+      expect(pruned).toEqual({
+        events: 19,
+        deliveries: 5,
+        partitions: [
+          'webhook_events_p2019_01',
+          'webhook_events_p2019_02',
+          'webhook_deliveries_p2019_01',
+          'webhook_deliveries_p2019_02',
+          'webhook_deliveries_p2019_03',
+        ],
+        moved: 1,
+      })
+      // The owed event moved into webhook_events_default, unchanged, and is still delivered; March stays whole.
+      expect(await eventPartitionsOf(pool, code)).toEqual([
+        { partition: 'webhook_events_default', n: 1 },
+        { partition: 'webhook_events_p2019_03', n: 5 },
+      ])
+      expect((await readEvents(pool, { after: 0, limit: 100, filter: { builderCodes: [code] } })).map((e) => e.id)).toEqual([
+        owed,
+        ...march,
+      ])
+      expect((await owedEvents(pool, 'wh_00000000000000e1', 10)).map((e) => [e.id, e.createdAt.toISOString()])).toEqual([
+        [owed, '2019-01-10T03:00:00.000Z'],
+      ])
+    } finally {
+      await pool.query(`DELETE FROM webhook_subscriptions`)
+    }
   })
 })

@@ -4,9 +4,11 @@ import type { DrainJob } from '../queue/index.js'
 import {
   addOutstanding,
   CHANGES_CHANNEL,
+  ensureMonthPartitions,
   listen,
   listSubscriptions,
   lockDispatchCursor,
+  MONTH_PARTITIONS_CHECK_MS,
   publishChanges,
   pruneWebhookHistory,
   readEvents,
@@ -102,11 +104,17 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
   }
 
   /** Prunes what is past retention (never an event owed to an enabled subscription). */
-  async function prune(): Promise<{ events: number; deliveries: number }> {
+  async function prune(): Promise<{ events: number; deliveries: number; partitions: string[]; moved: number }> {
     const pruned = await pruneWebhookHistory(pool, retentionDays, PRUNE_BATCH)
-    if (pruned.events > 0 || pruned.deliveries > 0)
-      logger.info({ events: pruned.events, deliveries: pruned.deliveries, retention_days: retentionDays }, 'webhook history pruned')
+    if (pruned.events > 0 || pruned.deliveries > 0) logger.info({ ...pruned, retention_days: retentionDays }, 'webhook history pruned')
     return pruned
+  }
+
+  /** Makes sure the webhook tables have this month's partition and the next ones (events are published, attempts recorded, into them). */
+  async function ensurePartitions(): Promise<string[]> {
+    const created = [...(await ensureMonthPartitions(pool, 'webhook_events')), ...(await ensureMonthPartitions(pool, 'webhook_deliveries'))]
+    if (created.length > 0) logger.info({ partitions: created }, 'webhook partitions created')
+    return created
   }
 
   return {
@@ -115,7 +123,8 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
     prune,
     /**
      * Runs rounds until `signal` aborts: at once when the outbox trigger notifies, else every second;
-     * beside them the reconciler, every few seconds, and pruning, every ten minutes.
+     * beside them the reconciler, every few seconds, pruning, every ten minutes, and the months ahead of
+     * the webhook tables, every hour.
      */
     async run(signal: AbortSignal): Promise<void> {
       const wakeUp = createWakeUp()
@@ -125,6 +134,7 @@ export function createDispatcher({ pool, logger, enqueue, retentionDays = 30, fe
           runEvery(POLL_MS, step, { signal, logger, name: 'webhook-dispatch', wake: wakeUp.wait }),
           runEvery(RECONCILE_MS, reconcile, { signal, logger, name: 'webhook-reconcile' }),
           runEvery(PRUNE_MS, prune, { signal, logger, name: 'webhook-prune' }),
+          runEvery(MONTH_PARTITIONS_CHECK_MS, ensurePartitions, { signal, logger, name: 'webhook-partitions' }),
         ])
       } finally {
         await unlisten()

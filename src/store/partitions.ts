@@ -1,31 +1,46 @@
 import type pg from 'pg'
 import { withTransaction } from './client.js'
 
-/** Months after the current one that the scheduler's leader keeps a `logs` partition ready for. */
-export const LOG_MONTHS_AHEAD = 2
-// Serialises partition changes across the leaders of every chain (partitions hold every chain's rows).
-const LOG_PARTITIONS_LOCK = 0x6374706d
+/**
+ * The tables partitioned by month (UTC), and the time each is partitioned by: `logs` by block time
+ * (migration 0033), `webhook_events` and `webhook_deliveries` by when the event was published and the
+ * attempt made (migration 0034). Each has month tables `<table>_pYYYY_MM` and `<table>_default` for rows
+ * no month holds.
+ */
+const MONTH_PARTITIONED = { logs: 'block_timestamp', webhook_events: 'created_at', webhook_deliveries: 'created_at' } as const
+export type MonthPartitionedTable = keyof typeof MONTH_PARTITIONED
+
+/** Months after the current one that a partitioned table's writer keeps a partition ready for. */
+export const MONTHS_AHEAD = 2
+/** How often each writer makes sure its months are ready: the scheduler's leader for `logs`, the dispatcher for the webhook tables. */
+export const MONTH_PARTITIONS_CHECK_MS = 60 * 60_000
+// Serialises partition changes across processes (the leaders of every chain share the partitions of logs).
+const PARTITIONS_LOCK = 0x6374706d
 /** How long a partition change waits for a table lock before it gives up until the next pass. */
 const PARTITION_LOCK_TIMEOUT = '5s'
-const MONTH_PARTITION = /^logs_p(\d{4})_(\d{2})$/
 
 /** The first instant of the month (UTC) `months` after the one holding `at`. */
 function monthStart(at: Date, months = 0): Date {
   return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + months, 1))
 }
 
-/** `logs_pYYYY_MM`, the name of the partition of the month starting at `month`, as migration 0033 names them too. */
-function logPartitionName(month: Date): string {
-  return `logs_p${month.getUTCFullYear()}_${String(month.getUTCMonth() + 1).padStart(2, '0')}`
+/** `<table>_pYYYY_MM`, the name of the partition of the month starting at `month`, as the migrations name them too. */
+function partitionName(table: MonthPartitionedTable, month: Date): string {
+  return `${table}_p${month.getUTCFullYear()}_${String(month.getUTCMonth() + 1).padStart(2, '0')}`
 }
 
-/** The month partitions of `logs` and the month each holds, oldest first. */
-async function logMonthPartitions(db: Pick<pg.Pool, 'query'>): Promise<{ name: string; from: Date; to: Date }[]> {
+/** The month partitions of `table` and the month each holds, oldest first. */
+async function monthPartitions(
+  db: Pick<pg.Pool, 'query'>,
+  table: MonthPartitionedTable,
+): Promise<{ name: string; from: Date; to: Date }[]> {
   const { rows } = await db.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'logs'::regclass ORDER BY 1`,
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY 1`,
+    [table],
   )
+  const monthPartition = new RegExp(`^${table}_p(\\d{4})_(\\d{2})$`)
   return rows.flatMap(({ name }) => {
-    const match = MONTH_PARTITION.exec(name)
+    const match = monthPartition.exec(name)
     if (!match) return []
     const from = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1))
     return [{ name, from, to: monthStart(from, 1) }]
@@ -33,47 +48,50 @@ async function logMonthPartitions(db: Pick<pg.Pool, 'query'>): Promise<{ name: s
 }
 
 /**
- * Makes sure `logs` has a partition for the month of `now` and the {@link LOG_MONTHS_AHEAD} after it, so
- * the tip writes into months and not into `logs_default`. Idempotent; run by the scheduler's leader. A
- * month is created empty and attached (the parent takes only a SHARE UPDATE EXCLUSIVE lock, so reads and
- * writes of other months go on). Rows already in `logs_default` for that month (the leader was away, or
- * a node's clock ran ahead) move into it first, with `logs_default` closed to writes meanwhile and its
- * triggers off: the rows move, they do not change, so `registry_tokens` stays as it is.
+ * Makes sure `table` has a partition for the month of `now` and the {@link MONTHS_AHEAD} after it, so
+ * its writers write into months and not into its default partition. Idempotent. A month is created
+ * empty and attached (the parent takes only a SHARE UPDATE EXCLUSIVE lock, so reads and writes of other
+ * months go on). Rows the default partition already holds for that month (the writer was away, or a
+ * node's clock ran ahead) move into it first, with the default partition closed to writes meanwhile and
+ * its triggers off: the rows move, they do not change (for `logs`, `registry_tokens` stays as it is).
  * Returns the partitions it created.
  */
-export async function ensureLogPartitions(pool: pg.Pool, now = new Date()): Promise<string[]> {
+export async function ensureMonthPartitions(pool: pg.Pool, table: MonthPartitionedTable, now = new Date()): Promise<string[]> {
+  const column = MONTH_PARTITIONED[table]
   const created: string[] = []
-  for (let ahead = 0; ahead <= LOG_MONTHS_AHEAD; ahead++) {
+  for (let ahead = 0; ahead <= MONTHS_AHEAD; ahead++) {
     const from = monthStart(now, ahead)
     const to = monthStart(now, ahead + 1)
-    const name = logPartitionName(from)
+    const name = partitionName(table, from)
     const made = await withTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LOG_PARTITIONS_LOCK])
+      await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITIONS_LOCK])
       const {
         rows: [exists],
       } = await client.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [name])
       if (exists!.exists) return false
       await client.query(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`)
-      // Writers reach logs_default only through the parent, whose lock they take first: no lock cycle.
-      await client.query('LOCK TABLE logs_default IN EXCLUSIVE MODE')
-      await client.query(`CREATE TABLE ${name} (LIKE logs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`)
+      // Writers reach the default partition only through the parent, whose lock they take first: no lock cycle.
+      await client.query(`LOCK TABLE ${table}_default IN EXCLUSIVE MODE`)
+      await client.query(`CREATE TABLE ${name} (LIKE ${table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`)
       const {
         rows: [held],
       } = await client.query<{ any: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM logs_default WHERE block_timestamp >= $1 AND block_timestamp < $2) AS any`,
+        `SELECT EXISTS (SELECT 1 FROM ${table}_default WHERE ${column} >= $1 AND ${column} < $2) AS any`,
         [from, to],
       )
       if (held!.any) {
-        await client.query('ALTER TABLE logs_default DISABLE TRIGGER USER')
+        await client.query(`ALTER TABLE ${table}_default DISABLE TRIGGER USER`)
         await client.query(
-          `WITH moved AS (DELETE FROM logs_default WHERE block_timestamp >= $1 AND block_timestamp < $2 RETURNING *)
+          `WITH moved AS (DELETE FROM ${table}_default WHERE ${column} >= $1 AND ${column} < $2 RETURNING *)
            INSERT INTO ${name} SELECT * FROM moved`,
           [from, to],
         )
-        await client.query('ALTER TABLE logs_default ENABLE TRIGGER USER')
+        await client.query(`ALTER TABLE ${table}_default ENABLE TRIGGER USER`)
       }
-      // Builds the partition's indexes and clones the triggers of logs onto it.
-      await client.query(`ALTER TABLE logs ATTACH PARTITION ${name} FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`)
+      // Builds the partition's indexes and clones the parent's triggers onto it.
+      await client.query(
+        `ALTER TABLE ${table} ATTACH PARTITION ${name} FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`,
+      )
       return true
     })
     if (made) created.push(name)
@@ -82,67 +100,65 @@ export async function ensureLogPartitions(pool: pg.Pool, now = new Date()): Prom
 }
 
 /**
- * Most rows a month partition may hold that retention must keep (the registry's logs, rows under an open
- * repair) for the month to be dropped anyway: they are moved into `logs_default` first, while `logs` is
- * locked for the detach. A month holding more keeps the batched delete.
+ * Most rows a month partition may hold that retention must keep for the month to be dropped anyway: they
+ * are moved into the default partition first, while the parent is locked for the detach. A month holding
+ * more keeps the batched delete.
  */
 export const KEPT_ROWS_MOVED_AT_MOST = 10_000
 
+/** What retention may let go of in a month partition `p` of a table. */
+type ExpiryRules = {
+  /** Counts the partition's rows (`rows`) and those that keep the whole month (`open`), as one row. */
+  check: (p: string) => string
+  /** Selects the rows retention must keep even so, found through the partition's indexes where it can; none when absent. */
+  kept?: (p: string) => string
+}
+
 /**
- * Detaches and drops each month partition of `logs` that ends at or before `cutoff` and whose rows
- * retention may let go of, whatever their chain: finalized, or pre-confirmed rows that were dropped
- * (`pending` and removed) at a height at or below their chain's finalized block, which nothing claims
- * again. Rows it must keep even so — the registry's logs (`registry_tokens` is recomputed from them) and
- * rows under an open repair — move into `logs_default` as the month goes, when there are at most
- * {@link KEPT_ROWS_MOVED_AT_MOST} (a deployment that follows the BuilderCodes registry has some in most
- * months); they move unchanged, with `logs_default`'s triggers off, so `registry_tokens` stays as it is.
- * A month with a row not finalized, or with more rows to keep, stays for the batched delete. The
- * partition is closed to writes while it is checked; one whose lock is not granted within a few
- * seconds is left for the next pass. Returns the partitions dropped, the rows let go and the rows moved.
+ * Detaches and drops each month partition of `table` that ends at or before `cutoff` and whose rows
+ * retention may let go of (`rules.check` finds none open). The rows it must keep even so
+ * (`rules.kept`) move into the default partition as the month goes, when there are at most
+ * {@link KEPT_ROWS_MOVED_AT_MOST}, unchanged and with the default partition's triggers off. A month
+ * with a row open, or with more rows to keep, stays for the batched delete. The partition is closed to
+ * writes while it is checked; one whose lock is not granted within a few seconds, or that deadlocks with
+ * a writer, is left for the next pass. Returns the partitions dropped, the rows let go and the rows moved.
  */
-export async function dropExpiredLogPartitions(
+async function dropExpiredMonths(
   pool: pg.Pool,
+  table: MonthPartitionedTable,
   cutoff: Date,
-): Promise<{ partitions: string[]; logs: number; moved: number }> {
+  rules: ExpiryRules,
+): Promise<{ partitions: string[]; rows: number; moved: number }> {
   const dropped: string[] = []
-  let logs = 0
+  let rows = 0
   let moved = 0
-  for (const { name, to } of await logMonthPartitions(pool)) {
+  for (const { name, to } of await monthPartitions(pool, table)) {
     if (to > cutoff) continue
     const counts = await withTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [LOG_PARTITIONS_LOCK])
+      await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITIONS_LOCK])
       await client.query(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`)
       await client.query(`LOCK TABLE ${name} IN SHARE MODE`)
       const {
         rows: [scan],
-      } = await client.query<{ rows: string; open: string }>(
-        `SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (l.status = 'finalized'
-           OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS open
-         FROM ${name} l`,
-      )
+      } = await client.query<{ rows: string; open: string }>(rules.check(name))
       if (Number(scan!.open) > 0) return null
-      // The rows kept, found through the partition's indexes (the registries' addresses; the canonical key for
-      // the repairs' blocks: a dropped pre-confirmation at a finalized height is nothing a repair reads) and
-      // taken aside before the detach, so logs is locked only for the move of the few there are.
-      const { rowCount } = await client.query(
-        `CREATE TEMP TABLE kept_logs ON COMMIT DROP AS SELECT * FROM (
-           SELECT l.* FROM ${name} l JOIN builder_code_registries g ON g.chain_id = l.chain_id AND g.address = l.address
-           UNION
-           SELECT l.* FROM sync_repairs r JOIN ${name} l ON l.chain_id = r.chain_id AND l.status <> 'pending'
-             AND l.block_number BETWEEN r.from_block AND r.to_block) kept
-         LIMIT ${KEPT_ROWS_MOVED_AT_MOST + 1}`,
-      )
+      // Taken aside before the detach, so the parent is locked only for the move of the few there are.
+      const { rowCount } = rules.kept
+        ? await client.query(
+            `CREATE TEMP TABLE kept_rows ON COMMIT DROP AS SELECT * FROM (${rules.kept(name)}) kept LIMIT ${KEPT_ROWS_MOVED_AT_MOST + 1}`,
+          )
+        : { rowCount: 0 }
       const kept = rowCount ?? 0
       if (kept > KEPT_ROWS_MOVED_AT_MOST) return null
-      await client.query(`ALTER TABLE logs DETACH PARTITION ${name}`)
+      await client.query(`ALTER TABLE ${table} DETACH PARTITION ${name}`)
       if (kept > 0) {
-        // The month's range belongs to no partition now, so logs_default takes its rows.
-        await client.query('ALTER TABLE logs_default DISABLE TRIGGER USER')
-        await client.query('INSERT INTO logs_default SELECT * FROM kept_logs')
-        await client.query('ALTER TABLE logs_default ENABLE TRIGGER USER')
+        // The month's range belongs to no partition now, so the default partition takes its rows.
+        await client.query(`ALTER TABLE ${table}_default DISABLE TRIGGER USER`)
+        await client.query(`INSERT INTO ${table}_default SELECT * FROM kept_rows`)
+        await client.query(`ALTER TABLE ${table}_default ENABLE TRIGGER USER`)
       }
       await client.query(`DROP TABLE ${name}`)
-      return { logs: Number(scan!.rows) - kept, moved: kept }
+      return { rows: Number(scan!.rows) - kept, moved: kept }
     }).catch((error: { code?: string }) => {
       // lock_not_available or deadlock_detected (a writer reached the partition first): tried again at the next pass.
       if (error.code === '55P03' || error.code === '40P01') return null
@@ -150,8 +166,65 @@ export async function dropExpiredLogPartitions(
     })
     if (counts === null) continue
     dropped.push(name)
-    logs += counts.logs
+    rows += counts.rows
     moved += counts.moved
   }
-  return { partitions: dropped, logs, moved }
+  return { partitions: dropped, rows, moved }
+}
+
+/**
+ * Drops the month partitions of `logs` that end at or before `cutoff` and whose rows retention may let go
+ * of, whatever their chain (partitions are shared by chains): finalized, or pre-confirmed rows that were
+ * dropped (`pending` and removed) at a height at or below their chain's finalized block, which nothing
+ * claims again. Rows it must keep even so — the registry's logs (`registry_tokens` is recomputed from
+ * them) and rows under an open repair — move into `logs_default` (a deployment that follows the
+ * BuilderCodes registry has some in most months). See {@link dropExpiredMonths}.
+ */
+export async function dropExpiredLogPartitions(
+  pool: pg.Pool,
+  cutoff: Date,
+): Promise<{ partitions: string[]; logs: number; moved: number }> {
+  const { partitions, rows, moved } = await dropExpiredMonths(pool, 'logs', cutoff, {
+    check: (p) =>
+      `SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (l.status = 'finalized'
+         OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS open
+       FROM ${p} l`,
+    // The registries' addresses, and the canonical key for the repairs' blocks (a dropped pre-confirmation at a
+    // finalized height is nothing a repair reads).
+    kept: (p) =>
+      `SELECT l.* FROM ${p} l JOIN builder_code_registries g ON g.chain_id = l.chain_id AND g.address = l.address
+       UNION
+       SELECT l.* FROM sync_repairs r JOIN ${p} l ON l.chain_id = r.chain_id AND l.status <> 'pending'
+         AND l.block_number BETWEEN r.from_block AND r.to_block`,
+  })
+  return { partitions, logs: rows, moved }
+}
+
+/**
+ * Drops the month partitions of `webhook_events` that end at or before `cutoff` and whose events the
+ * dispatcher has all handed out. Events still owed to an enabled subscription move into
+ * `webhook_events_default` (a receiver down for longer than the retention keeps its events). See
+ * {@link dropExpiredMonths}.
+ */
+export async function dropExpiredEventPartitions(
+  pool: pg.Pool,
+  cutoff: Date,
+): Promise<{ partitions: string[]; events: number; moved: number }> {
+  const { partitions, rows, moved } = await dropExpiredMonths(pool, 'webhook_events', cutoff, {
+    check: (p) =>
+      `SELECT count(*) AS rows, count(*) FILTER (WHERE e.id > coalesce((SELECT event_id FROM webhook_cursor WHERE name = 'dispatch'), 0)) AS open
+       FROM ${p} e`,
+    kept: (p) =>
+      `SELECT e.* FROM ${p} e WHERE e.id IN (
+         SELECT o.event_id FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id WHERE s.disabled_at IS NULL)`,
+  })
+  return { partitions, events: rows, moved }
+}
+
+/** Drops the month partitions of `webhook_deliveries` (the record of attempts) that end at or before `cutoff`, whatever they hold. */
+export async function dropExpiredDeliveryPartitions(pool: pg.Pool, cutoff: Date): Promise<{ partitions: string[]; deliveries: number }> {
+  const { partitions, rows } = await dropExpiredMonths(pool, 'webhook_deliveries', cutoff, {
+    check: (p) => `SELECT count(*) AS rows, 0 AS open FROM ${p}`,
+  })
+  return { partitions, deliveries: rows }
 }

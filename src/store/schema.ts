@@ -529,15 +529,20 @@ export const attributionChangeSets = pgTable(
 /**
  * Published events: their id is the event id receivers see. One publisher at a time moves committed
  * changes here under a lock, so ids become visible in order and a reader may resume after any id.
+ * Partitioned by month of `created_at` (monthly tables `webhook_events_pYYYY_MM` and
+ * `webhook_events_default`, made by migration 0034 and src/store/partitions.ts), so retention drops
+ * whole months; drizzle only reads and writes it through the parent.
  */
 export const webhookEvents = pgTable(
   'webhook_events',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    // One identity sequence for every partition: ids stay unique although the key must hold the partition key too.
+    id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
     ...attributionEventColumns(),
     walletAddress: text('wallet_address'),
   },
   (t) => [
+    primaryKey({ name: 'webhook_events_pkey', columns: [t.id, t.createdAt] }),
     index('webhook_events_attribution').on(t.chainId, t.txHash, t.userOpHash, t.builderCode),
     index('webhook_events_created').using('brin', t.createdAt),
   ],
@@ -584,11 +589,14 @@ export const webhookOutstanding = pgTable(
   ],
 )
 
-/** Every delivery attempt, for `GET /v1/webhooks/{id}/deliveries`. */
+/**
+ * Every delivery attempt, for `GET /v1/webhooks/{id}/deliveries`. Partitioned by month of `created_at`
+ * as `webhook_events` is (migration 0034), so retention drops whole months.
+ */
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
     subscriptionId: text('subscription_id')
       .notNull()
       .references(() => webhookSubscriptions.id, { onDelete: 'cascade' }),
@@ -600,6 +608,7 @@ export const webhookDeliveries = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    primaryKey({ name: 'webhook_deliveries_pkey', columns: [t.id, t.createdAt] }),
     index('webhook_deliveries_subscription').on(t.subscriptionId, t.id),
     index('webhook_deliveries_created').using('brin', t.createdAt),
   ],

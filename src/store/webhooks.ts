@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { withTransaction, type Queryable } from './client.js'
+import { dropExpiredDeliveryPartitions, dropExpiredEventPartitions } from './partitions.js'
 import type { Status, WebhookEventType } from './schema.js'
 
 /** Serialises publishers (a lease hand-over may briefly run two), so event ids become visible in order. */
@@ -396,36 +397,44 @@ export async function markStreamDemand(db: Queryable, untilMs: number): Promise<
 }
 
 /**
- * Deletes, `batch` rows per statement, the events older than `retentionDays` that the dispatcher has
- * handed out and no enabled subscription is still owed, and the delivery records older than that.
+ * Lets go of the events older than `retentionDays` that the dispatcher has handed out and no enabled
+ * subscription is still owed, and of the delivery records older than that. First whole month partitions
+ * go (of `webhook_events`, the few events still owed moved into `webhook_events_default`, `moved`; see
+ * dropExpiredEventPartitions), then the rest is deleted, `batch` rows per statement. `events` and
+ * `deliveries` count the rows of dropped partitions too.
  */
 export async function pruneWebhookHistory(
-  db: Queryable,
+  pool: pg.Pool,
   retentionDays: number,
   batch: number,
-): Promise<{ events: number; deliveries: number }> {
-  let events = 0
-  let deliveries = 0
+): Promise<{ events: number; deliveries: number; partitions: string[]; moved: number }> {
+  // The database's clock, as `created_at` is.
+  const { rows } = await pool.query<{ cutoff: Date }>('SELECT now() - make_interval(days => $1) AS cutoff', [retentionDays])
+  const cutoff = rows[0]!.cutoff
+  const droppedEvents = await dropExpiredEventPartitions(pool, cutoff)
+  const droppedDeliveries = await dropExpiredDeliveryPartitions(pool, cutoff)
+  let events = droppedEvents.events
+  let deliveries = droppedDeliveries.deliveries
   for (;;) {
-    const result = await db.query(
+    const result = await pool.query(
       `DELETE FROM webhook_events WHERE id IN (
          SELECT id FROM webhook_events e
-         WHERE created_at < now() - make_interval(days => $1) AND id <= (SELECT event_id FROM webhook_cursor WHERE name = 'dispatch')
+         WHERE created_at < $1 AND id <= (SELECT event_id FROM webhook_cursor WHERE name = 'dispatch')
            AND NOT EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id
                            WHERE o.event_id = e.id AND s.disabled_at IS NULL)
          LIMIT $2)`,
-      [retentionDays, batch],
+      [cutoff, batch],
     )
     events += result.rowCount ?? 0
     if ((result.rowCount ?? 0) < batch) break
   }
   for (;;) {
-    const result = await db.query(
-      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) LIMIT $2)`,
-      [retentionDays, batch],
+    const result = await pool.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
+      [cutoff, batch],
     )
     deliveries += result.rowCount ?? 0
     if ((result.rowCount ?? 0) < batch) break
   }
-  return { events, deliveries }
+  return { events, deliveries, partitions: [...droppedEvents.partitions, ...droppedDeliveries.partitions], moved: droppedEvents.moved }
 }
