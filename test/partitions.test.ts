@@ -53,9 +53,10 @@ async function insertLogs(chainId: number, first: number, n: number, time: strin
   )
 }
 
-async function partitionsOf(where: string, params: unknown[] = []) {
-  const { rows } = await db.store.pool.query<{ partition: string; n: number }>(
-    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM logs WHERE ${where} GROUP BY 1 ORDER BY 1`,
+/** How many rows of `table` matching `where` each of its partitions holds. */
+async function partitionsOf(where: string, params: unknown[] = [], { table = 'logs', pool = db.store.pool } = {}) {
+  const { rows } = await pool.query<{ partition: string; n: number }>(
+    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM ${table} WHERE ${where} GROUP BY 1 ORDER BY 1`,
     params,
   )
   return rows
@@ -223,14 +224,6 @@ async function insertEvents(pool: pg.Pool, code: string, times: readonly string[
   return rows.map((row) => Number(row.id))
 }
 
-async function eventPartitionsOf(pool: pg.Pool, code: string) {
-  const { rows } = await pool.query<{ partition: string; n: number }>(
-    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM webhook_events WHERE builder_code = $1 GROUP BY 1 ORDER BY 1`,
-    [code],
-  )
-  return rows
-}
-
 /** Inserts one delivery record of `eventId` to `subscriptionId` per time of `times`; returns their ids in order. */
 async function insertDeliveries(pool: pg.Pool, subscriptionId: string, eventId: number, times: readonly string[]): Promise<number[]> {
   const { rows } = await pool.query<{ id: string }>(
@@ -239,14 +232,6 @@ async function insertDeliveries(pool: pg.Pool, subscriptionId: string, eventId: 
     [subscriptionId, eventId, times],
   )
   return rows.map((row) => Number(row.id))
-}
-
-async function deliveryPartitionsOf(pool: pg.Pool, subscriptionId: string) {
-  const { rows } = await pool.query<{ partition: string; n: number }>(
-    `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM webhook_deliveries WHERE subscription_id = $1 GROUP BY 1 ORDER BY 1`,
-    [subscriptionId],
-  )
-  return rows
 }
 
 const hours = (from: string, n: number) => Array.from({ length: n }, (_, i) => new Date(Date.parse(from) + i * 3_600_000).toISOString())
@@ -266,7 +251,7 @@ describe('webhook events partitioned by month', () => {
       await insertDeliveries(pool, 'wh_00000000000000c1', ids[0]!, ['2021-03-15T00:00:00Z', '2021-04-15T00:00:00Z'])
 
       await runMigrations(pool)
-      expect(await eventPartitionsOf(pool, 'bc_converted')).toEqual([
+      expect(await partitionsOf('builder_code = $1', ['bc_converted'], { table: 'webhook_events', pool })).toEqual([
         { partition: 'webhook_events_p2021_03', n: 2 },
         { partition: 'webhook_events_p2021_04', n: 2 },
       ])
@@ -278,13 +263,13 @@ describe('webhook events partitioned by month', () => {
         pool.query(`INSERT INTO webhook_events OVERRIDING SYSTEM VALUE SELECT * FROM webhook_events WHERE id = $1`, [ids[0]]),
       ).rejects.toThrow(/duplicate key/)
       // Delivery records likewise; deleting their subscription still takes them with it.
-      expect(await deliveryPartitionsOf(pool, 'wh_00000000000000c1')).toEqual([
+      expect(await partitionsOf('subscription_id = $1', ['wh_00000000000000c1'], { table: 'webhook_deliveries', pool })).toEqual([
         { partition: 'webhook_deliveries_p2021_03', n: 1 },
         { partition: 'webhook_deliveries_p2021_04', n: 1 },
       ])
       expect(await insertDeliveries(pool, 'wh_00000000000000c1', ids[0]!, ['2021-04-16T00:00:00Z'])).toEqual([3])
       await pool.query(`DELETE FROM webhook_subscriptions`)
-      expect(await deliveryPartitionsOf(pool, 'wh_00000000000000c1')).toEqual([])
+      expect(await partitionsOf('subscription_id = $1', ['wh_00000000000000c1'], { table: 'webhook_deliveries', pool })).toEqual([])
     } finally {
       await pool.end()
       await dropDatabase(name)
@@ -296,7 +281,9 @@ describe('webhook events partitioned by month', () => {
     const code = 'bc_event_months'
     // An event of a month with no partition yet lands in webhook_events_default, and moves when its month is made.
     const january = await insertEvents(pool, code, hours('2019-01-10T00:00:00Z', 10))
-    expect(await eventPartitionsOf(pool, code)).toEqual([{ partition: 'webhook_events_default', n: 10 }])
+    expect(await partitionsOf('builder_code = $1', [code], { table: 'webhook_events', pool })).toEqual([
+      { partition: 'webhook_events_default', n: 10 },
+    ])
     expect(await ensureMonthPartitions(pool, 'webhook_events', new Date('2019-01-15T00:00:00Z'))).toEqual([
       'webhook_events_p2019_01',
       'webhook_events_p2019_02',
@@ -305,7 +292,7 @@ describe('webhook events partitioned by month', () => {
     expect(await ensureMonthPartitions(pool, 'webhook_events', new Date('2019-01-31T00:00:00Z'))).toEqual([])
     const february = await insertEvents(pool, code, hours('2019-02-10T00:00:00Z', 10))
     const march = await insertEvents(pool, code, hours('2019-03-10T00:00:00Z', 5))
-    expect(await eventPartitionsOf(pool, code)).toEqual([
+    expect(await partitionsOf('builder_code = $1', [code], { table: 'webhook_events', pool })).toEqual([
       { partition: 'webhook_events_p2019_01', n: 10 },
       { partition: 'webhook_events_p2019_02', n: 10 },
       { partition: 'webhook_events_p2019_03', n: 5 },
@@ -340,7 +327,7 @@ describe('webhook events partitioned by month', () => {
         moved: 1,
       })
       // The owed event moved into webhook_events_default, unchanged, and is still delivered; March stays whole.
-      expect(await eventPartitionsOf(pool, code)).toEqual([
+      expect(await partitionsOf('builder_code = $1', [code], { table: 'webhook_events', pool })).toEqual([
         { partition: 'webhook_events_default', n: 1 },
         { partition: 'webhook_events_p2019_03', n: 5 },
       ])
