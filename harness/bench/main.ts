@@ -30,6 +30,7 @@ import { createRawRpc } from './rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './limits.js'
 import { runPendingLatency, type PendingRun } from './pending.js'
 import { runWebhookLatency, type WebhookRun } from './webhooks.js'
+import { PRUNE_BATCH } from '../../src/delivery/dispatcher.js'
 import { runTip, TIP_TX_PER_BLOCK, type DelayParts, type TipHeads, type TipRun } from './tip.js'
 import { parseDuration } from '../demo/options.js'
 import type { ProfileSummary } from './profile.js'
@@ -75,6 +76,7 @@ const SIZES = {
     apiSessions: 1_000,
     webhookMs: 30_000,
     triggerCopyRows: 100_000,
+    retentionRows: 1_000_000,
     tipMs: 300_000,
     tipStepMs: 20_000,
   },
@@ -85,6 +87,7 @@ const SIZES = {
     apiSessions: 400,
     webhookMs: 10_000,
     triggerCopyRows: 20_000,
+    retentionRows: 100_000,
     tipMs: 60_000,
     tipStepMs: 10_000,
   },
@@ -238,7 +241,7 @@ async function main(): Promise<number> {
   }
   if (parts.has('webhooks')) {
     say(
-      `webhook latency: outbox trigger cost on a ${count(sizing.triggerCopyRows)}-row COPY, then ${WEBHOOK_EVENTS_PER_SEC} events/s for ${sizing.webhookMs / 1000} s to a local receiver…`,
+      `webhook latency: outbox trigger cost on a ${count(sizing.triggerCopyRows)}-row COPY, retention of a ${count(sizing.retentionRows)}-event month, then ${WEBHOOK_EVENTS_PER_SEC} events/s for ${sizing.webhookMs / 1000} s to a local receiver…`,
     )
     webhooks = await runWebhookLatency({
       adminDatabaseUrl,
@@ -246,6 +249,7 @@ async function main(): Promise<number> {
       eventsPerSec: WEBHOOK_EVENTS_PER_SEC,
       durationMs: sizing.webhookMs,
       copyRows: sizing.triggerCopyRows,
+      retentionRows: sizing.retentionRows,
     })
   }
   if (parts.has('blocks')) {
@@ -609,6 +613,8 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
     p99Ms: round(run.p99Ms, 1),
     barePostsPerSec: round(run.barePostsPerSec),
     triggerCopyOverhead: round(overhead, 3),
+    retentionDroppedMs: round(run.retention.droppedMs),
+    retentionDeletedMs: round(run.retention.deletedMs),
   }
   return [
     {
@@ -645,6 +651,11 @@ function webhookRows(run: WebhookRun, results: ReturnType<typeof readResults>): 
       figure: '',
       measured: `${run.copy.wantedMs >= run.copy.withoutTriggerMs ? '+' : ''}${pct(run.copy.wantedMs / run.copy.withoutTriggerMs - 1)}`,
       beside: `the same COPY while a stream client wants every event: ${(run.copy.wantedMs / 1000).toFixed(2)} s`,
+    },
+    {
+      figure: 'webhook retention, a month',
+      measured: `${(run.retention.droppedMs / 1000).toFixed(2)} s`,
+      beside: `${count(run.retention.rows)} events handed out, partition dropped; the same rows deleted ${count(PRUNE_BATCH)} per statement: ${(run.retention.deletedMs / 1000).toFixed(2)} s`,
     },
   ]
 }

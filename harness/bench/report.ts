@@ -8,7 +8,14 @@ export type BenchResults = {
   pending: { p50Ms: number | null; p99Ms: number | null }
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
-  webhooks: { p50Ms: number | null; p99Ms: number | null; barePostsPerSec: number | null; triggerCopyOverhead: number | null }
+  webhooks: {
+    p50Ms: number | null
+    p99Ms: number | null
+    barePostsPerSec: number | null
+    triggerCopyOverhead: number | null
+    retentionDroppedMs: number | null
+    retentionDeletedMs: number | null
+  }
   blocksScope: {
     transactions: number | null
     txPerSec: number | null
@@ -51,7 +58,14 @@ export const EMPTY_RESULTS: BenchResults = {
   pending: { p50Ms: null, p99Ms: null },
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
   api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
-  webhooks: { p50Ms: null, p99Ms: null, barePostsPerSec: null, triggerCopyOverhead: null },
+  webhooks: {
+    p50Ms: null,
+    p99Ms: null,
+    barePostsPerSec: null,
+    triggerCopyOverhead: null,
+    retentionDroppedMs: null,
+    retentionDeletedMs: null,
+  },
   blocksScope: { transactions: null, txPerSec: null, limitTxPerSec: null, ratioToLimit: null, peakRssMiB: null },
   tip: EMPTY_TIP,
   tipBlocksScope: EMPTY_TIP,

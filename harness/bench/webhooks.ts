@@ -3,14 +3,17 @@
  * records their events), the daemon (`--role all`: dispatcher and delivery worker) delivers them to a
  * receiver here, and each event's latency is from its transaction's COMMIT returning to the receiver
  * answering 2xx. Beside it: a bare sequential HTTP POST loop to the same receiver, the cost of the
- * outbox trigger on a backfill-sized COPY (the same COPY with the trigger disabled), and the recovery of a
- * receiver that was down: how long its backlog of `RECOVERY_BACKLOG` events takes from its first 2xx.
+ * outbox trigger on a backfill-sized COPY (the same COPY with the trigger disabled), the recovery of a
+ * receiver that was down: how long its backlog of `RECOVERY_BACKLOG` events takes from its first 2xx, and
+ * retention: a month of events past `WEBHOOK_RETENTION_DAYS` dropped whole beside the same rows deleted in
+ * batches (what a month that cannot be dropped, or the default partition, gets).
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type pg from 'pg'
 import { startAnvil } from '../devnet/index.js'
-import { runMigrations, withTransaction } from '../../src/store/index.js'
+import { ensureMonthPartitions, pruneWebhookHistory, runMigrations, withTransaction } from '../../src/store/index.js'
+import { PRUNE_BATCH } from '../../src/delivery/dispatcher.js'
 import { upsertAttributions, type TransactionPosition } from '../../src/store/attributions.js'
 import { sleep } from '../../src/utils/loop.js'
 import { percentile } from './report.js'
@@ -37,6 +40,8 @@ export type WebhookRunParameters = {
   durationMs: number
   /** Rows of the COPY the outbox trigger's cost is measured on. */
   copyRows: number
+  /** Events of the month that retention lets go of. */
+  retentionRows: number
 }
 
 export type WebhookRun = {
@@ -54,6 +59,8 @@ export type WebhookRun = {
   recovery: { backlog: number; fromFirstSuccessMs: number; fromUpMs: number; missing: number; deadlocks: number }
   /** CPU milliseconds per 1,000 events while they were committed and delivered: steadier than latency on a shared machine. */
   cpuMsPerThousand: { daemon: number; postgres: number }
+  /** A month of `rows` events past retention, all handed out: dropped whole, and the same rows deleted in batches. */
+  retention: { rows: number; droppedMs: number; deletedMs: number }
 }
 
 /** CPU seconds of the database's backends so far (those connected now). */
@@ -118,6 +125,39 @@ async function measureTriggerCost(pool: pg.Pool, rows: number): Promise<WebhookR
   return { rows, withTriggerMs: Math.min(...withTrigger), wantedMs: Math.min(...wanted), withoutTriggerMs: Math.min(...withoutTrigger) }
 }
 
+/**
+ * Retention of a month of `rows` events, all handed out: first in their month partition, which
+ * `pruneWebhookHistory` drops whole, then the same rows in `webhook_events_default` (a month with no
+ * partition), which it deletes `PRUNE_BATCH` rows per statement, as it does a month it cannot drop.
+ */
+async function measureEventRetention(pool: pg.Pool, rows: number): Promise<WebhookRun['retention']> {
+  const seed = async (from: string) => {
+    await pool.query(
+      `INSERT INTO webhook_events (type, chain_id, tx_hash, user_op_hash, builder_code, sender, block_number, block_timestamp, status, removed, created_at)
+       SELECT 'attribution.confirmed', ${CHAIN_ID}, '0x' || md5(i::text) || md5('x' || i), '', 'bc_' || (i % 500), $2, i / 10, t, 'confirmed', false, t
+       FROM generate_series(1, $1::int) i, LATERAL (SELECT $3::timestamptz + i * (interval '27 days' / $1::int) AS t) x`,
+      [rows, SENDER, from],
+    )
+    await pool.query(`UPDATE webhook_cursor SET event_id = (SELECT max(id) FROM webhook_events) WHERE name = 'dispatch'`)
+    await pool.query('VACUUM ANALYZE webhook_events')
+  }
+  const time = async (run: () => Promise<unknown>) => {
+    const started = performance.now()
+    await run()
+    return performance.now() - started
+  }
+  // January 2019 has a partition; June 2018 does not, so its rows land in the default partition.
+  await ensureMonthPartitions(pool, 'webhook_events', new Date('2019-01-15T00:00:00Z'))
+  await seed('2019-01-01T00:00:00Z')
+  const droppedMs = await time(() => pruneWebhookHistory(pool, 30, PRUNE_BATCH))
+  // No partition holds June 2018: the whole pass is the batched delete.
+  await seed('2018-06-01T00:00:00Z')
+  const deletedMs = await time(() => pruneWebhookHistory(pool, 30, PRUNE_BATCH))
+  const { rows: left } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE created_at < '2019-02-01'`)
+  if (left[0]!.n > 0) throw new Error(`${left[0]!.n} events past retention left`)
+  return { rows, droppedMs, deletedMs }
+}
+
 export async function runWebhookLatency(parameters: WebhookRunParameters): Promise<WebhookRun> {
   const cleanups: (() => Promise<unknown>)[] = []
   try {
@@ -125,6 +165,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
     cleanups.push(() => db.drop())
     await runMigrations(db.pool)
     const copy = await measureTriggerCost(db.pool, parameters.copyRows)
+    const retention = await measureEventRetention(db.pool, parameters.retentionRows)
     const redis = createRedisPrefix(parameters.redisUrl, 'ct_bench_webhooks')
     cleanups.push(() => redis.cleanup())
     const anvil = await startAnvil({})
@@ -166,6 +207,8 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
         PENDING_POLL_MS: '0',
         PORT: String(apiPort),
         ADMIN_TOKEN,
+        // The receiver is this process, on loopback: refused by default since webhooks guard against private addresses.
+        WEBHOOK_ALLOW_PRIVATE: '1',
         LOG_LEVEL: 'warn',
       },
     })
@@ -238,6 +281,7 @@ export async function runWebhookLatency(parameters: WebhookRunParameters): Promi
       copy,
       recovery,
       cpuMsPerThousand,
+      retention,
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {})

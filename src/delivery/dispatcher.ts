@@ -29,7 +29,7 @@ const POLL_MS = 1_000
 export const RECONCILE_MS = 3_000
 /** How often events and delivery records past `WEBHOOK_RETENTION_DAYS` are pruned, and how many rows per statement. */
 const PRUNE_MS = 10 * 60_000
-const PRUNE_BATCH = 10_000
+export const PRUNE_BATCH = 10_000
 
 export type DispatcherContext = {
   pool: pg.Pool
