@@ -18,6 +18,14 @@ export const MONTH_PARTITIONS_CHECK_MS = 60 * 60_000
 const PARTITIONS_LOCK = 0x6374706d
 /** How long a partition change waits for a table lock before it gives up until the next pass. */
 const PARTITION_LOCK_TIMEOUT = '5s'
+/**
+ * How long a detach waits for its ACCESS EXCLUSIVE lock on the parent. While it waits every read and write
+ * of the table queues behind it (the tip's writes of `logs`, the publisher's of `webhook_events`), so it
+ * waits no longer than a few blocks' writes take and otherwise leaves the month for the next pass (a long
+ * report reading the table holds it off). `DETACH … CONCURRENTLY` would take a weaker lock, but
+ * PostgreSQL refuses it on a table with a default partition.
+ */
+const DETACH_LOCK_TIMEOUT = '250ms'
 
 /** The first instant of the month (UTC) `months` after the one holding `at`. */
 function monthStart(at: Date, months = 0): Date {
@@ -120,8 +128,9 @@ type ExpiryRules = {
  * (`rules.kept`) move into the default partition as the month goes, when there are at most
  * {@link KEPT_ROWS_MOVED_AT_MOST}, unchanged and with the default partition's triggers off. A month
  * with a row open, or with more rows to keep, stays for the batched delete. The partition is closed to
- * writes while it is checked; one whose lock is not granted within a few seconds, or that deadlocks with
- * a writer, is left for the next pass. Returns the partitions dropped, the rows let go and the rows moved.
+ * writes while it is checked; one whose lock is not granted within a few seconds, whose parent is not
+ * free for the detach within {@link DETACH_LOCK_TIMEOUT}, or that deadlocks with a writer, is left for
+ * the next pass. Returns the partitions dropped, the rows let go and the rows moved.
  */
 async function dropExpiredMonths(
   pool: pg.Pool,
@@ -150,6 +159,7 @@ async function dropExpiredMonths(
         : { rowCount: 0 }
       const kept = rowCount ?? 0
       if (kept > KEPT_ROWS_MOVED_AT_MOST) return null
+      await client.query(`SET LOCAL lock_timeout = '${DETACH_LOCK_TIMEOUT}'`)
       await client.query(`ALTER TABLE ${table} DETACH PARTITION ${name}`)
       if (kept > 0) {
         // The month's range belongs to no partition now, so the default partition takes its rows.
