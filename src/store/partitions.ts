@@ -11,7 +11,7 @@ const MONTH_PARTITIONED = { logs: 'block_timestamp', webhook_events: 'created_at
 export type MonthPartitionedTable = keyof typeof MONTH_PARTITIONED
 
 /** Months after the current one that a partitioned table's writer keeps a partition ready for. */
-export const MONTHS_AHEAD = 2
+const MONTHS_AHEAD = 2
 /** How often each writer makes sure its months are ready: the scheduler's leader for `logs`, the dispatcher for the webhook tables. */
 export const MONTH_PARTITIONS_CHECK_MS = 60 * 60_000
 // Serialises partition changes across processes (the leaders of every chain share the partitions of logs).
