@@ -114,8 +114,8 @@ export async function ensureMonthPartitions(pool: pg.Pool, table: MonthPartition
  */
 export const KEPT_ROWS_MOVED_AT_MOST = 10_000
 
-/** What retention may let go of in a month partition `p` of a table. */
-type ExpiryRules = {
+/** What retention may let go of in a month partition `p` of a table: each table's retention states its own. */
+export type ExpiryRules = {
   /** Counts the partition's rows (`rows`) and those that keep the whole month (`open`), as one row. */
   check: (p: string) => string
   /** Selects the rows retention must keep even so, found through the partition's indexes where it can; none when absent. */
@@ -132,7 +132,7 @@ type ExpiryRules = {
  * free for the detach within {@link DETACH_LOCK_TIMEOUT}, or that deadlocks with a writer, is left for
  * the next pass. Returns the partitions dropped, the rows let go and the rows moved.
  */
-async function dropExpiredMonths(
+export async function dropExpiredMonths(
   pool: pg.Pool,
   table: MonthPartitionedTable,
   cutoff: Date,
@@ -180,61 +180,4 @@ async function dropExpiredMonths(
     moved += counts.moved
   }
   return { partitions: dropped, rows, moved }
-}
-
-/**
- * Drops the month partitions of `logs` that end at or before `cutoff` and whose rows retention may let go
- * of, whatever their chain (partitions are shared by chains): finalized, or pre-confirmed rows that were
- * dropped (`pending` and removed) at a height at or below their chain's finalized block, which nothing
- * claims again. Rows it must keep even so — the registry's logs (`registry_tokens` is recomputed from
- * them) and rows under an open repair — move into `logs_default` (a deployment that follows the
- * BuilderCodes registry has some in most months). See {@link dropExpiredMonths}.
- */
-export async function dropExpiredLogPartitions(
-  pool: pg.Pool,
-  cutoff: Date,
-): Promise<{ partitions: string[]; logs: number; moved: number }> {
-  const { partitions, rows, moved } = await dropExpiredMonths(pool, 'logs', cutoff, {
-    check: (p) =>
-      `SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (l.status = 'finalized'
-         OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS open
-       FROM ${p} l`,
-    // The registries' addresses, and the canonical key for the repairs' blocks (a dropped pre-confirmation at a
-    // finalized height is nothing a repair reads).
-    kept: (p) =>
-      `SELECT l.* FROM ${p} l JOIN builder_code_registries g ON g.chain_id = l.chain_id AND g.address = l.address
-       UNION
-       SELECT l.* FROM sync_repairs r JOIN ${p} l ON l.chain_id = r.chain_id AND l.status <> 'pending'
-         AND l.block_number BETWEEN r.from_block AND r.to_block`,
-  })
-  return { partitions, logs: rows, moved }
-}
-
-/**
- * Drops the month partitions of `webhook_events` that end at or before `cutoff` and whose events the
- * dispatcher has all handed out. Events still owed to an enabled subscription move into
- * `webhook_events_default` (a receiver down for longer than the retention keeps its events). See
- * {@link dropExpiredMonths}.
- */
-export async function dropExpiredEventPartitions(
-  pool: pg.Pool,
-  cutoff: Date,
-): Promise<{ partitions: string[]; events: number; moved: number }> {
-  const { partitions, rows, moved } = await dropExpiredMonths(pool, 'webhook_events', cutoff, {
-    check: (p) =>
-      `SELECT count(*) AS rows, count(*) FILTER (WHERE e.id > coalesce((SELECT event_id FROM webhook_cursor WHERE name = 'dispatch'), 0)) AS open
-       FROM ${p} e`,
-    kept: (p) =>
-      `SELECT e.* FROM ${p} e WHERE e.id IN (
-         SELECT o.event_id FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id WHERE s.disabled_at IS NULL)`,
-  })
-  return { partitions, events: rows, moved }
-}
-
-/** Drops the month partitions of `webhook_deliveries` (the record of attempts) that end at or before `cutoff`, whatever they hold. */
-export async function dropExpiredDeliveryPartitions(pool: pg.Pool, cutoff: Date): Promise<{ partitions: string[]; deliveries: number }> {
-  const { partitions, rows } = await dropExpiredMonths(pool, 'webhook_deliveries', cutoff, {
-    check: (p) => `SELECT count(*) AS rows, 0 AS open FROM ${p}`,
-  })
-  return { partitions, deliveries: rows }
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { Queryable } from './client.js'
-import { dropExpiredLogPartitions } from './partitions.js'
+import { dropExpiredMonths, type ExpiryRules } from './partitions.js'
 
 /** Rows looked at per delete statement: each is a short transaction that holds few locks. */
 export const RETENTION_BATCH = 5_000
@@ -13,6 +13,26 @@ export const RETENTION_BATCH = 5_000
 const PRUNABLE_LOG = `l.status = 'finalized' AND l.block_timestamp < $2
   AND NOT EXISTS (SELECT 1 FROM builder_code_registries g WHERE g.chain_id = l.chain_id AND g.address = l.address)
   AND NOT EXISTS (SELECT 1 FROM sync_repairs r WHERE r.chain_id = l.chain_id AND l.block_number BETWEEN r.from_block AND r.to_block)`
+/**
+ * A month partition of `logs` may be dropped whatever its chain (partitions are shared by chains) when
+ * every row is finalized, or a pre-confirmed row that was dropped (`pending` and removed) at a height at
+ * or below its chain's finalized block, which nothing claims again. The rows kept even so, the
+ * registry's logs and rows under an open repair, move into `logs_default` (a deployment that follows
+ * the BuilderCodes registry has some in most months). See dropExpiredMonths.
+ */
+const LOG_MONTH_EXPIRY: ExpiryRules = {
+  check: (p) =>
+    `SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (l.status = 'finalized'
+       OR l.status = 'pending' AND l.removed AND l.block_number <= (SELECT s.finalized_block FROM chain_state s WHERE s.chain_id = l.chain_id))) AS open
+     FROM ${p} l`,
+  // Through the partition's indexes: the registries' addresses, and the canonical key for the repairs' blocks (a
+  // dropped pre-confirmation at a finalized height is nothing a repair reads).
+  kept: (p) =>
+    `SELECT l.* FROM ${p} l JOIN builder_code_registries g ON g.chain_id = l.chain_id AND g.address = l.address
+     UNION
+     SELECT l.* FROM sync_repairs r JOIN ${p} l ON l.chain_id = r.chain_id AND l.status <> 'pending'
+       AND l.block_number BETWEEN r.from_block AND r.to_block`,
+}
 /** Transactions: also never one that has attributions (the transaction route and the attribution's details read it). */
 const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
   AND NOT EXISTS (SELECT 1 FROM attributions a WHERE a.chain_id = t.chain_id AND a.tx_hash = t.hash)
@@ -21,7 +41,7 @@ const PRUNABLE_TRANSACTION = `t.status = 'finalized' AND t.block_timestamp < $2
 /**
  * Lets go of what retention may. First whole month partitions of `logs` older than `cutoff` whose rows
  * may go (every chain's: partitions are shared) are detached and dropped, the few rows kept moved into
- * `logs_default` (`moved`; see dropExpiredLogPartitions). Then the rest is deleted,
+ * `logs_default` (`moved`; see LOG_MONTH_EXPIRY). Then the rest is deleted,
  * oldest blocks first, in statements of `batch` rows walked in block order from the oldest (an index
  * range scan each), until the oldest rows walked are younger than `cutoff`. Rows kept for a reason above
  * are stepped over, never walked again in this pass. `logs` counts the rows of dropped partitions too.
@@ -32,7 +52,7 @@ export async function pruneRawHistory(
   cutoff: Date,
   batch = RETENTION_BATCH,
 ): Promise<{ logs: number; transactions: number; partitions: string[]; moved: number }> {
-  const dropped = await dropExpiredLogPartitions(db, cutoff)
+  const dropped = await dropExpiredMonths(db, 'logs', cutoff, LOG_MONTH_EXPIRY)
   const deleted = await pruneWalk(db, chainId, cutoff, batch, {
     // The canonical key (status <> 'pending') orders them by block.
     walk: `SELECT l.block_number, l.block_timestamp FROM logs l WHERE l.chain_id = $1 AND l.status <> 'pending' AND l.block_number >= $2
@@ -44,7 +64,7 @@ export async function pruneRawHistory(
            ORDER BY t.block_number LIMIT $3`,
     prune: `DELETE FROM transactions t WHERE t.chain_id = $1 AND t.block_number BETWEEN $3 AND $4 AND ${PRUNABLE_TRANSACTION}`,
   })
-  return { logs: dropped.logs + deleted, transactions, partitions: dropped.partitions, moved: dropped.moved }
+  return { logs: dropped.rows + deleted, transactions, partitions: dropped.partitions, moved: dropped.moved }
 }
 
 async function pruneWalk(

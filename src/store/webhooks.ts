@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { withTransaction, type Queryable } from './client.js'
-import { dropExpiredDeliveryPartitions, dropExpiredEventPartitions } from './partitions.js'
+import { dropExpiredMonths, type ExpiryRules } from './partitions.js'
 import type { Status, WebhookEventType } from './schema.js'
 
 /** Serialises publishers (a lease hand-over may briefly run two), so event ids become visible in order. */
@@ -396,12 +396,40 @@ export async function markStreamDemand(db: Queryable, untilMs: number): Promise<
   )
 }
 
+/** Whether event `e` has been handed out by the dispatcher (its id at or before the dispatch cursor). */
+const HANDED_OUT = (e: string) => `${e}.id <= (SELECT event_id FROM webhook_cursor WHERE name = '${DISPATCH_CURSOR}')`
+/** Whether event `e` is still owed to an enabled subscription (one disabled is owed nothing it can be sent). */
+const OWED_TO_ENABLED = (e: string) =>
+  `EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id WHERE o.event_id = ${e}.id AND s.disabled_at IS NULL)`
+
+/**
+ * A month partition of `webhook_events` may be dropped once every event of it is handed out; those
+ * still owed to an enabled subscription (a receiver down for longer than the retention) move into
+ * `webhook_events_default`. See dropExpiredMonths.
+ */
+const EVENT_MONTH_EXPIRY: ExpiryRules = {
+  check: (p) => `SELECT count(*) AS rows, count(*) FILTER (WHERE (${HANDED_OUT('e')}) IS NOT TRUE) AS open FROM ${p} e`,
+  kept: (p) => `SELECT e.* FROM ${p} e WHERE ${OWED_TO_ENABLED('e')}`,
+}
+/** A month partition of `webhook_deliveries` (the record of attempts) may be dropped whatever it holds. */
+const DELIVERY_MONTH_EXPIRY: ExpiryRules = { check: (p) => `SELECT count(*) AS rows, 0 AS open FROM ${p}` }
+
+/** Runs `statement` (a DELETE of at most `batch` rows, its last parameter) until it deletes fewer; returns the rows deleted. */
+async function deleteInBatches(pool: pg.Pool, statement: string, parameters: unknown[], batch: number): Promise<number> {
+  let deleted = 0
+  for (;;) {
+    const { rowCount } = await pool.query(statement, [...parameters, batch])
+    deleted += rowCount ?? 0
+    if ((rowCount ?? 0) < batch) return deleted
+  }
+}
+
 /**
  * Lets go of the events older than `retentionDays` that the dispatcher has handed out and no enabled
  * subscription is still owed, and of the delivery records older than that. First whole month partitions
  * go (of `webhook_events`, the few events still owed moved into `webhook_events_default`, `moved`; see
- * dropExpiredEventPartitions), then the rest is deleted, `batch` rows per statement. `events` and
- * `deliveries` count the rows of dropped partitions too.
+ * EVENT_MONTH_EXPIRY), then the rest is deleted, `batch` rows per statement. `events` and `deliveries`
+ * count the rows of dropped partitions too.
  */
 export async function pruneWebhookHistory(
   pool: pg.Pool,
@@ -411,30 +439,25 @@ export async function pruneWebhookHistory(
   // The database's clock, as `created_at` is.
   const { rows } = await pool.query<{ cutoff: Date }>('SELECT now() - make_interval(days => $1) AS cutoff', [retentionDays])
   const cutoff = rows[0]!.cutoff
-  const droppedEvents = await dropExpiredEventPartitions(pool, cutoff)
-  const droppedDeliveries = await dropExpiredDeliveryPartitions(pool, cutoff)
-  let events = droppedEvents.events
-  let deliveries = droppedDeliveries.deliveries
-  for (;;) {
-    const result = await pool.query(
-      `DELETE FROM webhook_events WHERE id IN (
-         SELECT id FROM webhook_events e
-         WHERE created_at < $1 AND id <= (SELECT event_id FROM webhook_cursor WHERE name = 'dispatch')
-           AND NOT EXISTS (SELECT 1 FROM webhook_outstanding o JOIN webhook_subscriptions s ON s.id = o.subscription_id
-                           WHERE o.event_id = e.id AND s.disabled_at IS NULL)
-         LIMIT $2)`,
-      [cutoff, batch],
-    )
-    events += result.rowCount ?? 0
-    if ((result.rowCount ?? 0) < batch) break
+  const droppedEvents = await dropExpiredMonths(pool, 'webhook_events', cutoff, EVENT_MONTH_EXPIRY)
+  const droppedDeliveries = await dropExpiredMonths(pool, 'webhook_deliveries', cutoff, DELIVERY_MONTH_EXPIRY)
+  const events = await deleteInBatches(
+    pool,
+    `DELETE FROM webhook_events WHERE id IN (
+       SELECT id FROM webhook_events e WHERE created_at < $1 AND ${HANDED_OUT('e')} AND NOT ${OWED_TO_ENABLED('e')} LIMIT $2)`,
+    [cutoff],
+    batch,
+  )
+  const deliveries = await deleteInBatches(
+    pool,
+    `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
+    [cutoff],
+    batch,
+  )
+  return {
+    events: droppedEvents.rows + events,
+    deliveries: droppedDeliveries.rows + deliveries,
+    partitions: [...droppedEvents.partitions, ...droppedDeliveries.partitions],
+    moved: droppedEvents.moved,
   }
-  for (;;) {
-    const result = await pool.query(
-      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
-      [cutoff, batch],
-    )
-    deliveries += result.rowCount ?? 0
-    if ((result.rowCount ?? 0) < batch) break
-  }
-  return { events, deliveries, partitions: [...droppedEvents.partitions, ...droppedDeliveries.partitions], moved: droppedEvents.moved }
 }
