@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, startAnvil, type Anvil } from '../harness/devnet/anvil.js'
+import { startAnvil, type Anvil } from '../harness/devnet/anvil.js'
 import { buildChain } from '../harness/fixtures/chain.js'
 import { waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { listeningUrl, runTs, spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 const cleanups: (() => Promise<unknown>)[] = []
@@ -36,14 +36,13 @@ afterAll(async () => {
 })
 
 async function startRole(role: 'worker' | 'scheduler'): Promise<{ daemon: Spawned; scrape: () => Promise<string> }> {
-  const port = await freePort()
-  const daemon = spawnTs('src/main.ts', ['--role', role], { ...env, METRICS_PORT: String(port), PORT: '1' })
+  const daemon = spawnTs('src/main.ts', ['--role', role], { ...env, METRICS_PORT: '0', PORT: '1', LOG_LEVEL: 'info' })
   cleanups.push(() => daemon.kill('SIGKILL'))
+  const metricsUrl = await listeningUrl(daemon, 'metrics listening')
   const scrape = async () => {
-    const response = await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => null)
+    const response = await fetch(`${metricsUrl}/metrics`).catch(() => null)
     return response?.ok ? response.text() : ''
   }
-  await waitFor(async () => (await scrape()) !== '', `the ${role}'s /metrics`)
   return { daemon, scrape }
 }
 

@@ -10,7 +10,7 @@ import { newWebhookSecret } from '../src/delivery/index.js'
 import { planBackfill } from '../src/sync/historical.js'
 import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
-import { spawnTs, type Spawned } from '../harness/processes.js'
+import { listeningUrl, spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 import { writeConfigFile } from './helpers/configFile.js'
 
@@ -68,15 +68,14 @@ describe('the chain id guard', () => {
       () => redis.cleanup(),
       () => queue.close(),
     )
-    const metricsPort = await freePort()
     // A worker whose node serves chain B, sharing Redis with a deployment of chain A.
     const worker: Spawned = spawnTs(
       'src/main.ts',
       ['--role', 'worker'],
-      await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: String(metricsPort) }),
+      await daemonEnv(db, redis.prefix, anvilB.url, { METRICS_PORT: '0' }),
     )
     cleanups.push(() => worker.kill('SIGKILL'))
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => null))?.ok === true, 'the worker')
+    const metricsUrl = await listeningUrl(worker, 'metrics listening')
 
     const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
     const plan = await planBackfill(db.store.pool, {
@@ -99,7 +98,7 @@ describe('the chain id guard', () => {
     const intervals = await db.store.pool.query(`SELECT 1 FROM sync_intervals WHERE chain_id = $1`, [CHAIN_A])
     expect(intervals.rows).toHaveLength(0)
     expect(worker.output()).toMatch(/"level":(50|"error")[^\n]*range job for another chain refused/)
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const metrics = await (await fetch(`${metricsUrl}/metrics`)).text()
     expect(metrics).toContain(`codetrail_range_jobs_total{chain_id="${CHAIN_A}",outcome="refused"} 1`)
   })
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../harness/devnet/anvil.js'
 import { createRangeQueue } from '../src/queue/index.js'
 import { waitFor } from './helpers/compare.js'
-import { runTs, spawnTs, type Spawned } from '../harness/processes.js'
+import { listeningUrl, runTs, spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
 
 /** One distinctive string per place a key or password can sit; none may reach any output. */
@@ -241,12 +241,12 @@ describe('no secret in any output', () => {
   })
 
   it('running daemons whose node fails after start-up: logs, /readyz, /metrics, the API, the dashboard and failed jobs', async () => {
-    const [apiPort, workerPort, schedulerPort] = [await freePort(), await freePort(), await freePort()]
+    const apiPort = await freePort()
     const env = environment({ PORT: String(apiPort) })
     const daemons: Record<string, Spawned> = {
       api: spawnTs('src/main.ts', ['--role', 'api'], env),
-      worker: spawnTs('src/main.ts', ['--role', 'worker'], { ...env, METRICS_PORT: String(workerPort) }),
-      scheduler: spawnTs('src/main.ts', ['--role', 'scheduler'], { ...env, METRICS_PORT: String(schedulerPort) }),
+      worker: spawnTs('src/main.ts', ['--role', 'worker'], { ...env, METRICS_PORT: '0' }),
+      scheduler: spawnTs('src/main.ts', ['--role', 'scheduler'], { ...env, METRICS_PORT: '0' }),
     }
     for (const daemon of Object.values(daemons)) cleanups.push(() => daemon.kill('SIGKILL'))
     const get = async (url: string, init?: RequestInit) => {
@@ -255,6 +255,10 @@ describe('no secret in any output', () => {
     }
     const api = `http://127.0.0.1:${apiPort}`
     await waitFor(async () => (await get(`${api}/healthz`)).status === 200, 'the API')
+    const [workerMetrics, schedulerMetrics] = await Promise.all([
+      listeningUrl(daemons.worker!, 'metrics listening'),
+      listeningUrl(daemons.scheduler!, 'metrics listening'),
+    ])
 
     const enqueued = await runTs('scripts/backfill.ts', ['--from', '0', '--to', '5', '--no-wait'], env)
     expect(enqueued.code).toBe(0)
@@ -265,7 +269,7 @@ describe('no secret in any output', () => {
       'a failed range job attempt',
     )
     await waitFor(
-      async () => /rpc_errors_total\{[^}]*\} [1-9]/.test((await get(`http://127.0.0.1:${schedulerPort}/metrics`)).body),
+      async () => /rpc_errors_total\{[^}]*\} [1-9]/.test((await get(`${schedulerMetrics}/metrics`)).body),
       'the follower to fail',
     )
     await waitFor(async () => /pendingLogs subscription/.test(daemons.scheduler!.output()), 'the subscription to fail')
@@ -293,8 +297,8 @@ describe('no secret in any output', () => {
       dashboard: dashboard.body,
       jobs: JSON.stringify(jobs.map((job) => [job.failedReason, job.stacktrace])),
       'api metrics': (await get(`${api}/metrics`)).body,
-      'worker metrics': (await get(`http://127.0.0.1:${workerPort}/metrics`)).body,
-      'scheduler metrics': (await get(`http://127.0.0.1:${schedulerPort}/metrics`)).body,
+      'worker metrics': (await get(`${workerMetrics}/metrics`)).body,
+      'scheduler metrics': (await get(`${schedulerMetrics}/metrics`)).body,
       'unauthorized dashboard': (await get(`${api}/admin/queues`)).body,
     }
     for (const [what, text] of Object.entries(answers)) expectNoSecret(what, text)
