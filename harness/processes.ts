@@ -46,7 +46,8 @@ export function spawnNode({ entry, args = [], env, nodeFlags = [], onStdoutLine,
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : []
   const child = spawn(process.execPath, [...nodeFlags, ...loader, entry, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // Without the vitest worker's id, a child's freePort takes the kernel's pick, outside its parent's ports.
+    env: { ...process.env, VITEST_POOL_ID: undefined, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''

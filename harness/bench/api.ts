@@ -91,10 +91,11 @@ async function attributionsIn(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const { rows } = await client.query<{ n: string | null }>(
-      `SELECT CASE WHEN to_regclass('attributions') IS NOT NULL THEN (SELECT count(*) FROM attributions) END AS n`,
-    )
-    return Number(rows[0]!.n ?? 0)
+    // Two statements: a query naming a missing table fails when parsed, whatever guards it.
+    const { rows } = await client.query<{ present: boolean }>(`SELECT to_regclass('attributions') IS NOT NULL AS present`)
+    if (!rows[0]!.present) return 0
+    const counted = await client.query<{ n: string }>('SELECT count(*) AS n FROM attributions')
+    return Number(counted.rows[0]!.n)
   } finally {
     await client.end()
   }

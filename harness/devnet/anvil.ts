@@ -52,12 +52,36 @@ export function findAnvilBinary(env: NodeJS.ProcessEnv = process.env): string {
   throw new Error('anvil not found: set ANVIL_BIN, put anvil on PATH, or install @foundry-rs/anvil-linux-amd64')
 }
 
+/**
+ * Test processes take ports below the kernel's ephemeral range (32768–60999 by default), where no
+ * `connect()` or `listen(0)` of any process lands, each vitest worker from a slice of its own: a port
+ * picked here is not taken by another process before the caller binds it. Elsewhere (the demo, the bench)
+ * the kernel picks.
+ */
+const FIRST_TEST_PORT = 20_000
+const TEST_PORTS_PER_WORKER = 1_000
+const TEST_PORT_SLICES = 12
+let nextTestPort = 0
+
+/** A port free on 127.0.0.1 now, for a server about to be started. */
 export async function freePort(): Promise<number> {
+  const worker = process.env.VITEST_POOL_ID
+  if (worker === undefined) return listenOn(0)
+  const first = FIRST_TEST_PORT + (Number(worker) % TEST_PORT_SLICES) * TEST_PORTS_PER_WORKER
+  for (let tried = 0; tried < TEST_PORTS_PER_WORKER; tried++) {
+    const port = first + (nextTestPort++ % TEST_PORTS_PER_WORKER)
+    if (await listenOn(port).catch(() => null)) return port
+  }
+  throw new Error(`no free port in ${first}–${first + TEST_PORTS_PER_WORKER - 1}`)
+}
+
+/** Listens on `port` of 127.0.0.1 (0: the kernel's pick) and closes again; resolves to the port. */
+async function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.unref()
     server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address()
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
     })
