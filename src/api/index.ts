@@ -179,6 +179,7 @@ export async function createApi({
       statementTimeoutMs,
       acquireTimeoutMs: dbAcquireTimeoutMs,
       genericPlans: true,
+      utcSessions: true,
     })
   if (!givenStore) owned.push(() => store.close())
   let replica: ReadRouting | undefined

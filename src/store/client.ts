@@ -12,6 +12,29 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
   return n
 })
 
+const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)
+
+/**
+ * A `timestamptz` as the API writes it (ISO 8601 in UTC, to the millisecond) straight from PostgreSQL's
+ * text in a UTC session (`2026-11-05 12:34:56.789+00`), without a `Date` between: a page of 100 rows
+ * spends about 0.1 ms on pg's date parser and `toISOString` otherwise (1.09 against 0.07 µs a row on
+ * Node 22). Fractions are cut to milliseconds, as a `Date` cuts them; any other form (another session
+ * time zone, a year past 9999) goes through the `Date`.
+ */
+export function isoFromTimestamptz(text: string): string {
+  if (text.length < 22 || text[10] !== ' ' || !text.endsWith('+00')) return (parseTimestamptz(text) as Date).toISOString()
+  const milliseconds = text.slice(20, Math.min(23, text.length - 3)).padEnd(3, '0')
+  return `${text.slice(0, 10)}T${text.slice(11, 19)}.${milliseconds}Z`
+}
+
+/** Types for a query whose `timestamptz` columns are wanted as ISO strings ({@link isoFromTimestamptz}). */
+export const ISO_TIMESTAMPS: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary'
+      ? isoFromTimestamptz
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+}
+
 /**
  * Longest a statement waits for a lock before failing (and its job or loop retrying): a session holding
  * a table lock, say a report's open transaction, then stalls one write for this long, not the index.
@@ -48,6 +71,12 @@ export type CreateStoreParameters = {
    * 0.47 ms of planning for 0.42 ms of execution.
    */
   genericPlans?: boolean
+  /**
+   * Sessions in UTC (`TimeZone = UTC`), so `timestamptz` text comes as `…+00` and
+   * {@link isoFromTimestamptz} takes it as it is. Every bucket and day in the SQL names UTC itself;
+   * this changes only how times are written.
+   */
+  utcSessions?: boolean
 }
 
 /** Opens a connection pool to PostgreSQL. */
@@ -59,7 +88,9 @@ export function createStore({
   lockTimeoutMs = LOCK_TIMEOUT_MS,
   acquireTimeoutMs,
   genericPlans = false,
+  utcSessions = false,
 }: CreateStoreParameters): Store {
+  const settings = [...(genericPlans ? ['plan_cache_mode=force_generic_plan'] : []), ...(utcSessions ? ['TimeZone=UTC'] : [])]
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
@@ -67,7 +98,7 @@ export function createStore({
     ...(statementTimeoutMs ? { statement_timeout: statementTimeoutMs } : {}),
     lock_timeout: lockTimeoutMs,
     ...(acquireTimeoutMs ? { connectionTimeoutMillis: acquireTimeoutMs } : {}),
-    ...(genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
+    ...(settings.length > 0 ? { options: settings.map((setting) => `-c ${setting}`).join(' ') } : {}),
   })
   // An idle client's error (e.g. the server restarting) must not crash the process; the pool replaces it.
   pool.on('error', () => {})
@@ -112,6 +143,7 @@ export async function queryPrepared<Row extends pg.QueryResultRow>(
   shape: string,
   build: () => SQL | { toSQL: () => Query },
   values: Record<string, unknown>,
+  types?: pg.CustomTypesConfig,
 ): Promise<Row[]> {
   let statement = statements.get(shape)
   if (!statement) {
@@ -124,6 +156,7 @@ export async function queryPrepared<Row extends pg.QueryResultRow>(
     name: statement.name,
     text: statement.text,
     values: fillPlaceholders(statement.params, values),
+    types,
   })
   return result.rows
 }

@@ -193,7 +193,7 @@ function toItem(row: AttributionRow): z.output<typeof attributionItem> {
     userOpHash: row.user_op_hash === '' ? null : row.user_op_hash,
     blockNumber: row.block_number,
     blockHash: row.block_hash,
-    blockTimestamp: row.block_timestamp.toISOString(),
+    blockTimestamp: row.block_timestamp,
     blockTimestampMs: row.block_timestamp_ms,
     from: row.from_address,
     to: row.to_address,

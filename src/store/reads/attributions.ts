@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
-import { queryPrepared, type Database } from '../client.js'
+import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
 import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
@@ -34,7 +34,8 @@ export type AttributionRow = {
   user_op_hash: string
   block_number: number
   block_hash: string
-  block_timestamp: Date
+  /** ISO 8601 in UTC, to the millisecond, as the API writes it. */
+  block_timestamp: string
   block_timestamp_ms: number | null
   from_address: string
   to_address: string | null
@@ -93,24 +94,30 @@ export async function listAttributions(
     .filter(([, value]) => value !== undefined)
     .map(([name]) => name)
     .join(',')}:${includeRemoved ? 'all' : 'live'}`
-  const rows = await queryPrepared<AttributionRow & { open_repairs: string | null }>(db, shape, () => listQuery(db, parameters), {
-    chainId,
-    builderCode,
-    walletAddress,
-    fromBlock,
-    toBlock,
-    since: since?.toISOString(),
-    until: until?.toISOString(),
-    statuses,
-    role,
-    after0: after?.[0],
-    after1: after?.[1],
-    after2: after?.[2],
-    after3: after?.[3],
-    after4: after?.[4],
-    limit: limit + 1,
-    ...repairRange(fromBlock, toBlock),
-  })
+  const rows = await queryPrepared<AttributionRow & { open_repairs: string | null }>(
+    db,
+    shape,
+    () => listQuery(db, parameters),
+    {
+      chainId,
+      builderCode,
+      walletAddress,
+      fromBlock,
+      toBlock,
+      since: since?.toISOString(),
+      until: until?.toISOString(),
+      statuses,
+      role,
+      after0: after?.[0],
+      after1: after?.[1],
+      after2: after?.[2],
+      after3: after?.[3],
+      after4: after?.[4],
+      limit: limit + 1,
+      ...repairRange(fromBlock, toBlock),
+    },
+    ISO_TIMESTAMPS,
+  )
   const openRepairs = await pageOpenRepairs(db, rows[0]?.open_repairs, chainId, fromBlock, toBlock)
   return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
