@@ -81,7 +81,7 @@ function toItem(row: LogRow): z.output<typeof logItem> {
     data: row.data,
     blockNumber: row.blockNumber,
     blockHash: row.blockHash,
-    blockTimestamp: row.blockTimestamp.toISOString(),
+    blockTimestamp: row.blockTimestamp,
     blockTimestampMs: row.blockTimestampMs,
     transactionHash: row.transactionHash,
     transactionIndex: row.transactionIndex,

@@ -1,5 +1,5 @@
 import { and, asc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
-import type { Database } from '../client.js'
+import { isoFromTimestamptz, type Database } from '../client.js'
 import { logs, type Status } from '../schema.js'
 import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
 
@@ -27,7 +27,8 @@ export type LogRow = {
   chainId: number
   blockNumber: number
   blockHash: string
-  blockTimestamp: Date
+  /** ISO 8601 in UTC, to the millisecond, as the API writes it. */
+  blockTimestamp: string
   blockTimestampMs: number | null
   transactionHash: string
   transactionIndex: number
@@ -49,7 +50,8 @@ const LOG_COLUMNS = {
   chainId: logs.chainId,
   blockNumber: logs.blockNumber,
   blockHash: logs.blockHash,
-  blockTimestamp: logs.blockTimestamp,
+  // PostgreSQL's text (drizzle hands timestamptz over as it comes) written as ISO without a Date between.
+  blockTimestamp: sql<string>`${logs.blockTimestamp}`.mapWith(isoFromTimestamptz),
   blockTimestampMs: logs.blockTimestampMs,
   transactionHash: logs.transactionHash,
   transactionIndex: logs.transactionIndex,
