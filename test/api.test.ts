@@ -436,6 +436,8 @@ describe('GET /v1/builder-codes/{code}/stats', () => {
     ] as const) {
       const { body } = await get<Stats>(`/v1/builder-codes/${C1}/stats?since=${iso(since)}&until=${iso(until)}&interval=hour`)
       expect(body.total, `${iso(since)} ${iso(until)}`).toEqual(model(C1, since, until))
+      // Every hour's start written as the Date would, across days and two-digit hours.
+      expect(body.buckets.map((b) => b.start)).toEqual(Array.from({ length: (until - since) / 3600 }, (_, i) => iso(since + i * 3600)))
     }
   })
 

@@ -186,6 +186,25 @@ function bucketRange(interval: StatsInterval, query: { since?: Date; until?: Dat
   return range
 }
 
+/**
+ * Writes whole-hour UTC instants (bucket starts, in order) as ISO 8601: the date by a `Date` once a day,
+ * the hour appended. A `toISOString` per bucket cost about 0.9 µs, 0.15 ms for a week by hour.
+ */
+function bucketStartWriter(): (startMs: number) => string {
+  let day = Number.NaN
+  let date = ''
+  return (startMs) => {
+    const startDay = Math.floor(startMs / INTERVAL_MS.day)
+    const hour = (startMs - startDay * INTERVAL_MS.day) / INTERVAL_MS.hour
+    if (!Number.isInteger(hour)) return new Date(startMs).toISOString()
+    if (startDay !== day) {
+      day = startDay
+      date = new Date(startDay * INTERVAL_MS.day).toISOString().slice(0, 10)
+    }
+    return `${date}T${hour < 10 ? '0' : ''}${hour}:00:00.000Z`
+  }
+}
+
 function toItem(row: AttributionRow): z.output<typeof attributionItem> {
   return {
     chainId: row.chain_id,
@@ -315,6 +334,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         since,
         until,
       })
+      const writeStart = bucketStartWriter()
       return {
         builderCode: code,
         walletAddress,
@@ -324,7 +344,7 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         until: until.toISOString(),
         total: { ...stats.total, roles: roles.total },
         buckets: stats.buckets.map(({ start, ...counts }) => ({
-          start: start.toISOString(),
+          start: writeStart(start.getTime()),
           ...counts,
           roles: roles.buckets.get(start.getTime()) ?? [],
         })),
