@@ -344,9 +344,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         until: until.toISOString(),
         total: { ...stats.total, roles: roles.total },
         buckets: stats.buckets.map(({ start, ...counts }) => ({
-          start: writeStart(start.getTime()),
+          start: writeStart(start),
           ...counts,
-          roles: roles.buckets.get(start.getTime()) ?? [],
+          roles: roles.buckets.get(start) ?? [],
         })),
       }
     },

@@ -213,7 +213,8 @@ type Value<T> = T | Placeholder
 type StatsQueryParameters = { [K in keyof BuilderCodeStatsParameters]: Value<BuilderCodeStatsParameters[K]> }
 
 export type StatsBucket = {
-  start: Date
+  /** Epoch milliseconds: the roles' buckets are keyed by it, and the route writes it. */
+  start: number
   attributions: number
   confirmed: number
   pending: number
@@ -266,7 +267,7 @@ function toStats({ interval, since, until }: BuilderCodeStatsParameters, statsRo
   const byStart = new Map(statsRows.filter((row) => row.start !== null).map((row) => [row.start!, counts(row)]))
   const empty = { attributions: 0, confirmed: 0, pending: 0, distinctSenders: 0, gasUsed: '0' }
   return {
-    buckets: bucketStarts(interval, since, until).map((start) => ({ start: new Date(start), ...(byStart.get(start) ?? empty) })),
+    buckets: bucketStarts(interval, since, until).map((start) => ({ start, ...(byStart.get(start) ?? empty) })),
     total,
   }
 }
