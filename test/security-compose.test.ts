@@ -1,17 +1,30 @@
 /**
  * docker-compose.yml safe to run on a public host: only the API published on every interface, passwords
  * required from .env (no defaults), PostgreSQL with scram-sha-256, Redis with requirepass, Grafana without
- * anonymous access and reading through the read-only analytics_reader role. No Docker engine here: the
- * file is parsed and its variables interpolated the way `docker compose config` does.
+ * anonymous access and reading through the read-only analytics_reader role; and PostgreSQL's settings
+ * ones PostgreSQL accepts. No Docker engine here: the file is parsed and its variables interpolated the
+ * way `docker compose config` does, and the settings read by this machine's `postgres`.
  */
-import { readFileSync } from 'node:fs'
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
+import { ADMIN_DATABASE_URL } from '../harness/services.js'
+import { asPostgres, postgresBinDir } from './helpers/postgresTools.js'
 
 const root = new URL('../', import.meta.url)
 const composeText = readFileSync(new URL('docker-compose.yml', root), 'utf8')
 const compose = parse(composeText, { merge: true }) as { services: Record<string, Service> }
-type Service = { ports?: string[]; environment?: Record<string, string>; command?: string[]; volumes?: string[]; profiles?: string[] }
+type Service = {
+  ports?: string[]
+  environment?: Record<string, string>
+  command?: string[]
+  volumes?: string[]
+  profiles?: string[]
+  shm_size?: string
+}
 
 const PASSWORDS = ['POSTGRES_PASSWORD', 'REDIS_PASSWORD', 'ANALYTICS_READER_PASSWORD', 'GRAFANA_ADMIN_PASSWORD']
 
@@ -26,7 +39,9 @@ function interpolate(text: string, env: Record<string, string>): string {
 }
 
 const FILLED = Object.fromEntries(PASSWORDS.map((name) => [name, `${name.toLowerCase()}-value`]))
-const rendered = parse(interpolate(composeText, FILLED), { merge: true }) as { services: Record<string, Service> }
+const render = (env: Record<string, string>) =>
+  parse(interpolate(composeText, env), { merge: true }) as { services: Record<string, Service> }
+const rendered = render(FILLED)
 
 describe('docker-compose.yml', () => {
   it('publishes only the API (and the demo API) on every interface; the rest on 127.0.0.1 or not at all', () => {
@@ -102,5 +117,60 @@ describe('docker-compose.yml', () => {
     const required = new Set([...composeText.matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((match) => match[1]!))
     expect([...required].sort()).toEqual([...PASSWORDS].sort())
     for (const name of required) expect(example).toMatch(new RegExp(`^${name}=$`, 'm'))
+  })
+})
+
+describe("docker-compose.yml's PostgreSQL settings", () => {
+  /** The `-c name=value` settings of the postgres service's command, which must run the server itself. */
+  function settingsOf(service: Service): Record<string, string> {
+    const [program, ...args] = service.command ?? []
+    expect(program).toBe('postgres')
+    const settings: Record<string, string> = {}
+    for (let i = 0; i < args.length; i += 2) {
+      expect(args[i]).toBe('-c')
+      const [name, value] = args[i + 1]!.split('=', 2)
+      settings[name!] = value!
+    }
+    return settings
+  }
+
+  /**
+   * `name` as PostgreSQL reads it with `settings` (`postgres -C`: the value in the setting's own unit,
+   * printed without starting a server); rejects with PostgreSQL's message for a setting it refuses.
+   */
+  async function readBack(name: string, settings: Record<string, string>): Promise<string> {
+    const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+    await admin.connect()
+    const binDir = await postgresBinDir(admin).finally(() => admin.end())
+    // An empty configuration: every value comes from the command line.
+    const dir = mkdtempSync(join(tmpdir(), 'codetrail-settings-'))
+    try {
+      writeFileSync(join(dir, 'postgresql.conf'), '')
+      if (process.getuid?.() === 0) {
+        const owner = Number(await asPostgres('id', ['-u']))
+        for (const path of [dir, join(dir, 'postgresql.conf')]) chownSync(path, owner, owner)
+      }
+      const args = Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])
+      return (await asPostgres(`${binDir}/postgres`, ['-D', dir, '-C', name, ...args])).trim()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  it('gives PostgreSQL 1 GB of shared_buffers unless POSTGRES_SHARED_BUFFERS says otherwise, in values PostgreSQL accepts', async () => {
+    const defaults = settingsOf(rendered.services.postgres!)
+    expect(defaults).toEqual({ shared_buffers: '1GB' })
+    const chosen = settingsOf(render({ ...FILLED, POSTGRES_SHARED_BUFFERS: '6GB' }).services.postgres!)
+    expect(chosen).toEqual({ shared_buffers: '6GB' })
+    // In 8 kB pages.
+    expect(await readBack('shared_buffers', defaults)).toBe(String((1 * 2 ** 30) / 8192))
+    expect(await readBack('shared_buffers', chosen)).toBe(String((6 * 2 ** 30) / 8192))
+    await expect(readBack('shared_buffers', { shared_buffers: '1GX' })).rejects.toThrow(/invalid value for parameter "shared_buffers"/)
+    const example = readFileSync(new URL('.env.example', root), 'utf8')
+    expect(example).toMatch(/^# POSTGRES_SHARED_BUFFERS=1GB$/m)
+  })
+
+  it('leaves parallel queries room in /dev/shm beyond the 64 MB Docker gives a container', () => {
+    expect(rendered.services.postgres!.shm_size).toBe('1gb')
   })
 })

@@ -7,6 +7,7 @@ import { promisify } from 'node:util'
 import pg from 'pg'
 import { freePort } from '../../harness/devnet/anvil.js'
 import { ADMIN_DATABASE_URL } from '../../harness/services.js'
+import { asPostgres, postgresBinDir } from './postgresTools.js'
 
 const run = promisify(execFile)
 
@@ -37,12 +38,6 @@ export type Replica = {
   stop: () => Promise<void>
 }
 
-/** Runs a PostgreSQL tool as the `postgres` OS user (the server refuses to run as root). */
-async function asPostgres(command: string, args: string[]): Promise<void> {
-  if (process.getuid?.() === 0) await run('runuser', ['-u', 'postgres', '--', command, ...args])
-  else await run(command, args)
-}
-
 /** Lets local replication connections in, once (a reload, never a restart: other tests use the cluster). */
 async function allowReplication(admin: pg.Client): Promise<void> {
   const { rows } = await admin.query<{ hba_file: string }>('SHOW hba_file')
@@ -70,8 +65,7 @@ export async function startReplica(): Promise<Replica> {
       `${SLOT_PREFIX}%`,
     ])
     ;({ rows: settings } = await admin.query('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [STANDBY_MINIMUMS]))
-    const { rows } = await admin.query<{ major: string }>(`SELECT current_setting('server_version_num')::int / 10000 AS major`)
-    binDir = `/usr/lib/postgresql/${rows[0]!.major}/bin`
+    binDir = await postgresBinDir(admin)
   } finally {
     await admin.end()
   }
