@@ -58,6 +58,8 @@ export type ApiBenchOutput = {
   routes: ApiRouteFigures[]
   /** CPU per request over the measured sessions: the API process, and the database's PostgreSQL backends. */
   cpuMsPerRequest: { api: number; postgres: number }
+  /** The PostgreSQL measured: its version, and its `shared_buffers`, which decides whether a page's rows are in its cache. */
+  postgres: { version: string; sharedBuffers: string }
 }
 
 const LISTENING = 'listening '
@@ -135,13 +137,17 @@ async function main(): Promise<void> {
   const config = loadConfig()
   const store = createStore({ databaseUrl: config.databaseUrl, max: 1, applicationName: 'codetrail-bench' })
   let seeded: { builder_code: string; n: string }[]
-  let version: string
+  let postgres: ApiBenchOutput['postgres']
   try {
     ;({ rows: seeded } = await store.pool.query<{ builder_code: string; n: string }>(
       `SELECT builder_code, count(*)::int8 AS n FROM attributions WHERE chain_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1`,
       [chainId],
     ))
-    version = (await store.pool.query<{ version: string }>(`SELECT current_setting('server_version') AS version`)).rows[0]!.version
+    postgres = (
+      await store.pool.query<ApiBenchOutput['postgres']>(
+        `SELECT split_part(current_setting('server_version'), ' ', 1) AS version, current_setting('shared_buffers') AS "sharedBuffers"`,
+      )
+    ).rows[0]!
   } finally {
     await store.close()
   }
@@ -269,6 +275,7 @@ async function main(): Promise<void> {
         api: ((cpuAfter.api - cpuBefore.api) * 1000) / samples.length,
         postgres: ((cpuAfter.postgres - cpuBefore.postgres) * 1000) / samples.length,
       },
+      postgres,
     }
   } finally {
     for (const agent of agents) agent.destroy()
@@ -283,7 +290,7 @@ async function main(): Promise<void> {
   const ms = (n: number) => `${n.toFixed(2).padStart(8)} ms`
   process.stdout.write(
     `${[
-      `codetrail API bench: ${count(rows)} attributions on chain ${chainId}; PostgreSQL ${version}; ${cpus().length} cores`,
+      `codetrail API bench: ${count(rows)} attributions on chain ${chainId}; PostgreSQL ${postgres.version} (shared_buffers ${postgres.sharedBuffers}); ${cpus().length} cores`,
       `${clients} clients, each its own keep-alive connection; ${sessions} sessions over ${used.length} of ${seeded.length} codes ` +
         `(rows per code: hottest ${count(output.codes.hottestRows)}, median ${count(output.codes.medianRows)}, coldest ${count(output.codes.coldestRows)}), up to ${pages} pages each`,
       ...output.routes.map((r) => `${r.route.padEnd(64)} p50 ${ms(r.p50Ms)}   p99 ${ms(r.p99Ms)}   max ${ms(r.maxMs)}   (n=${r.requests})`),
