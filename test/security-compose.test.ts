@@ -5,14 +5,14 @@
  * ones PostgreSQL accepts. No Docker engine here: the file is parsed and its variables interpolated the
  * way `docker compose config` does, and the settings read by this machine's `postgres`.
  */
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ADMIN_DATABASE_URL } from '../harness/services.js'
-import { asPostgres, postgresBinDir } from './helpers/postgresTools.js'
+import { asPostgres, ownByPostgres, postgresBinDir } from './helpers/postgresTools.js'
 
 const root = new URL('../', import.meta.url)
 const composeText = readFileSync(new URL('docker-compose.yml', root), 'utf8')
@@ -128,8 +128,10 @@ describe("docker-compose.yml's PostgreSQL settings", () => {
     const settings: Record<string, string> = {}
     for (let i = 0; i < args.length; i += 2) {
       expect(args[i]).toBe('-c')
-      const [name, value] = args[i + 1]!.split('=', 2)
-      settings[name!] = value!
+      const setting = args[i + 1]!
+      const at = setting.indexOf('=')
+      expect(at, setting).toBeGreaterThan(0)
+      settings[setting.slice(0, at)] = setting.slice(at + 1)
     }
     return settings
   }
@@ -146,10 +148,7 @@ describe("docker-compose.yml's PostgreSQL settings", () => {
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-settings-'))
     try {
       writeFileSync(join(dir, 'postgresql.conf'), '')
-      if (process.getuid?.() === 0) {
-        const owner = Number(await asPostgres('id', ['-u']))
-        for (const path of [dir, join(dir, 'postgresql.conf')]) chownSync(path, owner, owner)
-      }
+      await ownByPostgres(dir, join(dir, 'postgresql.conf'))
       const args = Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])
       return (await asPostgres(`${binDir}/postgres`, ['-D', dir, '-C', name, ...args])).trim()
     } finally {

@@ -1,15 +1,11 @@
-import { execFile } from 'node:child_process'
-import { appendFileSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import pg from 'pg'
 import { freePort } from '../../harness/devnet/anvil.js'
 import { ADMIN_DATABASE_URL } from '../../harness/services.js'
-import { asPostgres, postgresBinDir } from './postgresTools.js'
-
-const run = promisify(execFile)
+import { asPostgres, ownByPostgres, postgresBinDir } from './postgresTools.js'
 
 /** The line `pg_basebackup` needs in the primary's pg_hba.conf (the `all` database does not match replication connections). */
 const REPLICATION_RULE = 'host replication all 127.0.0.1/32 trust'
@@ -72,9 +68,7 @@ export async function startReplica(): Promise<Replica> {
 
   const dir = mkdtempSync(join(tmpdir(), 'codetrail-replica-'))
   const data = join(dir, 'data')
-  const owner = process.getuid?.() === 0 ? (await run('id', ['-u', 'postgres'])).stdout.trim() : undefined
-  const own = (path: string) => owner !== undefined && chownSync(path, Number(owner), Number(owner))
-  own(dir)
+  await ownByPostgres(dir)
   const port = await freePort()
   const slot = `${SLOT_PREFIX}${randomBytes(4).toString('hex')}`
   let started = false
@@ -140,7 +134,7 @@ export async function startReplica(): Promise<Replica> {
     }
     for (const [name, text] of Object.entries(files)) {
       writeFileSync(join(data, name), text)
-      own(join(data, name))
+      await ownByPostgres(join(data, name))
     }
     await asPostgres(`${binDir}/pg_ctl`, ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '240', 'start'])
     started = true
