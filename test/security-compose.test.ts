@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ADMIN_DATABASE_URL } from '../harness/services.js'
 import { asPostgres, ownByPostgres, postgresBinDir } from './helpers/postgresTools.js'
@@ -121,6 +121,14 @@ describe('docker-compose.yml', () => {
 })
 
 describe("docker-compose.yml's PostgreSQL settings", () => {
+  /** Where this machine's `postgres` program is, asked of the server once. */
+  let binDir: string
+  beforeAll(async () => {
+    const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
+    await admin.connect()
+    binDir = await postgresBinDir(admin).finally(() => admin.end())
+  })
+
   /** The `-c name=value` settings of the postgres service's command, which must run the server itself. */
   function settingsOf(service: Service): Record<string, string> {
     const [program, ...args] = service.command ?? []
@@ -141,9 +149,6 @@ describe("docker-compose.yml's PostgreSQL settings", () => {
    * printed without starting a server); rejects with PostgreSQL's message for a setting it refuses.
    */
   async function readBack(name: string, settings: Record<string, string>): Promise<string> {
-    const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL })
-    await admin.connect()
-    const binDir = await postgresBinDir(admin).finally(() => admin.end())
     // An empty configuration: every value comes from the command line.
     const dir = mkdtempSync(join(tmpdir(), 'codetrail-settings-'))
     try {

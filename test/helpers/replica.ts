@@ -132,10 +132,8 @@ export async function startReplica(): Promise<Replica> {
       'pg_hba.conf': 'local all all trust\nhost all all 127.0.0.1/32 trust\n',
       'pg_ident.conf': '',
     }
-    for (const [name, text] of Object.entries(files)) {
-      writeFileSync(join(data, name), text)
-      await ownByPostgres(join(data, name))
-    }
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(data, name), text)
+    await ownByPostgres(...Object.keys(files).map((name) => join(data, name)))
     await asPostgres(`${binDir}/pg_ctl`, ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '240', 'start'])
     started = true
   } catch (error) {
