@@ -305,6 +305,18 @@ describe('API query plans on a seeded database with statistics', () => {
     expect(await sequentialScans(() => leaderboard(explained, { chainId: chains, since, until, limit: 20 }))).toEqual([])
   })
 
+  it("analytics.builder_code_daily reads a range of days from the rollup's day buckets through an index, never the attributions", async () => {
+    // The last two weeks of the seeded history, as the analytics guide's first query asks.
+    const { rows } = await db.store.pool.query({
+      text: `EXPLAIN (FORMAT JSON) SELECT * FROM analytics.builder_code_daily WHERE chain_id = $1 AND day >= $2 ORDER BY day DESC, tx_count DESC`,
+      values: [CHAIN_ID, '2026-12-10'],
+    })
+    const read = [...nodes((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan)]
+      .filter((node) => node['Relation Name'] !== undefined)
+      .map((node) => `${node['Node Type']} ${node['Relation Name']}`)
+    expect(read).toEqual([expect.stringMatching(/^(Index|Index Only|Bitmap Heap) Scan builder_code_buckets$/)])
+  })
+
   it("the stream, a subscription's owed events and deliveries, and the newest event id read the webhook tables through their partitions' indexes", async () => {
     expect(await sequentialScans(() => readEvents(explainedPool, { after: 0, limit: 100 }))).toEqual([])
     expect(

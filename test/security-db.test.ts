@@ -120,7 +120,7 @@ describe('writers', () => {
     cleanups.push(() => writer.close())
     await reader.query('BEGIN')
     try {
-      await reader.query('SELECT count(*) FROM analytics.builder_code_daily')
+      await reader.query('SELECT count(*) FROM analytics.attributed_transactions')
       // DDL needs ACCESS EXCLUSIVE, which the report's ACCESS SHARE blocks.
       await expect(writer.pool.query('BEGIN; LOCK TABLE attributions IN ACCESS EXCLUSIVE MODE; COMMIT')).rejects.toMatchObject({
         code: '55P03',

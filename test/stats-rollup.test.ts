@@ -237,12 +237,38 @@ async function rollupAndRecomputation(pool: pg.Pool) {
          count(DISTINCT a.sender)::int8 AS senders
        ${COUNTED} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
     ),
+    confirmed: await query(
+      `SELECT chain_id, builder_code, bucket, extract(epoch from start)::int8 AS start, confirmed_tx_count, confirmed_senders,
+         confirmed_transactions, confirmed_user_operations, confirmed_gas_used::text, confirmed_gas_rows
+       FROM builder_code_buckets
+       WHERE (confirmed_tx_count, confirmed_senders, confirmed_transactions, confirmed_user_operations, confirmed_gas_used, confirmed_gas_rows)
+         <> (0, 0, 0, 0, 0, 0)
+       ORDER BY 1, 2, 3, 4`,
+    ),
+    expectedConfirmed: await query(
+      `SELECT a.chain_id, a.builder_code, b.bucket, ${START} AS start, count(DISTINCT (a.tx_hash, a.user_op_hash))::int8 AS confirmed_tx_count,
+         count(DISTINCT a.sender)::int8 AS confirmed_senders, count(DISTINCT a.tx_hash)::int8 AS confirmed_transactions,
+         count(*) FILTER (WHERE a.user_op_hash <> '')::int8 AS confirmed_user_operations,
+         coalesce(sum(a.gas_used), 0)::text AS confirmed_gas_used, count(a.gas_used)::int8 AS confirmed_gas_rows
+       ${COUNTED} AND a.status <> 'pending' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+    ),
+    daily: await query(`SELECT * FROM analytics.builder_code_daily ORDER BY day, chain_id, builder_code`),
+    // The view as it was defined before the rollup kept it: every row grouped.
+    expectedDaily: await query(
+      `SELECT date_trunc('day', a.block_timestamp AT TIME ZONE 'UTC')::date AS day, a.chain_id, a.builder_code,
+         count(DISTINCT (a.tx_hash, a.user_op_hash))::bigint AS tx_count, count(DISTINCT a.sender)::bigint AS distinct_senders,
+         count(DISTINCT a.tx_hash)::bigint AS distinct_transactions, count(*) FILTER (WHERE a.user_op_hash <> '')::bigint AS user_operations,
+         sum(a.gas_used)::numeric AS gas_used
+       FROM attributions a WHERE a.status IN ('confirmed', 'finalized') AND NOT a.removed
+       GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+    ),
     members: await query(
-      `SELECT chain_id, builder_code, bucket, extract(epoch from start)::int8 AS start, sender, n
+      `SELECT chain_id, builder_code, bucket, extract(epoch from start)::int8 AS start, sender, n, pending
        FROM builder_code_bucket_senders ORDER BY 1, 2, 3, 4, 5`,
     ),
     expectedMembers: await query(
-      `SELECT a.chain_id, a.builder_code, b.bucket, ${START} AS start, a.sender, count(*)::int AS n
+      `SELECT a.chain_id, a.builder_code, b.bucket, ${START} AS start, a.sender, count(*)::int AS n,
+         count(*) FILTER (WHERE a.status = 'pending')::int AS pending
        ${COUNTED} GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
     ),
     senders: await query(
@@ -273,7 +299,8 @@ async function rollupAndRecomputation(pool: pg.Pool) {
        ${COUNTED} GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
     ),
     leftovers: await query(
-      `SELECT count(*)::int AS n FROM builder_code_buckets WHERE attributions = 0 AND (pending, gas_used, senders, latest_senders) <> (0, 0, 0, 0)`,
+      `SELECT count(*)::int AS n FROM builder_code_buckets WHERE attributions = 0 AND (pending, gas_used, senders, latest_senders, confirmed_tx_count,
+         confirmed_senders, confirmed_transactions, confirmed_user_operations, confirmed_gas_used, confirmed_gas_rows) <> (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`,
     ),
   }
 }
@@ -282,6 +309,8 @@ async function expectRollupExact(context: string, pool = db.store.pool): Promise
   const found = await rollupAndRecomputation(pool)
   expect(found.buckets, context).toEqual(found.expectedBuckets)
   expect(found.members, context).toEqual(found.expectedMembers)
+  expect(found.confirmed, context).toEqual(found.expectedConfirmed)
+  expect(found.daily, context).toEqual(found.expectedDaily)
   expect(found.senders, context).toEqual(found.expectedSenders)
   expect(found.latest, context).toEqual(found.expectedLatest)
   expect(found.roles, context).toEqual(found.expectedRoles)
@@ -424,6 +453,49 @@ describe('stats rollup', () => {
       first.release()
       second.release()
     }
+  })
+
+  it("keeps the daily figures exact when a write restores a transaction's stored rows and adds new ones of the same code", async () => {
+    await db.store.pool.query('TRUNCATE attributions')
+    random = seededRandom(77)
+    const txHash = hex(77, 64)
+    const block = 12
+    // The app row was stored and a reorg took it away; the transaction comes back with the code as app and wallet.
+    await insertRows(db.store.pool, [
+      {
+        ...randomRow({ chainId: CHAIN_ID, txHash, userOpHash: '', builderCode: CODES[0]! }),
+        role: 'app',
+        removed: true,
+        status: 'confirmed',
+      },
+    ])
+    const position: TransactionPosition = {
+      hash: txHash,
+      blockNumber: block,
+      blockHash: hex(block, 64, 'b'),
+      blockTimestamp: T0 + block * BLOCK_SECONDS,
+      transactionIndex: 0,
+      status: 'confirmed',
+    }
+    const entry = (role: 'app' | 'wallet') => ({
+      txHash,
+      userOpHash: '',
+      builderCode: CODES[0]!,
+      codeIndex: 0,
+      role,
+      registry: null,
+      sender: SENDERS[0]!,
+      schemaId: 2,
+      codes: [CODES[0]!],
+      from: SENDERS[0]!,
+      to: null,
+    })
+    await withTransaction(db.store.pool, (client) =>
+      upsertAttributions(client, CHAIN_ID, [entry('app'), entry('wallet')], new Map([[txHash, position]]), new Map()),
+    )
+    await expectRollupExact('a stored row restored beside a new one')
+    const { rows } = await db.store.pool.query(`SELECT tx_count, distinct_transactions FROM analytics.builder_code_daily`)
+    expect(rows).toEqual([{ tx_count: 1, distinct_transactions: 1 }])
   })
 
   it('empties with the table on TRUNCATE', async () => {

@@ -4,8 +4,17 @@ import { BinaryCopyWriter, copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
 import type { CodeRole, RegistryUnverifiedReason, Status } from './schema.js'
 
-// A stale pre-confirmed answer must never pull a confirmed, canonical row back to pending.
-const NOT_BACK_TO_PENDING = (table: string) => `NOT (EXCLUDED.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
+// A stale pre-confirmed answer (the incoming row `source`) must never pull a confirmed, canonical row back to pending.
+const NOT_BACK_TO_PENDING_FROM = (table: string, source: string) =>
+  `NOT (${source}.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
+const NOT_BACK_TO_PENDING = (table: string) => NOT_BACK_TO_PENDING_FROM(table, 'EXCLUDED')
+
+const ATTRIBUTION_KEY = ['chain_id', 'tx_hash', 'user_op_hash', 'builder_code', 'role'] as const
+
+/** An attribution row moved to the position and status of `source` (the incoming row), not removed. */
+const MOVE_ATTRIBUTION = (source: string) => `block_number = ${source}.block_number, block_hash = ${source}.block_hash,
+  block_timestamp = ${source}.block_timestamp, block_timestamp_ms = ${source}.block_timestamp_ms, status = ${source}.status,
+  gas_used = COALESCE(${source}.gas_used, attributions.gas_used), removed = false, updated_at = now()`
 
 /** Where known transactions move to, as unnest-able parameters from `$2` on (`$1` is the chain id). */
 const UNNEST_MOVES = `unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[], $9::bigint[])
@@ -163,7 +172,7 @@ export async function upsertTransactions(
          block_timestamp_ms = u.ts_ms,
          transaction_index = u.tx_index, status = u.status, gas_used = COALESCE(u.gas_used, t.gas_used), removed = false, updated_at = now()
        FROM ${UNNEST_MOVES}
-       WHERE t.chain_id = $1 AND t.hash = u.hash AND NOT (u.status = 'pending' AND t.status <> 'pending' AND NOT t.removed)`,
+       WHERE t.chain_id = $1 AND t.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('t', 'u')}`,
       arrays,
     )
     await client.query(
@@ -171,7 +180,7 @@ export async function upsertTransactions(
          block_timestamp_ms = u.ts_ms,
          status = u.status, gas_used = COALESCE(u.gas_used, a.gas_used), removed = false, updated_at = now()
        FROM ${UNNEST_MOVES}
-       WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND NOT (u.status = 'pending' AND a.status <> 'pending' AND NOT a.removed)`,
+       WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('a', 'u')}`,
       arrays,
     )
   }
@@ -308,13 +317,19 @@ export async function upsertAttributions(
       p.blockTimestampMs ?? null,
     ])
   })
-  // As for transactions: COPY while every row is new, the merge when one is there already.
+  // As for transactions: COPY while every row is new, the merge when one is there already. The merge updates the
+  // stored rows and inserts the others in two statements: the stats rollup's triggers count a transaction's distinct
+  // rows from what the table holds after each statement, which an upsert mixing both would count wrong
+  // (sql/02-stats-rollup.sql).
   await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
     rows: lines.length,
-    onConflict: `ON CONFLICT (chain_id, tx_hash, user_op_hash, builder_code, role) DO UPDATE SET block_number = EXCLUDED.block_number,
-       block_hash = EXCLUDED.block_hash, block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
-       status = EXCLUDED.status,
-       gas_used = COALESCE(EXCLUDED.gas_used, attributions.gas_used), removed = false, updated_at = now()
+    updateStored: {
+      key: ATTRIBUTION_KEY,
+      statement: (incoming) => `UPDATE attributions SET ${MOVE_ATTRIBUTION('i')}
+        FROM ${incoming} i WHERE (${ATTRIBUTION_KEY.map((column) => `attributions.${column}`).join(', ')}) = (${ATTRIBUTION_KEY.map((column) => `i.${column}`).join(', ')})
+          AND ${NOT_BACK_TO_PENDING_FROM('attributions', 'i')}`,
+    },
+    onConflict: `ON CONFLICT (${ATTRIBUTION_KEY.join(', ')}) DO UPDATE SET ${MOVE_ATTRIBUTION('EXCLUDED')}
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
   })
 }

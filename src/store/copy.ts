@@ -47,18 +47,29 @@ async function copyInto(
   await pipeline(Readable.from(pieces), client.query(copyStreams.from(`COPY ${table} (${columns.join(', ')}) FROM STDIN${format}`)))
 }
 
+/** A merge in two statements: the stored rows updated from the temporary table first, then the others inserted. */
+type UpdateStored = {
+  /** The `UPDATE` of the stored rows from the temporary table named `incoming`. */
+  statement: (incoming: string) => string
+  /** The columns of the unique key the insert checks for rows stored already. */
+  key: readonly string[]
+}
+
 /**
  * Writes rows that should all be new: `COPY` (text, or binary with `binary`) straight into `table`
  * inside a savepoint of the caller's transaction. Only when a row is there already (a unique
  * violation) is the savepoint rolled back and the rows copied into a temporary twin of the table, then
- * merged with `INSERT … SELECT … {onConflict}`. Returns how many rows the write added or changed.
+ * merged with `INSERT … SELECT … {onConflict}`; with `updateStored`, the stored rows are updated by a
+ * statement of their own first and the insert takes only the others (`onConflict` still meets rows a
+ * concurrent writer stored meanwhile), so that no statement both inserts and updates. Returns how many
+ * rows the write added or changed.
  */
 export async function copyOrMerge(
   client: pg.PoolClient,
   table: string,
   columns: readonly string[],
   pieces: readonly (Buffer | string)[],
-  { rows, onConflict, binary = false }: { rows: number; onConflict: string; binary?: boolean },
+  { rows, onConflict, binary = false, updateStored }: { rows: number; onConflict: string; binary?: boolean; updateStored?: UpdateStored },
 ): Promise<number> {
   await client.query(`SAVEPOINT copy_${table}`)
   try {
@@ -74,8 +85,16 @@ export async function copyOrMerge(
   await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${incoming} ON COMMIT DELETE ROWS AS SELECT ${list} FROM ${table} WITH NO DATA`)
   await client.query(`TRUNCATE ${incoming}`)
   await copyInto(client, incoming, columns, pieces, binary)
-  const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
-  return result.rowCount ?? 0
+  if (!updateStored) {
+    const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
+    return result.rowCount ?? 0
+  }
+  const updated = await client.query(updateStored.statement(incoming))
+  const stored = `SELECT 1 FROM ${table} WHERE (${updateStored.key.join(', ')}) = (${updateStored.key.map((column) => `i.${column}`).join(', ')})`
+  const inserted = await client.query(
+    `INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} i WHERE NOT EXISTS (${stored}) ${onConflict}`,
+  )
+  return (updated.rowCount ?? 0) + (inserted.rowCount ?? 0)
 }
 
 // Binary COPY: signature, flags and header extension length before the tuples, -1 after them.

@@ -306,7 +306,8 @@ function compareAttributions(expected: SimAttribution[], stored: SimAttribution[
 
 /**
  * The rollups the triggers keep (per code and hour or day: attributions, pending ones, senders; per code
- * and sender: attributions) against a recount of the attribution rows they are kept from.
+ * and sender: attributions; `analytics.builder_code_daily`, read from the day buckets) against a recount
+ * of the attribution rows they are kept from.
  */
 async function compareRollups(pool: pg.Pool, chainId: number, findings: Findings) {
   const differences = await pool.query(
@@ -324,7 +325,18 @@ async function compareRollups(pool: pg.Pool, chainId: number, findings: Findings
      SELECT 'sender', coalesce(r.builder_code, k.builder_code), coalesce(r.sender, k.sender), r.n::text, k.n::text
      FROM (SELECT chain_id, builder_code, sender, count(*)::bigint AS n FROM live GROUP BY 1, 2, 3) r
        FULL JOIN (SELECT chain_id, builder_code, sender, n FROM builder_code_senders WHERE chain_id = $1 AND n <> 0) k USING (chain_id, builder_code, sender)
-     WHERE r.n IS DISTINCT FROM k.n`,
+     WHERE r.n IS DISTINCT FROM k.n
+     UNION ALL
+     SELECT 'daily view', coalesce(r.builder_code, k.builder_code), coalesce(r.day, k.day)::text, row(r.*)::text, row(k.*)::text
+     FROM (
+       SELECT date_trunc('day', block_timestamp AT TIME ZONE 'UTC')::date AS day, chain_id, builder_code,
+         count(DISTINCT (tx_hash, user_op_hash))::bigint AS tx_count, count(DISTINCT sender)::bigint AS distinct_senders,
+         count(DISTINCT tx_hash)::bigint AS distinct_transactions, count(*) FILTER (WHERE user_op_hash <> '')::bigint AS user_operations,
+         sum(gas_used)::numeric AS gas_used
+       FROM live WHERE status <> 'pending' GROUP BY 1, 2, 3
+     ) r FULL JOIN (SELECT * FROM analytics.builder_code_daily WHERE chain_id = $1) k USING (day, chain_id, builder_code)
+     WHERE (r.tx_count, r.distinct_senders, r.distinct_transactions, r.user_operations, r.gas_used)
+       IS DISTINCT FROM (k.tx_count, k.distinct_senders, k.distinct_transactions, k.user_operations, k.gas_used)`,
     [chainId],
   )
   for (const d of differences.rows)

@@ -82,19 +82,20 @@ COMMENT ON COLUMN analytics.attributed_transactions.code_owner IS 'Owner of the 
 COMMENT ON COLUMN analytics.attributed_transactions.payout_address IS 'Payout address the BuilderCodes registry holds for the code.';
 COMMENT ON COLUMN analytics.attributed_transactions.block_timestamp_ms IS 'Block time in milliseconds since the Unix epoch as the node served it; null where it served none.';
 
+-- From the day buckets of the stats rollup (kept in the same transactions as the attributions, 02-stats-rollup.sql):
+-- a range of days reads those days' buckets (index builder_code_buckets_day), whatever the history holds.
 CREATE VIEW analytics.builder_code_daily AS
 SELECT
-  date_trunc('day', a.block_timestamp AT TIME ZONE 'UTC')::date AS day,
-  a.chain_id,
-  a.builder_code,
-  count(DISTINCT (a.tx_hash, a.user_op_hash))::bigint AS tx_count,
-  count(DISTINCT a.sender)::bigint AS distinct_senders,
-  count(DISTINCT a.tx_hash)::bigint AS distinct_transactions,
-  count(*) FILTER (WHERE a.user_op_hash <> '')::bigint AS user_operations,
-  sum(a.gas_used)::numeric AS gas_used
-FROM public.attributions a
-WHERE a.status IN ('confirmed', 'finalized') AND NOT a.removed
-GROUP BY 1, 2, 3;
+  (b.start AT TIME ZONE 'UTC')::date AS day,
+  b.chain_id,
+  b.builder_code,
+  b.confirmed_tx_count AS tx_count,
+  b.confirmed_senders AS distinct_senders,
+  b.confirmed_transactions AS distinct_transactions,
+  b.confirmed_user_operations AS user_operations,
+  CASE WHEN b.confirmed_gas_rows > 0 THEN b.confirmed_gas_used END AS gas_used
+FROM public.builder_code_buckets b
+WHERE b.bucket = 'day' AND b.confirmed_tx_count > 0;
 COMMENT ON VIEW analytics.builder_code_daily IS 'Per UTC day and builder code: confirmed, not removed attributions.';
 COMMENT ON COLUMN analytics.builder_code_daily.day IS 'UTC day of the block timestamp.';
 COMMENT ON COLUMN analytics.builder_code_daily.chain_id IS 'EIP-155 chain id.';
