@@ -323,12 +323,7 @@ export async function upsertAttributions(
   // (sql/02-stats-rollup.sql).
   await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
     rows: lines.length,
-    updateStored: {
-      key: ATTRIBUTION_KEY,
-      statement: (incoming) => `UPDATE attributions SET ${MOVE_ATTRIBUTION('i')}
-        FROM ${incoming} i WHERE (${ATTRIBUTION_KEY.map((column) => `attributions.${column}`).join(', ')}) = (${ATTRIBUTION_KEY.map((column) => `i.${column}`).join(', ')})
-          AND ${NOT_BACK_TO_PENDING_FROM('attributions', 'i')}`,
-    },
+    updateStored: { key: ATTRIBUTION_KEY, set: MOVE_ATTRIBUTION('i'), where: NOT_BACK_TO_PENDING_FROM('attributions', 'i') },
     onConflict: `ON CONFLICT (${ATTRIBUTION_KEY.join(', ')}) DO UPDATE SET ${MOVE_ATTRIBUTION('EXCLUDED')}
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
   })

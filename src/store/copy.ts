@@ -49,10 +49,12 @@ async function copyInto(
 
 /** A merge in two statements: the stored rows updated from the temporary table first, then the others inserted. */
 type UpdateStored = {
-  /** The `UPDATE` of the stored rows from the temporary table named `incoming`. */
-  statement: (incoming: string) => string
-  /** The columns of the unique key the insert checks for rows stored already. */
+  /** The columns of the unique key that find a stored row for an incoming one. */
   key: readonly string[]
+  /** The `SET` list of the update; the incoming row is `i`. */
+  set: string
+  /** Which stored rows the update may change, beside the key; the incoming row is `i`. */
+  where: string
 }
 
 /**
@@ -89,10 +91,11 @@ export async function copyOrMerge(
     const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
     return result.rowCount ?? 0
   }
-  const updated = await client.query(updateStored.statement(incoming))
-  const stored = `SELECT 1 FROM ${table} WHERE (${updateStored.key.join(', ')}) = (${updateStored.key.map((column) => `i.${column}`).join(', ')})`
+  const { key, set, where } = updateStored
+  const sameKey = `(${key.map((column) => `${table}.${column}`).join(', ')}) = (${key.map((column) => `i.${column}`).join(', ')})`
+  const updated = await client.query(`UPDATE ${table} SET ${set} FROM ${incoming} i WHERE ${sameKey} AND ${where}`)
   const inserted = await client.query(
-    `INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} i WHERE NOT EXISTS (${stored}) ${onConflict}`,
+    `INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} i WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${sameKey}) ${onConflict}`,
   )
   return (updated.rowCount ?? 0) + (inserted.rowCount ?? 0)
 }

@@ -28,13 +28,13 @@ BEGIN
   EXECUTE format($sql$
     WITH changes AS (%s),
     per_bucket AS (
-      SELECT c.chain_id, c.builder_code, b.bucket, date_trunc(b.bucket, c.block_timestamp, 'UTC') AS start, c.sender, c.status,
+      SELECT c.chain_id, c.builder_code, b.bucket, date_trunc(b.bucket, c.block_timestamp, 'UTC') AS start, c.sender,
         c.status <> 'pending' AS confirmed, c.gas_used, c.tx_hash, c.user_op_hash, c.sign
       FROM changes c CROSS JOIN (VALUES ('hour'), ('day')) AS b(bucket)
     ),
     sender_changes AS (
       SELECT chain_id, builder_code, bucket, start, sender, sum(sign)::int AS dn, coalesce(sum(sign) FILTER (WHERE NOT confirmed), 0)::int AS dp
-      FROM per_bucket GROUP BY 1, 2, 3, 4, 5 HAVING (sum(sign), coalesce(sum(sign) FILTER (WHERE NOT confirmed), 0)) <> (0, 0)
+      FROM per_bucket GROUP BY 1, 2, 3, 4, 5 HAVING sum(sign) <> 0 OR sum(sign) FILTER (WHERE NOT confirmed) <> 0
     ),
     members AS (
       INSERT INTO builder_code_bucket_senders AS s (chain_id, builder_code, bucket, start, sender, n, pending)
