@@ -373,13 +373,16 @@ async function startChainScheduler({
         () => sweepOwedGas({ pool: indexer.store.pool, chainId: indexer.chainId, gasQueue: indexer.gasQueue, logger }),
         { signal, logger, name: 'gas-sweep' },
       )
-      const logPartitions = runEvery(
+      const monthPartitions = runEvery(
         MONTH_PARTITIONS_CHECK_MS,
         async () => {
-          const created = await ensureMonthPartitions(indexer.store.pool, 'logs')
-          if (created.length > 0) logger.info({ chain_id: indexer.chainId, partitions: created }, 'log partitions created')
+          const created = [
+            ...(await ensureMonthPartitions(indexer.store.pool, 'logs')),
+            ...(await ensureMonthPartitions(indexer.store.pool, 'attributions')),
+          ]
+          if (created.length > 0) logger.info({ chain_id: indexer.chainId, partitions: created }, 'month partitions created')
         },
-        { signal, logger, name: 'log-partitions' },
+        { signal, logger, name: 'month-partitions' },
       )
       const retentionDays = config.retentionLogsDays
       const retention =
@@ -410,7 +413,7 @@ async function startChainScheduler({
               }),
             )
           : undefined
-      await Promise.all([coverage, registryCheck, gasSweep, logPartitions, retention, reprobe, subscription])
+      await Promise.all([coverage, registryCheck, gasSweep, monthPartitions, retention, reprobe, subscription])
     },
     onFollowEvent: (event) => {
       recordFollowEvent(metrics, chain, event)

@@ -59,6 +59,8 @@ beforeAll(async () => {
      SELECT ${CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i / 5), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
      FROM generate_series(1, ${ATTRIBUTIONS}) i`,
   )
+  // Attributions over the same months, a partition each.
+  await ensureMonthPartitions(pool, 'attributions', new Date(T0 * 1000))
   await pool.query(
     `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, role, code_index, block_number, block_hash, block_timestamp,
        from_address, sender, schema_id, codes, gas_used, status)
@@ -108,10 +110,14 @@ beforeAll(async () => {
   // The partitions that hold the seeded history (a scan of an empty one, ahead or the default, costs nothing).
   const { rows: seeded } = await pool.query<{ relname: string }>(
     `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent IN ('logs'::regclass, 'webhook_events'::regclass, 'webhook_deliveries'::regclass) AND c.reltuples > 0`,
+     WHERE i.inhparent IN ('logs'::regclass, 'attributions'::regclass, 'webhook_events'::regclass, 'webhook_deliveries'::regclass)
+       AND c.reltuples > 0`,
   )
   seededPartitions = new Set(seeded.map((row) => row.relname))
   expect([...seededPartitions].sort()).toEqual([
+    'attributions_p2026_10',
+    'attributions_p2026_11',
+    'attributions_p2026_12',
     'logs_p2026_10',
     'logs_p2026_11',
     'logs_p2026_12',
@@ -194,16 +200,19 @@ async function sequentialScans(run: () => Promise<unknown>): Promise<string[]> {
   )
 }
 
-/** The table a relation of a plan belongs to: `logs` for its partitions. */
-const tableOf = (relation: string) => (/^logs_(p\d{4}_\d{2}|default)$/.test(relation) ? 'logs' : relation)
-
-/** The partitions of `logs` a statement's plan reads. */
-async function logPartitionsRead(text: string, values: unknown[]): Promise<string[]> {
-  const { rows } = await db.store.pool.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values })
-  const read = [...nodes((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan)]
+/** The partitions of the month-partitioned `table` that a plan reads. */
+function partitionsIn(plan: unknown, table: 'logs' | 'attributions'): string[] {
+  const partition = new RegExp(`^${table}_(p\\d{4}_\\d{2}|default)$`)
+  const read = [...nodes((plan as [{ Plan: PlanNode }])[0].Plan)]
     .map((node) => node['Relation Name'] ?? '')
-    .filter((relation) => relation !== 'logs' && tableOf(relation) === 'logs')
+    .filter((relation) => partition.test(relation))
   return [...new Set(read)].sort()
+}
+
+/** The partitions of `table` a statement's plan reads. */
+async function partitionsRead(table: 'logs' | 'attributions', text: string, values: unknown[]): Promise<string[]> {
+  const { rows } = await db.store.pool.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values })
+  return partitionsIn(rows[0]['QUERY PLAN'], table)
 }
 
 describe('API query plans on a seeded database with statistics', () => {
@@ -237,17 +246,36 @@ describe('API query plans on a seeded database with statistics', () => {
   it('a log read bounded in time reads only the partitions of its months, through their indexes', async () => {
     const november = [new Date(Date.UTC(2026, 10, 3)), new Date(Date.UTC(2026, 10, 4))]
     const byTime = `SELECT count(*) FROM analytics.logs WHERE chain_id = $1 AND block_timestamp >= $2 AND block_timestamp < $3`
-    expect(await logPartitionsRead(byTime, [CHAIN_ID, ...november])).toEqual(['logs_p2026_11'])
+    expect(await partitionsRead('logs', byTime, [CHAIN_ID, ...november])).toEqual(['logs_p2026_11'])
     const byAddressAndTime = `SELECT * FROM analytics.logs WHERE chain_id = $1 AND address = $2 AND block_timestamp >= $3 AND block_timestamp < $4
       ORDER BY block_number LIMIT 100`
-    expect(await logPartitionsRead(byAddressAndTime, [CHAIN_ID, someAddress, ...november])).toEqual(['logs_p2026_11'])
+    expect(await partitionsRead('logs', byAddressAndTime, [CHAIN_ID, someAddress, ...november])).toEqual(['logs_p2026_11'])
     // Without a time bound every month is read, each through its index (the list tests above: no sequential scan).
     expect(
-      await logPartitionsRead(`SELECT * FROM logs WHERE chain_id = $1 AND address = $2 ORDER BY block_number LIMIT 100`, [
+      await partitionsRead('logs', `SELECT * FROM logs WHERE chain_id = $1 AND address = $2 ORDER BY block_number LIMIT 100`, [
         CHAIN_ID,
         someAddress,
       ]),
     ).toEqual(expect.arrayContaining(['logs_default', 'logs_p2026_10', 'logs_p2026_11', 'logs_p2026_12']))
+  })
+
+  it('an attribution read bounded in time reads only the partitions of its months: the SQL views, and the list by the values it runs with', async () => {
+    const november = [new Date(Date.UTC(2026, 10, 3)), new Date(Date.UTC(2026, 10, 4))]
+    const byTime = `SELECT count(*) FROM analytics.attributed_transactions WHERE chain_id = $1 AND block_timestamp >= $2 AND block_timestamp < $3`
+    expect(await partitionsRead('attributions', byTime, [CHAIN_ID, ...november])).toEqual(['attributions_p2026_11'])
+    const byCodeAndTime = `SELECT builder_code, count(DISTINCT sender) FROM analytics.attributed_transactions
+      WHERE chain_id = $1 AND builder_code = $2 AND block_timestamp >= $3 AND block_timestamp < $4 GROUP BY 1`
+    expect(await partitionsRead('attributions', byCodeAndTime, [CHAIN_ID, 'code_7', ...november])).toEqual(['attributions_p2026_11'])
+    // The API plans a statement once for every value (a generic plan); its months are pruned as it starts.
+    plans = []
+    await listAttributions(explained, { chainId: CHAIN_ID, since: november[0], until: november[1], includeRemoved: false, limit: 100 })
+    const list = plans.find(({ text }) => text.includes('"attributions"'))!
+    // Each read of the partitioned table (the page's, and the seeks for the first and last block in the range) and
+    // the months it keeps: the page's keeps November alone.
+    const appends = [...nodes((list.plan as [{ Plan: PlanNode }])[0].Plan)].filter((node) => 'Subplans Removed' in node)
+    const kept = appends.map((node) => partitionsIn([{ Plan: node }], 'attributions'))
+    expect(kept).toContainEqual(['attributions_p2026_11'])
+    expect(kept.every((months) => months.length < 5)).toBe(true)
   })
 
   const attributionFilters: [string, Omit<Parameters<typeof listAttributions>[1], 'chainId' | 'includeRemoved' | 'limit'>][] = [

@@ -19,8 +19,11 @@ import {
   runMigrations,
   toLogRows,
   upsertPendingLogs,
+  withTransaction,
   type LogInput,
 } from '../src/store/index.js'
+import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
+import type { Status } from '../src/store/schema.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
 
@@ -376,5 +379,148 @@ describe('webhook events partitioned by month', () => {
       'webhook_events_p2018_03',
       'webhook_events_p2019_03',
     ])
+  })
+})
+
+describe('attributions partitioned by month', () => {
+  const CODE = 'bc_months01'
+  const SENDER = `0x${'5e'.repeat(20)}`
+
+  it('converts the attributions of a deployment: every row moved into its month, the rollup and the views as they were', async () => {
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    try {
+      await migrateBefore(pool, '0036_attributions_partitions')
+      const client = await pool.connect()
+      await applyDefinitions(client, readDefinitions()).finally(() => client.release())
+      // 30 March 2021 + 1…100 hours, a transaction an hour: 47 in March, 53 in April.
+      await pool.query(
+        `INSERT INTO attributions (chain_id, tx_hash, builder_code, code_index, block_number, block_hash, block_timestamp, from_address,
+           sender, schema_id, codes, status, removed)
+         SELECT $1, '0x' || md5('t' || b) || md5('u' || b), $2, 0, b, '0x' || md5(b::text) || md5('h' || b),
+           timestamptz '2021-03-30' + b * interval '1 hour', $3, $3, 0, ARRAY[$2], 'finalized', b % 10 = 0
+         FROM generate_series(1, 100) b`,
+        [CHAIN_ID, CODE, SENDER],
+      )
+      const rollup = async () =>
+        (await pool.query(`SELECT * FROM builder_code_buckets WHERE builder_code = $1 ORDER BY bucket, start`, [CODE])).rows
+      const daily = async () => (await pool.query(`SELECT * FROM analytics.builder_code_daily ORDER BY day`)).rows
+      const before = { rollup: await rollup(), daily: await daily() }
+      expect(before.daily.map((row) => row.tx_count)).toEqual([21, 22, 21, 22, 4])
+
+      await runMigrations(pool)
+      expect(await partitionsOf('true', [], { table: 'attributions', pool })).toEqual([
+        { partition: 'attributions_p2021_03', n: 47 },
+        { partition: 'attributions_p2021_04', n: 53 },
+      ])
+      expect(await rollup()).toEqual(before.rollup)
+      expect(await daily()).toEqual(before.daily)
+      const { rows: views } = await pool.query(`SELECT count(*)::int AS n FROM analytics.attributed_transactions`)
+      expect(views).toEqual([{ n: 100 }])
+      // The rollup's triggers are back on the partitioned table: a new row counts.
+      await pool.query(
+        `INSERT INTO attributions (chain_id, tx_hash, builder_code, code_index, block_number, block_hash, block_timestamp, from_address,
+           sender, schema_id, codes, status)
+         VALUES ($1, $2, $3, 0, 101, $4, timestamptz '2021-04-03 05:00Z', $5, $5, 0, ARRAY[$3], 'finalized')`,
+        [CHAIN_ID, hex(101), CODE, hex(101), SENDER],
+      )
+      expect((await daily()).map((row) => row.tx_count)).toEqual([21, 22, 21, 22, 5])
+    } finally {
+      await pool.end()
+      await dropDatabase(name)
+    }
+  })
+
+  /** A transaction attributed to CODE, decoded as a writer that had not seen it stored decodes it. */
+  const TX = hex(0xa77)
+  const decoded: TransactionDecodeRow = {
+    hash: TX,
+    from: SENDER,
+    to: null,
+    inputSize: 100,
+    hasSuffix: true,
+    schemaId: 0,
+    codes: [CODE],
+    registryAddress: null,
+    registryChainId: null,
+    registryVerified: null,
+    registryUnverifiedReason: null,
+    cbor: null,
+    malformedReason: null,
+    userOperations: 0,
+  }
+  const entry = {
+    txHash: TX,
+    userOpHash: '',
+    builderCode: CODE,
+    codeIndex: 0,
+    role: null,
+    registry: null,
+    sender: SENDER,
+    schemaId: 0,
+    codes: [CODE],
+  }
+  /** Stores TX and its attribution at `block` and time `time` as the attributor's write does, in the caller's transaction. */
+  const storeAt = async (client: pg.PoolClient, block: number, time: string, status: Status) => {
+    const position: TransactionPosition = {
+      hash: TX,
+      blockNumber: block,
+      blockHash: hex(block),
+      blockTimestamp: Date.parse(time) / 1000,
+      transactionIndex: 0,
+      status,
+    }
+    const positions = new Map([[TX, position]])
+    const { decodedStored } = await upsertTransactions(client, CHAIN_ID, [decoded], positions, new Map())
+    await upsertAttributions(client, CHAIN_ID, [{ ...entry, from: SENDER, to: null }], positions, new Map(), {
+      transactionsStored: decodedStored,
+    })
+  }
+  const stored = async () =>
+    (
+      await db.store.pool.query(
+        `SELECT tableoid::regclass::text AS partition, block_number::int, status FROM attributions WHERE tx_hash = $1 ORDER BY 1`,
+        [TX],
+      )
+    ).rows
+
+  it('keeps one row per attribution when its transaction moves to another month, also when two writers race', async () => {
+    const pool = db.store.pool
+    await ensureMonthPartitions(pool, 'attributions', new Date('2026-01-15T00:00:00Z'))
+    // First seen pending at the end of January, then decoded afresh (its writer read it as unknown) in a block in February.
+    await withTransaction(pool, (client) => storeAt(client, 10, '2026-01-31T23:59:59Z', 'pending'))
+    expect(await stored()).toEqual([{ partition: 'attributions_p2026_01', block_number: 10, status: 'pending' }])
+    await withTransaction(pool, (client) => storeAt(client, 11, '2026-02-01T00:00:01Z', 'confirmed'))
+    expect(await stored()).toEqual([{ partition: 'attributions_p2026_02', block_number: 11, status: 'confirmed' }])
+
+    // Two writers that both decoded it afresh, at once: a reorg moves it back into January while a stale range
+    // write holds February. The second waits on the first's row in `transactions`, then moves the row it stored.
+    const [first, second] = [await pool.connect(), await pool.connect()]
+    try {
+      await pool.query(`DELETE FROM attributions WHERE tx_hash = $1`, [TX])
+      await pool.query(`DELETE FROM transactions WHERE hash = $1`, [TX])
+      await first.query('BEGIN')
+      await storeAt(first, 12, '2026-02-01T00:00:03Z', 'confirmed')
+      await second.query('BEGIN')
+      const { rows: pid } = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+      const writing = storeAt(second, 9, '2026-01-31T23:59:57Z', 'confirmed')
+      for (;;) {
+        const { rows } = await pool.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [pid[0]!.pid])
+        if (rows[0].waits) break
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      await first.query('COMMIT')
+      await writing
+      await second.query('COMMIT')
+    } finally {
+      first.release()
+      second.release()
+    }
+    expect(await stored()).toEqual([{ partition: 'attributions_p2026_01', block_number: 9, status: 'confirmed' }])
+    const { rows: buckets } = await pool.query(
+      `SELECT start, attributions::int FROM builder_code_buckets WHERE builder_code = $1 AND bucket = 'day' AND attributions > 0`,
+      [CODE],
+    )
+    expect(buckets).toEqual([{ start: new Date('2026-01-31T00:00:00Z'), attributions: 1 }])
   })
 })

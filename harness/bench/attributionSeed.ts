@@ -15,9 +15,10 @@
  */
 import { setPriority } from 'node:os'
 import type pg from 'pg'
-import { createStore, runMigrations } from '../../src/store/index.js'
+import { createStore, ensureMonthPartitions, runMigrations } from '../../src/store/index.js'
 
 const ROWS_PER_BLOCK = 10
+/** Block time by default: Base's before 2026-11-05. Longer blocks spread the same rows over more months. */
 const BLOCK_SECONDS = 2
 const SENDERS = 100_000
 const PENDING_BLOCKS = 5
@@ -45,6 +46,8 @@ export type SeedOptions = {
   nice?: boolean
   /** Block time of the newest seeded block (default: now). */
   headTime?: Date
+  /** Seconds between seeded blocks (default {@link BLOCK_SECONDS}). */
+  blockSeconds?: number
   say?: (message: string) => void
 }
 
@@ -71,14 +74,14 @@ const INSERT_ROWS = `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, 
     block_timestamp, from_address, sender, to_address, schema_id, codes, gas_used, status, removed)
   ${ROWS_SELECT}`
 
-type Shape = { chainId: number; codes: number; headTime: number; lastBlock: number }
-const rowParameters = ({ chainId, codes, headTime, lastBlock }: Shape, from: number, to: number) => [
+type Shape = { chainId: number; codes: number; headTime: number; lastBlock: number; blockSeconds: number }
+const rowParameters = ({ chainId, codes, headTime, lastBlock, blockSeconds }: Shape, from: number, to: number) => [
   chainId,
   from,
   to,
   headTime,
   lastBlock,
-  BLOCK_SECONDS,
+  blockSeconds,
   PENDING_BLOCKS,
   UNFINALIZED_BLOCKS,
   ROWS_PER_BLOCK,
@@ -88,7 +91,17 @@ const rowParameters = ({ chainId, codes, headTime, lastBlock }: Shape, from: num
 
 /** Seeds `rows` attributions into the database of `databaseUrl` (migrated first), after the rows there. */
 export async function seedAttributions(databaseUrl: string, options: SeedOptions): Promise<SeedFigures> {
-  const { rows, codes, chainId, jobs = 2, via = 'bulk', nice = false, headTime = new Date(), say = () => {} } = options
+  const {
+    rows,
+    codes,
+    chainId,
+    jobs = 2,
+    via = 'bulk',
+    nice = false,
+    headTime = new Date(),
+    blockSeconds = BLOCK_SECONDS,
+    say = () => {},
+  } = options
   if (nice) setPriority(19)
   const store = createStore({ databaseUrl, max: jobs, applicationName: 'codetrail-seed' })
   const started = performance.now()
@@ -107,7 +120,17 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
     ])
     const first = Number(existing[0]!.n)
     const last = first + rows - 1
-    const shape: Shape = { chainId, codes, headTime: Math.floor(headTime.getTime() / 1000), lastBlock: Math.floor(last / ROWS_PER_BLOCK) }
+    const shape: Shape = {
+      chainId,
+      codes,
+      headTime: Math.floor(headTime.getTime() / 1000),
+      lastBlock: Math.floor(last / ROWS_PER_BLOCK),
+      blockSeconds,
+    }
+    // A month partition for every month the rows fall in, as the daemon keeps them for the months it writes.
+    const earliest = new Date((shape.headTime - (shape.lastBlock - Math.floor(first / ROWS_PER_BLOCK)) * blockSeconds) * 1000)
+    for (let month = earliest; month <= headTime; month = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1)))
+      await ensureMonthPartitions(store.pool, 'attributions', month)
     const batches: [number, number][] = []
     const batchRows = via === 'bulk' ? BULK_BATCH_ROWS : TRIGGER_BATCH_ROWS
     for (let from = first; from <= last; from += batchRows) batches.push([from, Math.min(last, from + batchRows - 1)])

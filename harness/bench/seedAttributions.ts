@@ -6,7 +6,7 @@
  * `--via triggers` inserts the same rows through the rollup's triggers instead, with the indexes in place.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/codetrail_bench \
- *     node --import tsx harness/bench/seedAttributions.ts --rows 10000000 [--codes 1000] [--chain-id 8453] [--jobs 2] [--nice] [--via bulk|triggers]
+ *     node --import tsx harness/bench/seedAttributions.ts --rows 10000000 [--codes 1000] [--chain-id 8453] [--jobs 2] [--nice] [--via bulk|triggers] [--block-seconds 2]
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../../src/config/index.js'
@@ -20,6 +20,7 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '2' },
     nice: { type: 'boolean', default: false },
     via: { type: 'string', default: 'bulk' },
+    'block-seconds': { type: 'string', default: '2' },
   },
   strict: true,
 })
@@ -46,6 +47,7 @@ const figures = await seedAttributions(loadConfig().databaseUrl, {
   jobs: positive('jobs', values.jobs),
   nice: values.nice,
   via: values.via,
+  blockSeconds: positive('block-seconds', values['block-seconds']),
   say: (message) => process.stdout.write(`${message}\n`),
 })
 process.stdout.write(

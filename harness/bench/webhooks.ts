@@ -95,7 +95,7 @@ async function commitAttributions(pool: pg.Pool, from: number, count: number, bl
     from: SENDER,
     to: null,
   }))
-  await withTransaction(pool, (client) => upsertAttributions(client, CHAIN_ID, rows, positions, new Map()))
+  await withTransaction(pool, (client) => upsertAttributions(client, CHAIN_ID, rows, positions, new Map(), { transactionsStored: false }))
 }
 
 /**

@@ -264,8 +264,8 @@ export function createAttributor(context: AttributorContext) {
     const entries = fresh.flatMap((a) => a.entries.map((entry) => ({ ...entry, txHash: a.hash, from: a.from, to: a.to })))
     for (const a of fresh) if (a.schemaId !== null && a.schemaId > 2 && a.malformedReason === null) context.onLaterSchema?.(a.schemaId)
     return async (client) => {
-      await upsertTransactions(client, chainId, rows, positions, gasUsed)
-      await upsertAttributions(client, chainId, entries, positions, gasUsed)
+      const { decodedStored } = await upsertTransactions(client, chainId, rows, positions, gasUsed)
+      await upsertAttributions(client, chainId, entries, positions, gasUsed, { transactionsStored: decodedStored })
       // Last, and skipping rows others hold: this transaction then never waits on another while holding them.
       await storeRegistryAnswers(client, chainId, answersAgain)
     }

@@ -9,6 +9,10 @@ const NOT_BACK_TO_PENDING_FROM = (table: string, source: string) =>
   `NOT (${source}.status = 'pending' AND ${table}.status <> 'pending' AND NOT ${table}.removed)`
 const NOT_BACK_TO_PENDING = (table: string) => NOT_BACK_TO_PENDING_FROM(table, 'EXCLUDED')
 
+/**
+ * What one attribution is: a transaction (or user operation) attributed to a code in a role. The table's
+ * primary key adds `block_timestamp`, its partition column; the writers keep one row per key across months.
+ */
 const ATTRIBUTION_KEY = ['chain_id', 'tx_hash', 'user_op_hash', 'builder_code', 'role'] as const
 
 /** An attribution row moved to the position and status of `source` (the incoming row), not removed. */
@@ -140,7 +144,10 @@ export async function storeRegistryAnswers(
 /**
  * Inserts decoded transactions at their positions; ones already stored keep their decode and move to
  * the given position and status (not removed), with their attributions. `gasUsed` fills gas used
- * where it is not known yet (a transaction first seen pending has no receipt).
+ * where it is not known yet (a transaction first seen pending has no receipt). Returns whether any of
+ * `decoded` was stored already: only then may its attributions be too ({@link upsertAttributions}).
+ * Its row in `transactions`, written here first, holds off any other writer of the same transaction
+ * until this one commits.
  */
 export async function upsertTransactions(
   client: pg.PoolClient,
@@ -148,19 +155,27 @@ export async function upsertTransactions(
   decoded: readonly TransactionDecodeRow[],
   positions: ReadonlyMap<string, TransactionPosition>,
   gasUsed: ReadonlyMap<string, number>,
-): Promise<void> {
+): Promise<{ decodedStored: boolean }> {
   const rows = decoded.filter((row) => positions.has(row.hash))
+  let decodedStored = false
   if (rows.length > 0) {
     // Rows of a fresh range are all new and go in by COPY; one already stored moves to the given position.
-    await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyData(chainId, rows, positions, gasUsed), {
-      rows: rows.length,
-      binary: true,
-      onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
+    const { merged } = await copyOrMerge(
+      client,
+      'transactions',
+      TRANSACTION_COLUMNS,
+      transactionCopyData(chainId, rows, positions, gasUsed),
+      {
+        rows: rows.length,
+        binary: true,
+        onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
          block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
          transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
          gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
        WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
-    })
+      },
+    )
+    decodedStored = merged
   }
   // Transactions decoded earlier (e.g. while pending) only move.
   const inserted = new Set(rows.map((row) => row.hash))
@@ -184,6 +199,7 @@ export async function upsertTransactions(
       arrays,
     )
   }
+  return { decodedStored }
 }
 
 const TRANSACTION_COLUMNS = [
@@ -283,13 +299,19 @@ function positionArrays(positions: readonly TransactionPosition[]) {
   ]
 }
 
-/** Inserts attribution rows at their transaction's position; existing ones move there (not removed). */
+/**
+ * Inserts attribution rows at their transaction's position; existing ones move there (not removed), from
+ * whichever month they are stored in. `transactionsStored` says whether their transactions may have been
+ * stored before this write ({@link upsertTransactions}' answer, in the same database transaction; unknown
+ * counts as stored): when none was, none of their attributions can be either, and the rows go in by `COPY`.
+ */
 export async function upsertAttributions(
   client: pg.PoolClient,
   chainId: number,
   rows: readonly (AttributionRow & { from: string; to: string | null })[],
   positions: ReadonlyMap<string, TransactionPosition>,
   gasUsed: ReadonlyMap<string, number>,
+  { transactionsStored = true }: { transactionsStored?: boolean } = {},
 ): Promise<void> {
   const placed = rows.filter((row) => positions.has(row.txHash))
   if (placed.length === 0) return
@@ -317,14 +339,16 @@ export async function upsertAttributions(
       p.blockTimestampMs ?? null,
     ])
   })
-  // As for transactions: COPY while every row is new, the merge when one is there already. The merge updates the
-  // stored rows and inserts the others in two statements: the stats rollup's triggers count a transaction's distinct
-  // rows from what the table holds after each statement, which an upsert mixing both would count wrong
-  // (sql/02-stats-rollup.sql).
+  // COPY while every transaction is new, the merge when one was stored: a stored row at another block time sits
+  // under another primary key (the key holds the partition column), so a COPY would not meet it. The merge finds
+  // stored rows by the attribution's key alone, updates them (moving them between months) and inserts the others,
+  // in two statements: the stats rollup's triggers count a transaction's distinct rows from what the table holds
+  // after each statement, which an upsert mixing both would count wrong (sql/02-stats-rollup.sql).
   await copyOrMerge(client, 'attributions', ATTRIBUTION_COLUMNS, lines, {
     rows: lines.length,
+    copyFirst: !transactionsStored,
     updateStored: { key: ATTRIBUTION_KEY, set: MOVE_ATTRIBUTION('i'), where: NOT_BACK_TO_PENDING_FROM('attributions', 'i') },
-    onConflict: `ON CONFLICT (${ATTRIBUTION_KEY.join(', ')}) DO UPDATE SET ${MOVE_ATTRIBUTION('EXCLUDED')}
+    onConflict: `ON CONFLICT (${ATTRIBUTION_KEY.join(', ')}, block_timestamp) DO UPDATE SET ${MOVE_ATTRIBUTION('EXCLUDED')}
      WHERE ${NOT_BACK_TO_PENDING('attributions')}`,
   })
 }

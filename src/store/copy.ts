@@ -57,30 +57,42 @@ type UpdateStored = {
   where: string
 }
 
+/** What {@link copyOrMerge} did: how many rows it added or changed, and whether it met stored rows and merged. */
+export type CopyOrMergeResult = { changed: number; merged: boolean }
+
 /**
  * Writes rows that should all be new: `COPY` (text, or binary with `binary`) straight into `table`
  * inside a savepoint of the caller's transaction. Only when a row is there already (a unique
  * violation) is the savepoint rolled back and the rows copied into a temporary twin of the table, then
  * merged with `INSERT … SELECT … {onConflict}`; with `updateStored`, the stored rows are updated by a
  * statement of their own first and the insert takes only the others (`onConflict` still meets rows a
- * concurrent writer stored meanwhile), so that no statement both inserts and updates. Returns how many
- * rows the write added or changed.
+ * concurrent writer stored meanwhile), so that no statement both inserts and updates. With `copyFirst`
+ * false it merges at once: for rows that may be stored under another value of a partitioned table's key
+ * (its partition column), which a `COPY` would not meet and would store twice.
  */
 export async function copyOrMerge(
   client: pg.PoolClient,
   table: string,
   columns: readonly string[],
   pieces: readonly (Buffer | string)[],
-  { rows, onConflict, binary = false, updateStored }: { rows: number; onConflict: string; binary?: boolean; updateStored?: UpdateStored },
-): Promise<number> {
-  await client.query(`SAVEPOINT copy_${table}`)
-  try {
-    await copyInto(client, table, columns, pieces, binary)
-    await client.query(`RELEASE SAVEPOINT copy_${table}`)
-    return rows
-  } catch (error) {
-    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
-    await client.query(`ROLLBACK TO SAVEPOINT copy_${table}`)
+  {
+    rows,
+    onConflict,
+    binary = false,
+    updateStored,
+    copyFirst = true,
+  }: { rows: number; onConflict: string; binary?: boolean; updateStored?: UpdateStored; copyFirst?: boolean },
+): Promise<CopyOrMergeResult> {
+  if (copyFirst) {
+    await client.query(`SAVEPOINT copy_${table}`)
+    try {
+      await copyInto(client, table, columns, pieces, binary)
+      await client.query(`RELEASE SAVEPOINT copy_${table}`)
+      return { changed: rows, merged: false }
+    } catch (error) {
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+      await client.query(`ROLLBACK TO SAVEPOINT copy_${table}`)
+    }
   }
   const list = columns.join(', ')
   const incoming = `${table}_incoming`
@@ -89,7 +101,7 @@ export async function copyOrMerge(
   await copyInto(client, incoming, columns, pieces, binary)
   if (!updateStored) {
     const result = await client.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} ${onConflict}`)
-    return result.rowCount ?? 0
+    return { changed: result.rowCount ?? 0, merged: true }
   }
   const { key, set, where } = updateStored
   const sameKey = `(${key.map((column) => `${table}.${column}`).join(', ')}) = (${key.map((column) => `i.${column}`).join(', ')})`
@@ -97,7 +109,7 @@ export async function copyOrMerge(
   const inserted = await client.query(
     `INSERT INTO ${table} (${list}) SELECT ${list} FROM ${incoming} i WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${sameKey}) ${onConflict}`,
   )
-  return (updated.rowCount ?? 0) + (inserted.rowCount ?? 0)
+  return { changed: (updated.rowCount ?? 0) + (inserted.rowCount ?? 0), merged: true }
 }
 
 // Binary COPY: signature, flags and header extension length before the tuples, -1 after them.

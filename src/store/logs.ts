@@ -12,12 +12,13 @@ import type { Status } from './schema.js'
  */
 export async function insertCanonicalLogs(client: pg.PoolClient, data: CopyData): Promise<number> {
   if (data.rows === 0) return 0
-  return copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), {
+  const { changed } = await copyOrMerge(client, 'logs', LOG_COPY_COLUMNS, copyStatement(data), {
     rows: data.rows,
     onConflict: `ON CONFLICT (chain_id, block_number, block_hash, log_index, block_timestamp) WHERE status <> 'pending'
       DO UPDATE SET removed = false, status = EXCLUDED.status, updated_at = now() WHERE logs.removed`,
     binary: true,
   })
+  return changed
 }
 
 export type BlockRow = {

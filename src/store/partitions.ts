@@ -2,17 +2,22 @@ import type pg from 'pg'
 import { withTransaction } from './client.js'
 
 /**
- * The tables partitioned by month (UTC), and the time each is partitioned by: `logs` by block time
- * (migration 0033), `webhook_events` and `webhook_deliveries` by when the event was published and the
+ * The tables partitioned by month (UTC), and the time each is partitioned by: `logs` and `attributions` by
+ * block time (migrations 0033 and 0036), `webhook_events` and `webhook_deliveries` by when the event was published and the
  * attempt made (migration 0034). Each has month tables `<table>_pYYYY_MM` and `<table>_default` for rows
  * no month holds.
  */
-const MONTH_PARTITIONED = { logs: 'block_timestamp', webhook_events: 'created_at', webhook_deliveries: 'created_at' } as const
+const MONTH_PARTITIONED = {
+  logs: 'block_timestamp',
+  attributions: 'block_timestamp',
+  webhook_events: 'created_at',
+  webhook_deliveries: 'created_at',
+} as const
 export type MonthPartitionedTable = keyof typeof MONTH_PARTITIONED
 
 /** Months after the current one that a partitioned table's writer keeps a partition ready for. */
 const MONTHS_AHEAD = 2
-/** How often each writer makes sure its months are ready: the scheduler's leader for `logs`, the dispatcher for the webhook tables. */
+/** How often each writer makes sure its months are ready: the scheduler's leader for `logs` and `attributions`, the dispatcher for the webhook tables. */
 export const MONTH_PARTITIONS_CHECK_MS = 60 * 60_000
 // Serialises partition changes across processes (the leaders of every chain share the partitions of logs).
 const PARTITIONS_LOCK = 0x6374706d

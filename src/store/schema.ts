@@ -219,6 +219,8 @@ const roleCheck = (name: string) => check(name, sql`role in ('', 'app', 'wallet'
 /**
  * One row per (transaction or user operation, decoded code, role). `user_op_hash` is '' for a plain
  * transaction and `role` '' for a code without one, so both can be part of the key; the views expose them as null.
+ * Partitioned by month of `block_timestamp` (monthly tables `attributions_pYYYY_MM` and `attributions_default`,
+ * made by migration 0036 and src/store/partitions.ts); a row moves between months with its transaction.
  */
 export const attributions = pgTable(
   'attributions',
@@ -250,7 +252,9 @@ export const attributions = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    primaryKey({ name: 'attributions_pk', columns: [t.chainId, t.txHash, t.userOpHash, t.builderCode, t.role] }),
+    // block_timestamp is in the key because the table is partitioned by it; one row per (transaction, user
+    // operation, code, role) is kept by the writers (src/store/attributions.ts).
+    primaryKey({ name: 'attributions_pk', columns: [t.chainId, t.txHash, t.userOpHash, t.builderCode, t.role, t.blockTimestamp] }),
     index('attributions_code_block').on(t.chainId, t.builderCode, t.blockNumber, t.txHash),
     index('attributions_block').on(t.chainId, t.blockNumber, t.txHash),
     index('attributions_timestamp').on(t.chainId, t.blockTimestamp),
