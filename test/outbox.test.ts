@@ -63,7 +63,14 @@ async function store(txs: number[], code: string, block: number, status: Transac
     from: wallet,
     to: null,
   }))
-  await withTransaction(db.store.pool, (client) => upsertAttributions(client, CHAIN, rows, positions, new Map()))
+  // New transactions go in by COPY, as the attributor's write takes it when upsertTransactions met none stored.
+  const { rows: stored } = await db.store.pool.query(
+    `SELECT 1 FROM attributions WHERE chain_id = $1 AND tx_hash = ANY($2::text[]) LIMIT 1`,
+    [CHAIN, txs.map(hash)],
+  )
+  await withTransaction(db.store.pool, (client) =>
+    upsertAttributions(client, CHAIN, rows, positions, new Map(), { transactionsStored: stored.length > 0 }),
+  )
 }
 
 async function allEvents(): Promise<WebhookEvent[]> {

@@ -22,7 +22,8 @@ import {
   withTransaction,
   type LogInput,
 } from '../src/store/index.js'
-import { upsertAttributions, upsertTransactions, type TransactionDecodeRow, type TransactionPosition } from '../src/store/attributions.js'
+import { upsertAttributions, upsertTransactions, type TransactionPosition } from '../src/store/attributions.js'
+import { decodedTransaction } from './helpers/transactions.js'
 import type { Status } from '../src/store/schema.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
@@ -433,22 +434,7 @@ describe('attributions partitioned by month', () => {
 
   /** A transaction attributed to CODE, decoded as a writer that had not seen it stored decodes it. */
   const TX = hex(0xa77)
-  const decoded: TransactionDecodeRow = {
-    hash: TX,
-    from: SENDER,
-    to: null,
-    inputSize: 100,
-    hasSuffix: true,
-    schemaId: 0,
-    codes: [CODE],
-    registryAddress: null,
-    registryChainId: null,
-    registryVerified: null,
-    registryUnverifiedReason: null,
-    cbor: null,
-    malformedReason: null,
-    userOperations: 0,
-  }
+  const decoded = decodedTransaction(TX, { from: SENDER, hasSuffix: true, schemaId: 0, codes: [CODE] })
   const entry = {
     txHash: TX,
     userOpHash: '',

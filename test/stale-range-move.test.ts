@@ -10,6 +10,7 @@ import { prepareLogs, storeLogChunk, storeTipBlocks, toLogRows } from '../src/st
 import { StaleForkError } from '../src/store/chunks.js'
 import { upsertAttributions, upsertTransactions, type TransactionPosition } from '../src/store/attributions.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
+import { decodedTransaction } from './helpers/transactions.js'
 
 const CHAIN = 8453
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
@@ -64,24 +65,7 @@ function attributionWrites(n: number, fork: number) {
     await upsertTransactions(
       client,
       CHAIN,
-      [
-        {
-          hash: TX,
-          from: SENDER,
-          to: EMITTER,
-          inputSize: 40,
-          hasSuffix: true,
-          schemaId: 0,
-          codes: ['bc_moved'],
-          registryAddress: null,
-          registryChainId: null,
-          registryVerified: null,
-          registryUnverifiedReason: null,
-          cbor: null,
-          malformedReason: null,
-          userOperations: 0,
-        },
-      ],
+      [decodedTransaction(TX, { from: SENDER, to: EMITTER, inputSize: 40, hasSuffix: true, schemaId: 0, codes: ['bc_moved'] })],
       positions,
       gas,
     )

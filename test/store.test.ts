@@ -10,6 +10,7 @@ import {
   type LogInput,
 } from '../src/store/index.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
+import { decodedTransaction } from './helpers/transactions.js'
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
 const log = (block: number, tx: number, index: number, overrides: Partial<LogInput> = {}): LogInput => ({
@@ -238,23 +239,14 @@ describe('transactions and attributions', () => {
   })
   it('store every column as written, numeric chain ids of up to 32 bytes and empty code lists included', async () => {
     const chainId = 31340
-    const row = (n: number, overrides: Partial<TransactionDecodeRow>): TransactionDecodeRow => ({
-      hash: hash(0xbeef00 + n),
-      from: '0x00000000000000000000000000000000000000f1',
-      to: '0x00000000000000000000000000000000000000f3',
-      inputSize: 70_000 + n,
-      hasSuffix: false,
-      schemaId: null,
-      codes: null,
-      registryAddress: null,
-      registryChainId: null,
-      registryVerified: null,
-      registryUnverifiedReason: null,
-      cbor: null,
-      malformedReason: null,
-      userOperations: n,
-      ...overrides,
-    })
+    const row = (n: number, overrides: Partial<TransactionDecodeRow>): TransactionDecodeRow =>
+      decodedTransaction(hash(0xbeef00 + n), {
+        from: '0x00000000000000000000000000000000000000f1',
+        to: '0x00000000000000000000000000000000000000f3',
+        inputSize: 70_000 + n,
+        userOperations: n,
+        ...overrides,
+      })
     const chainIds = ['0', '1', '10000', '100000000', '123456789012', String(2n ** 256n - 1n)]
     const rows = [
       row(0, {}),
