@@ -3,7 +3,8 @@
  * months are created ahead (moving rows the default partition holds for them), pending logs whose time
  * changes stay one row per (transaction, ordinal) as they move between months, and retention drops a
  * whole month when every row of it may go or is one of a few it must keep, which move into the default
- * partition.
+ * partition. `attributions` is partitioned by month of block time too, and stays one row per attribution as
+ * its transaction moves between months, however its writers race.
  */
 import pg from 'pg'
 import { encodeAbiParameters, toEventSelector } from 'viem'
