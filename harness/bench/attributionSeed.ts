@@ -129,8 +129,7 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
     }
     // A month partition for every month the rows fall in, as the daemon keeps them for the months it writes.
     const earliest = new Date((shape.headTime - (shape.lastBlock - Math.floor(first / ROWS_PER_BLOCK)) * blockSeconds) * 1000)
-    for (let month = earliest; month <= headTime; month = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 1)))
-      await ensureMonthPartitions(store.pool, 'attributions', month)
+    await ensureMonthPartitions(store.pool, 'attributions', headTime, earliest)
     const batches: [number, number][] = []
     const batchRows = via === 'bulk' ? BULK_BATCH_ROWS : TRIGGER_BATCH_ROWS
     for (let from = first; from <= last; from += batchRows) batches.push([from, Math.min(last, from + batchRows - 1)])

@@ -61,20 +61,21 @@ async function monthPartitions(
 }
 
 /**
- * Makes sure `table` has a partition for the month of `now` and the {@link MONTHS_AHEAD} after it, so
- * its writers write into months and not into its default partition. Idempotent. A month is created
+ * Makes sure `table` has a partition for the month of `now` and the {@link MONTHS_AHEAD} after it (and,
+ * with `since`, for every month from the one holding it: a bulk load of history), so its writers write
+ * into months and not into its default partition. Idempotent. A month is created
  * empty and attached (the parent takes only a SHARE UPDATE EXCLUSIVE lock, so reads and writes of other
  * months go on). Rows the default partition already holds for that month (the writer was away, or a
  * node's clock ran ahead) move into it first, with the default partition closed to writes meanwhile and
  * its triggers off: the rows move, they do not change (for `logs`, `registry_tokens` stays as it is).
  * Returns the partitions it created.
  */
-export async function ensureMonthPartitions(pool: pg.Pool, table: MonthPartitionedTable, now = new Date()): Promise<string[]> {
+export async function ensureMonthPartitions(pool: pg.Pool, table: MonthPartitionedTable, now = new Date(), since = now): Promise<string[]> {
   const column = MONTH_PARTITIONED[table]
   const created: string[] = []
-  for (let ahead = 0; ahead <= MONTHS_AHEAD; ahead++) {
-    const from = monthStart(now, ahead)
-    const to = monthStart(now, ahead + 1)
+  const last = monthStart(now, MONTHS_AHEAD)
+  for (let from = monthStart(since); from <= last; from = monthStart(from, 1)) {
+    const to = monthStart(from, 1)
     const name = partitionName(table, from)
     const made = await withTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITIONS_LOCK])

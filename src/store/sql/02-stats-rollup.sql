@@ -55,12 +55,13 @@ BEGIN
     ),
     pairs_now AS (
       -- Each changed transaction's confirmed rows of the code in the bucket now, per user operation: one index scan
-      -- each, of the bucket's month (the time range prunes the other partitions as the scan runs).
+      -- each, of the bucket's month (the bucket's time range, a UTC hour or day, prunes the other partitions as the
+      -- scan runs).
       SELECT t.chain_id, t.builder_code, t.bucket, t.start, t.tx_hash, n.user_op_hash, n.n
       FROM (SELECT DISTINCT chain_id, builder_code, bucket, start, tx_hash FROM pair_changes) t CROSS JOIN LATERAL (
         SELECT a.user_op_hash, count(*) AS n FROM attributions a
         WHERE a.chain_id = t.chain_id AND a.tx_hash = t.tx_hash AND a.builder_code = t.builder_code
-          AND a.status <> 'pending' AND NOT a.removed AND date_trunc(t.bucket, a.block_timestamp, 'UTC') = t.start
+          AND a.status <> 'pending' AND NOT a.removed
           AND a.block_timestamp >= t.start AND a.block_timestamp < t.start + CASE t.bucket WHEN 'hour' THEN interval '1 hour' ELSE interval '24 hours' END
         GROUP BY a.user_op_hash
       ) n
