@@ -1,7 +1,7 @@
 import { drizzle } from 'drizzle-orm/node-postgres'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
+import { attributionKey, builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
 import { findBuilderCode, findBuilderCodeByWallet, findRegistryCode } from '../src/store/reads/builderCodes.js'
 import { getIndexedHead } from '../src/store/reads/health.js'
 import { listLogs } from '../src/store/reads/logs.js'
@@ -31,8 +31,8 @@ const EVENTS = 60_000
 const T0 = Date.UTC(2026, 9, 1) / 1000
 
 let db: TestDatabase
-/** The statements the API queries ran since the last `take()`, each with its plan for the values it ran with. */
-let plans: { text: string; plan: unknown }[] = []
+/** The statements the API queries ran since the last `take()`, each with its values and its plan for them. */
+let plans: { text: string; values: readonly unknown[]; plan: unknown }[] = []
 let explained: Database
 /** The same pool as `explained`, for the reads that take a pool: the stream's and delivery's. */
 let explainedPool: pg.Pool
@@ -135,7 +135,7 @@ beforeAll(async () => {
         return async (config: string | pg.QueryConfig, values?: unknown[]) => {
           const text = typeof config === 'string' ? config : config.text
           const parameters = typeof config === 'string' ? values : (config.values ?? values)
-          plans.push({ text, plan: await genericPlan(target, text, parameters ?? []) })
+          plans.push({ text, values: parameters ?? [], plan: await genericPlan(target, text, parameters ?? []) })
           return target.query(config as pg.QueryConfig, values)
         }
       const value = Reflect.get(target, property, target) as unknown
@@ -163,13 +163,13 @@ function literal(client: pg.PoolClient, value: unknown): string {
  * the values (`genericPlans` of createStore), so the plan checked is the generic one, not one made for
  * the values at hand.
  */
-async function genericPlan(pool: pg.Pool, text: string, values: readonly unknown[]): Promise<unknown> {
+async function genericPlan(pool: pg.Pool, text: string, values: readonly unknown[], { analyze = false } = {}): Promise<unknown> {
   const client = await pool.connect()
   try {
     await client.query('SET plan_cache_mode = force_generic_plan')
     await client.query(`PREPARE explained AS ${text}`)
     const args = values.length > 0 ? `(${values.map((value) => literal(client, value)).join(', ')})` : ''
-    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE explained${args}`)
+    const { rows } = await client.query(`EXPLAIN (${analyze ? 'ANALYZE, ' : ''}FORMAT JSON) EXECUTE explained${args}`)
     await client.query('DEALLOCATE explained')
     await client.query('RESET plan_cache_mode')
     return rows[0]['QUERY PLAN']
@@ -178,7 +178,7 @@ async function genericPlan(pool: pg.Pool, text: string, values: readonly unknown
   }
 }
 
-type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
+type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: PlanNode[] }
 
 function* nodes(node: PlanNode): Generator<PlanNode> {
   yield node
@@ -276,6 +276,48 @@ describe('API query plans on a seeded database with statistics', () => {
     const kept = appends.map((node) => partitionsIn([{ Plan: node }], 'attributions'))
     expect(kept).toContainEqual(['attributions_p2026_11'])
     expect(kept.every((months) => months.length < 5)).toBe(true)
+  })
+
+  it('the attribution list reads its months newest first and stops where the page is full: older months are never read', async () => {
+    const [october, november, december] = ['attributions_p2026_10', 'attributions_p2026_11', 'attributions_p2026_12']
+    // The filters, and the months each of the first two pages reads (a page is 100 rows).
+    const cases: [Omit<Parameters<typeof listAttributions>[1], 'chainId' | 'includeRemoved' | 'limit'>, string[], string[]][] = [
+      [{}, [december], [december]],
+      [{ role: 'wallet' }, [december], [december]],
+      // code_7 has a row every 500 minutes: a hundred of them reach back five weeks.
+      [{ builderCode: 'code_7' }, [november, december], [october, november]],
+      [{ walletAddress: `0x${(7 + 65536).toString(16).padStart(40, '0')}` }, [november, december], [october, november]],
+    ]
+    for (const [given, ...monthsRead] of cases) {
+      plans = []
+      const first = await listAttributions(explained, { chainId: CHAIN_ID, includeRemoved: false, limit: 100, ...given })
+      const last = first.rows.at(-1)!
+      const next = await listAttributions(explained, {
+        chainId: CHAIN_ID,
+        includeRemoved: false,
+        limit: 100,
+        ...given,
+        after: attributionKey(last),
+        afterTime: last.block_timestamp,
+      })
+      expect(next.rows[0]!.block_timestamp <= last.block_timestamp).toBe(true)
+      const pages = plans.filter(({ text }) => text.includes('"attributions"'))
+      expect(pages).toHaveLength(2)
+      for (const [index, { text, values, plan }] of pages.entries()) {
+        // The months are scanned one after another by an Append, never merged: a Merge Append starts a scan in every
+        // month. (The next page's plan holds no month after its cursor's: pruned as it starts.)
+        const monthsUnder = (node: PlanNode) =>
+          (node.Plans ?? []).filter((child) => /^attributions_p\d{4}_\d{2}$/.test(child['Relation Name'] ?? ''))
+        const appends = [...nodes((plan as [{ Plan: PlanNode }])[0].Plan)].filter((node) => monthsUnder(node).length > 0)
+        expect(appends.map((node) => node['Node Type'])).toEqual(['Append'])
+        expect(monthsUnder(appends[0]!).length).toBeGreaterThan(1)
+        const analyzed = (await genericPlan(db.store.pool, text, values, { analyze: true })) as [{ Plan: PlanNode }]
+        const read = [...nodes(analyzed[0].Plan)]
+          .filter((node) => seededPartitions.has(node['Relation Name'] ?? '') && (node['Actual Loops'] ?? 0) > 0)
+          .map((node) => node['Relation Name']!)
+        expect([...new Set(read)].sort(), `${JSON.stringify(given)}, page ${index + 1}`).toEqual(monthsRead[index])
+      }
+    }
   })
 
   const attributionFilters: [string, Omit<Parameters<typeof listAttributions>[1], 'chainId' | 'includeRemoved' | 'limit'>][] = [

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApi, type Api } from '../src/api/index.js'
 import { silentLogger } from '../src/internal/logger.js'
 import { createTestDatabase, type TestDatabase } from '../harness/services.js'
+import { monthSpan } from '../src/store/partitions.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10
@@ -229,6 +230,65 @@ describe('GET /v1/attributions', () => {
     expect(blocks).toEqual([...blocks].sort((a, b) => b - a))
   })
 
+  it('orders by block time across the month partitions and the default partition; a cursor without a time continues by block number', async () => {
+    // Rows in this deployment's newest month partition, five blocks to a second as Base makes them since Denim,
+    // beside the fixture's history of 2025, which no month holds (the default partition).
+    const months = await monthSpan(db.store.pool, 'attributions')
+    const second = months!.from.getTime() / 1000 + 86_400
+    const template = rows.find((row) => row.builder_code === C3 && !row.user_op_hash && !row.removed)!
+    const recent = Array.from({ length: 20 }, (_, n) => ({
+      ...template,
+      tx_hash: txHash(97_000 + n),
+      block_number: 3_000 + n,
+      block_hash: hex(3_000 + n, 64, 'b'),
+      block_timestamp: iso(second + Math.floor(n / 5)),
+    }))
+    await insertAttributions(db.store.pool, recent)
+    try {
+      const { rows: placed } = await db.store.pool.query<{ partition: string }>(
+        `SELECT DISTINCT tableoid::regclass::text AS partition FROM attributions WHERE chain_id = $1 ORDER BY 1`,
+        [CHAIN_ID],
+      )
+      expect(placed.map((row) => row.partition)).toEqual(['attributions_default', expect.stringMatching(/^attributions_p\d{4}_\d{2}$/)])
+      const newestFirst = [...recent].reverse().map(key)
+      const visible = rows.filter((row) => !row.removed)
+      for (const query of ['', `builderCode=${C3}`, 'status=pending']) {
+        const { items: reference } = await allPages<Item>(`/v1/attributions?${query}`, 1000)
+        for (const limit of [3, 8]) expect((await allPages<Item>(`/v1/attributions?${query}`, limit)).items).toEqual(reference)
+        const times = reference.map((item) => item.blockTimestamp)
+        expect(times, query).toEqual([...times].sort().reverse())
+        expect(reference.map((item) => item.blockNumber)).toEqual(reference.map((item) => item.blockNumber).sort((a, b) => b - a))
+        const wanted =
+          query === ''
+            ? visible
+            : visible.filter((row) => (query === 'status=pending' ? row.status === 'pending' : row.builder_code === C3))
+        const recentWanted = query === 'status=pending' ? [] : newestFirst
+        expect(reference.map(itemKey), query).toEqual([...recentWanted, ...reference.slice(recentWanted.length).map(itemKey)])
+        expect(reference.map(itemKey).sort()).toEqual([...recentWanted, ...wanted.map(key)].sort())
+      }
+      // A cursor written before the list was ordered by time (the key alone) still reads on, in block number order.
+      const { items: reference } = await allPages<Item>('/v1/attributions', 1000)
+      const third = reference[2]!
+      const row = [...rows, ...recent].find((candidate) => key(candidate) === itemKey(third))!
+      const keyCursor = Buffer.from(JSON.stringify(['a2', row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, ''])).toString(
+        'base64url',
+      )
+      const after = await get<Page<Item>>(`/v1/attributions?limit=1000&cursor=${keyCursor}`)
+      expect(after.body.items).toEqual(reference.slice(3))
+      // A time that is not one the API wrote is refused.
+      for (const time of ['2026-02-30T00:00:00.000Z', '2026-01-01T00:00:00Z', 'yesterday'])
+        expect(
+          (
+            await get(
+              `/v1/attributions?cursor=${Buffer.from(JSON.stringify(['a3', time, ...JSON.parse(Buffer.from(keyCursor, 'base64url').toString()).slice(1)])).toString('base64url')}`,
+            )
+          ).body,
+        ).toMatchObject({ error: { code: 'invalid_cursor' } })
+    } finally {
+      await db.store.pool.query(`DELETE FROM attributions WHERE block_number >= 3000`)
+    }
+  })
+
   it('applies each filter exactly as the model does', async () => {
     const cases: [string, (row: Row) => boolean][] = [
       [`builderCode=${C2}`, (r) => r.builder_code === C2],
@@ -295,8 +355,20 @@ describe('GET /v1/attributions', () => {
       cursor = page.body.nextCursor
       // A new head block (before the cursor) and a late row deep in the past (after it).
       const n = headKeys.length + 1
-      const head = { ...template, tx_hash: txHash(90_000 + n), block_number: 2000 + n, removed: false }
-      const late = { ...template, tx_hash: txHash(95_000 + n), block_number: 500 - n, removed: false }
+      const head = {
+        ...template,
+        tx_hash: txHash(90_000 + n),
+        block_number: 2000 + n,
+        block_timestamp: iso(T0 + 86_400 * 30 + n),
+        removed: false,
+      }
+      const late = {
+        ...template,
+        tx_hash: txHash(95_000 + n),
+        block_number: 500 - n,
+        block_timestamp: iso(T0 - 86_400 - n),
+        removed: false,
+      }
       await insertAttributions(db.store.pool, [head, late])
       headKeys.push(key(head))
       lateKeys.push(key(late))

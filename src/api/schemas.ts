@@ -18,6 +18,9 @@ const BLOCK_NUMBER = /^(0x[0-9a-fA-F]{1,14}|[0-9]{1,16})$/
 
 export const isBlockNumber = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0
 export const isLowerHash = (value: unknown): value is string => typeof value === 'string' && /^0x[0-9a-f]{64}$/.test(value)
+/** A time exactly as the API writes it (`toISOString`: UTC, to the millisecond, a real date). */
+export const isIsoMilliseconds = (value: unknown): value is string =>
+  typeof value === 'string' && /^\d{4}-/.test(value) && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value
 export const isCode = (value: unknown): value is string => typeof value === 'string' && ATTRIBUTION_CODE_PATTERN.test(value)
 
 export const errorSchema = z

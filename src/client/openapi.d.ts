@@ -140,8 +140,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Attributed transactions and user operations, newest block first
-         * @description Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.
+         * Attributed transactions and user operations, newest first
+         * @description Newest first: by block time, then block number (with fromBlock or toBlock, by block number: the two orders differ only for rows of orphaned forks). Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.
          */
         get: operations["listAttributions"];
         put?: never;

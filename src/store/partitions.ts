@@ -60,6 +60,25 @@ async function monthPartitions(
   })
 }
 
+/** A time range month partitions cover without a gap: from the start of the first to the end of the last. */
+export type MonthSpan = { from: Date; to: Date }
+
+/**
+ * The newest run of consecutive month partitions of `table`, or null when it has none. A read whose time
+ * bounds are literals inside it plans without the default partition, which PostgreSQL must otherwise
+ * keep in every plan (any value may sit there), and which stops it reading the months in order, newest
+ * first, with one index scan after another: a default partition holds values of any time, so the months
+ * can only be merged.
+ */
+export async function monthSpan(db: Pick<pg.Pool, 'query'>, table: MonthPartitionedTable): Promise<MonthSpan | null> {
+  const months = await monthPartitions(db, table)
+  const last = months.at(-1)
+  if (!last) return null
+  let from = last.from
+  for (let index = months.length - 2; index >= 0 && months[index]!.to.getTime() === from.getTime(); index--) from = months[index]!.from
+  return { from, to: last.to }
+}
+
 /**
  * Makes sure `table` has a partition for the month of `now` and the {@link MONTHS_AHEAD} after it (and,
  * with `since`, for every month from the one holding it: a bulk load of history), so its writers write

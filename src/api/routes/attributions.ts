@@ -30,6 +30,7 @@ import {
   includeRemoved,
   isBlockNumber,
   isCode,
+  isIsoMilliseconds,
   isLowerHash,
   isoTime,
   limit,
@@ -40,7 +41,10 @@ import {
   walletAddress,
 } from '../schemas.js'
 
-const CURSOR_VERSION = 'a2'
+/** Cursors carry the block time of the page's last row (the list's order), then its key. */
+const CURSOR_VERSION = 'a3'
+/** Cursors written before the list was ordered by block time: the key alone, continued in block number order. */
+const KEY_CURSOR_VERSION = 'a2'
 const isUserOpHash = (value: unknown): value is string => value === '' || isLowerHash(value)
 const isRoleKey = (value: unknown): value is string => value === '' || ATTRIBUTION_ROLES.some((role) => role === value)
 const roleSchema = z.enum(ATTRIBUTION_ROLES).nullable().meta({
@@ -63,12 +67,18 @@ const LEADERBOARD_CACHE_ENTRIES = 64
 const attributionCursor = z
   .string()
   .transform((token, ctx) => {
-    const key = decodeCursor(token, CURSOR_VERSION, [isBlockNumber, isLowerHash, isUserOpHash, isCode, isRoleKey])
+    const keyParts = [isBlockNumber, isLowerHash, isUserOpHash, isCode, isRoleKey] as const
+    const timed = decodeCursor(token, CURSOR_VERSION, [isIsoMilliseconds, ...keyParts])
+    if (timed !== null) {
+      const [time, ...key] = timed
+      return { time, key }
+    }
+    const key = decodeCursor(token, KEY_CURSOR_VERSION, keyParts)
     if (key === null) {
       ctx.addIssue({ code: 'custom', message: 'is not a cursor returned by this endpoint' })
       return z.NEVER
     }
-    return key
+    return { time: undefined, key }
   })
   .meta({ description: 'nextCursor of the previous page.' })
 
@@ -247,9 +257,9 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
       schema: {
         tags: ['attributions'],
         operationId: 'listAttributions',
-        summary: 'Attributed transactions and user operations, newest block first',
+        summary: 'Attributed transactions and user operations, newest first',
         description:
-          'Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.',
+          'Newest first: by block time, then block number (with fromBlock or toBlock, by block number: the two orders differ only for rows of orphaned forks). Keyset-paginated: follow nextCursor; rows inserted meanwhile never make a page skip or repeat a row. A row that moves to another block meanwhile (above the finalized block only: a pending row sealed in a later block, a transaction mined again after a reorg) can be missed or repeated: bound toBlock by finalizedBlock of /v1/status for a walk where none can. walletAddress selects the code that wallet registered here.',
         querystring: z.strictObject({
           chainId: chainIdParam.optional(),
           builderCode: builderCode.optional(),
@@ -287,13 +297,14 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         statuses: q.status,
         role: q.role,
         includeRemoved: q.includeRemoved ?? false,
-        after: q.cursor,
+        after: q.cursor?.key,
+        afterTime: q.cursor?.time,
         limit: pageSize,
       })
       const last = rows.at(-1)
       return {
         items: rows.map(toItem),
-        nextCursor: more && last ? encodeCursor(CURSOR_VERSION, attributionKey(last)) : null,
+        nextCursor: more && last ? encodeCursor(CURSOR_VERSION, [last.block_timestamp, ...attributionKey(last)]) : null,
         coverage: coverageOf(openRepairs),
       }
     },

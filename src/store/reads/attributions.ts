@@ -1,11 +1,16 @@
 import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
+import { monthSpan, type MonthSpan } from '../partitions.js'
 import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
-/** Keyset of the attribution list, newest first: (block number, tx hash, user op hash, builder code, role ('' for none)), all descending. */
+/**
+ * Position in the attribution list after the block time: (block number, tx hash, user op hash, builder code,
+ * role ('' for none)), all descending. With the time first it is the list's order; alone it is the order of
+ * a list by block range (see {@link listAttributions}).
+ */
 export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string, role: string]
 
 export type ListAttributionsParameters = {
@@ -23,6 +28,8 @@ export type ListAttributionsParameters = {
   includeRemoved: boolean
   /** Rows strictly after this key in list order. */
   after?: AttributionKey
+  /** The block time of `after`'s row (ISO 8601), which cursors carry since the list is ordered by it; without it `after` continues in block number order. */
+  afterTime?: string
   limit: number
 }
 
@@ -78,26 +85,51 @@ const attributionColumns = {
 }
 
 /**
- * One page of attributions, newest block first, plus whether more follow and the open repairs over
- * its block range (read by the page's own statement; alone only when the page is empty). The keyset is
- * unique and rows are compared to the last one seen, so rows inserted while a client pages never
- * shift a page: nothing is skipped or repeated. The query is built once per combination of filters,
- * its values filled in per request.
+ * How long a process trusts the month partitions it read for the list's time order. A month attached
+ * meanwhile is still read (by the part of the list outside the span, see {@link timeOrderedQuery}), only
+ * merged rather than in order, until the span is read again.
+ */
+const MONTH_SPAN_TTL_MS = 60_000
+const monthSpans = new WeakMap<Database, { span: Promise<MonthSpan | null>; readAt: number }>()
+
+function attributionMonths(db: Database): Promise<MonthSpan | null> {
+  const known = monthSpans.get(db)
+  if (known && Date.now() - known.readAt < MONTH_SPAN_TTL_MS) return known.span
+  const span = monthSpan(db.$client, 'attributions')
+  monthSpans.set(db, { span, readAt: Date.now() })
+  span.catch(() => monthSpans.delete(db))
+  return span
+}
+
+/**
+ * One page of attributions, newest first, plus whether more follow and the open repairs over its block
+ * range (read by the page's own statement; alone only when the page is empty). Newest is by block time,
+ * then block number, tx hash, user op hash, code and role, all descending: with the month partitions
+ * read newest first, a page reads the months that fill it and no other. A block range (`fromBlock`,
+ * `toBlock`), and a cursor without a time (written before the list was ordered by it), read in block
+ * number order instead, through the block indexes; both orders agree wherever block time grows with
+ * block number, so everywhere but rows of orphaned forks. The keyset is unique and rows are compared to
+ * the last one seen, so rows inserted while a client pages never shift a page: nothing is skipped or
+ * repeated. The query is built once per combination of filters, its values filled in per request.
  */
 export async function listAttributions(
   db: Database,
   parameters: ListAttributionsParameters,
 ): Promise<{ rows: AttributionRow[]; more: boolean; openRepairs: OpenRepair[] }> {
-  const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, limit } = parameters
+  const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, afterTime, limit } =
+    parameters
   const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
+  const byBlockNumber = fromBlock !== undefined || toBlock !== undefined || (after !== undefined && afterTime === undefined)
+  const span = byBlockNumber ? null : await attributionMonths(db)
+  const order = byBlockNumber ? 'block' : `time ${span?.from.toISOString()}–${span?.to.toISOString()}`
   const shape = `attributions:${Object.entries(given)
     .filter(([, value]) => value !== undefined)
     .map(([name]) => name)
-    .join(',')}:${includeRemoved ? 'all' : 'live'}`
+    .join(',')}:${includeRemoved ? 'all' : 'live'}:${order}`
   const rows = await queryPrepared<AttributionRow & { open_repairs: string | null }>(
     db,
     shape,
-    () => listQuery(db, parameters),
+    () => (byBlockNumber ? blockOrderedQuery(db, parameters) : timeOrderedQuery(db, parameters, span)),
     {
       chainId,
       builderCode,
@@ -108,6 +140,7 @@ export async function listAttributions(
       until: until?.toISOString(),
       statuses,
       role,
+      afterTime,
       after0: after?.[0],
       after1: after?.[1],
       after2: after?.[2],
@@ -122,18 +155,84 @@ export async function listAttributions(
   return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
 }
 
-/** The list query for the filters `parameters` has, with a placeholder for each value (see {@link listAttributions}). */
-function listQuery(
-  db: Database,
-  { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after }: ListAttributionsParameters,
-) {
-  const value = (name: string) => sql.placeholder(name)
+const value = (name: string) => sql.placeholder(name)
+
+/** The conditions of the filters both orders share: chain, code or wallet, status, role, removed. */
+function sharedFilters({ builderCode, walletAddress, statuses, role, includeRemoved }: ListAttributionsParameters): SQL[] {
   const where: SQL[] = [eq(attributions.chainId, value('chainId'))]
   if (builderCode !== undefined) where.push(eq(attributions.builderCode, value('builderCode')))
   if (walletAddress !== undefined)
     where.push(
       sql`${attributions.builderCode} = (select ${builderCodes.builderCode} from ${builderCodes} where ${builderCodes.chainId} = ${value('chainId')} and ${builderCodes.walletAddress} = ${value('walletAddress')})`,
     )
+  if (statuses !== undefined) where.push(sql`${attributions.status} = any(${value('statuses')}::text[])`)
+  if (role !== undefined) where.push(eq(attributions.role, value('role')))
+  if (!includeRemoved) where.push(sql`not ${attributions.removed}`)
+  return where
+}
+
+/** A page of rows meeting `where` in `order`, with the registering wallet and the open repairs. */
+function pageQuery(db: Database, where: SQL[], order: SQL[]) {
+  return db
+    .select({
+      ...attributionColumns,
+      openRepairs: openRepairsColumn(value('chainId'), value('from'), value('to')).as('open_repairs'),
+    })
+    .from(attributions)
+    .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
+    .where(and(...where))
+    .orderBy(...order)
+    .limit(value('limit'))
+}
+
+const KEY_ORDER = [
+  desc(attributions.blockNumber),
+  desc(attributions.txHash),
+  desc(attributions.userOpHash),
+  desc(attributions.builderCode),
+  desc(attributions.role),
+]
+const TIME_ORDER = [desc(attributions.blockTimestamp), ...KEY_ORDER]
+
+/**
+ * The list in block time order (see {@link listAttributions}). The month partitions of `span` are read as
+ * one part whose time bounds are literals, so its plan holds no default partition and reads the months in
+ * order, newest first, stopping at the page's end; the rest of the table (the default partition, and any
+ * month made after `span` was read) as a second part. Each part is a page long; the page is the newest of
+ * both.
+ */
+function timeOrderedQuery(db: Database, parameters: ListAttributionsParameters, span: MonthSpan | null) {
+  const where = sharedFilters(parameters)
+  if (parameters.since !== undefined) where.push(gte(attributions.blockTimestamp, value('since')))
+  if (parameters.until !== undefined) where.push(lt(attributions.blockTimestamp, value('until')))
+  if (parameters.after !== undefined)
+    where.push(
+      lte(attributions.blockTimestamp, sql`${value('afterTime')}::timestamptz`),
+      sql`(${attributions.blockTimestamp}, ${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('afterTime')}::timestamptz, ${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
+    )
+  if (span === null) return pageQuery(db, where, TIME_ORDER)
+  // Literals, not placeholders: the planner drops the default partition only for bounds it can see.
+  const from = sql.raw(`'${span.from.toISOString()}'::timestamptz`)
+  const to = sql.raw(`'${span.to.toISOString()}'::timestamptz`)
+  const inSpan = pageQuery(
+    db,
+    [...where, sql`${attributions.blockTimestamp} >= ${from}`, sql`${attributions.blockTimestamp} < ${to}`],
+    TIME_ORDER,
+  )
+  const outside = pageQuery(
+    db,
+    [...where, sql`(${attributions.blockTimestamp} < ${from} or ${attributions.blockTimestamp} >= ${to})`],
+    TIME_ORDER,
+  )
+  return sql`select * from ((${inSpan}) union all (${outside})) page
+    order by block_timestamp desc, block_number desc, tx_hash desc, user_op_hash desc, builder_code desc, role desc
+    limit ${value('limit')}`
+}
+
+/** The list in block number order, for a block range or a cursor without a time (see {@link listAttributions}). */
+function blockOrderedQuery(db: Database, parameters: ListAttributionsParameters) {
+  const { fromBlock, toBlock, since, until, after } = parameters
+  const where = sharedFilters(parameters)
   if (fromBlock !== undefined) where.push(gte(attributions.blockNumber, value('fromBlock')))
   if (toBlock !== undefined) where.push(lte(attributions.blockNumber, value('toBlock')))
   // Block time never decreases with block number, so a time bound is also a block bound the list's
@@ -157,29 +256,11 @@ function listQuery(
       lt(attributions.blockTimestamp, value('until')),
       sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, value('until')), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
     )
-  if (statuses !== undefined) where.push(sql`${attributions.status} = any(${value('statuses')}::text[])`)
-  if (role !== undefined) where.push(eq(attributions.role, value('role')))
-  if (!includeRemoved) where.push(sql`not ${attributions.removed}`)
   if (after !== undefined)
     where.push(
       sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
     )
-  return db
-    .select({
-      ...attributionColumns,
-      openRepairs: openRepairsColumn(value('chainId'), value('from'), value('to')).as('open_repairs'),
-    })
-    .from(attributions)
-    .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
-    .where(and(...where))
-    .orderBy(
-      desc(attributions.blockNumber),
-      desc(attributions.txHash),
-      desc(attributions.userOpHash),
-      desc(attributions.builderCode),
-      desc(attributions.role),
-    )
-    .limit(value('limit'))
+  return pageQuery(db, where, KEY_ORDER)
 }
 
 export function attributionKey(
