@@ -7,9 +7,9 @@ import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type 
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
 /**
- * Position in the attribution list after the block time: (block number, tx hash, user op hash, builder code,
- * role ('' for none)), all descending. With the time first it is the list's order; alone it is the order of
- * a list by block range (see {@link listAttributions}).
+ * An attribution's place in the list, less its block time: (block number, tx hash, user op hash, builder
+ * code, role ('' for none)), all descending. After the block time it is the list's order; alone, the order
+ * of a list by block range (see {@link listAttributions}).
  */
 export type AttributionKey = readonly [blockNumber: number, txHash: string, userOpHash: string, builderCode: string, role: string]
 
