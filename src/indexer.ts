@@ -326,6 +326,7 @@ export async function createIndexer(
     attribute: (blocks, rows, statusOf, gasUsed) => attributor.forFetched(decodedTip(blocks), rows, statusOf, gasUsed),
     gasWanted: (blocks) => attributor.gasWanted(decodedTip(blocks)),
     fence: fence.check,
+    chain: identity,
   })
 
   const poller = createPendingPoller({
@@ -339,6 +340,7 @@ export async function createIndexer(
     fetchPendingLogs: async () => {
       const pending: LogsRequest = { fromBlock: 'pending', toBlock: 'pending', ...toRpcFilter(filter) }
       const [logs, head] = await rpc.batch([getLogsRequest(pending), getBlockNumberRequest()])
+      await identity.verify()
       // Logs the filter did not ask for are a bad answer: the poll fails and the next one asks again.
       return { logs: parseLogs(logs, pending) as LogInput[], head: parseBlockNumber(head) }
     },

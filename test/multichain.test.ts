@@ -1,5 +1,6 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { Attribution } from 'ox/erc8021'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,6 +10,7 @@ import { insertSubscription } from '../src/store/index.js'
 import { newWebhookSecret } from '../src/delivery/index.js'
 import { planBackfill } from '../src/sync/historical.js'
 import { buildChain, fixtureClient } from '../harness/fixtures/chain.js'
+import { startFaultProxy } from '../harness/fixtures/faultProxy.js'
 import { expectIndexMatchesNode, waitFor } from './helpers/compare.js'
 import { listeningUrl, spawnTs, type Spawned } from '../harness/processes.js'
 import { createTestDatabase, createTestRedisPrefix, REDIS_URL, type TestDatabase } from '../harness/services.js'
@@ -155,6 +157,81 @@ describe('the chain id guard', () => {
     // The first node held no logs: any row is the second node's, stored as the first chain's.
     const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
     expect(rows[0]!.n).toBe(0)
+  })
+
+  it('rewinds nothing when the node behind its URL is swapped, unannounced, for another chain: what looks like a reorg is asked first', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    const balancer = await startFaultProxy({ upstream: anvilA.url })
+    cleanups.push(() => balancer.stop())
+    const env = await daemonEnv(db, redis.prefix, balancer.url)
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    const head = Number(await fixtureClient(anvilA.url).getBlockNumber())
+    await waitFor(async () => (await storedHead(db, CHAIN_A)) === head, 'the first chain indexed')
+    const { rows: before } = await db.store.pool.query(`SELECT count(*)::int AS n FROM analytics.logs WHERE NOT removed`)
+    expect(before[0]!.n).toBeGreaterThan(0)
+
+    // No request fails: the next poll simply reaches a node of another chain, whose blocks at the same heights differ.
+    balancer.setUpstream(anvilB.url)
+
+    expect(await daemon.exited).toBe(1)
+    expect(daemon.output()).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    const { rows: after } = await db.store.pool.query(
+      `SELECT count(*) FILTER (WHERE NOT removed)::int AS live, count(*)::int AS n FROM analytics.logs`,
+    )
+    expect(after[0]).toEqual({ live: before[0]!.n, n: before[0]!.n })
+    const { rows: reorgs } = await db.store.pool.query(`SELECT count(*)::int AS n FROM reorgs`)
+    expect(reorgs[0]!.n).toBe(0)
+  })
+
+  it('stores nothing from another chain when the node behind its URL fails over to one that extends its blocks', async () => {
+    const db = await createTestDatabase()
+    const redis = createTestRedisPrefix()
+    cleanups.push(
+      () => db.drop(),
+      () => redis.cleanup(),
+    )
+    // Two chains whose genesis blocks are the same block (the chain id is not in a header): the second one's blocks
+    // extend the first one's tip, so no parent hash tells them apart.
+    const sameGenesis = ['--timestamp', '1700000000']
+    const [node, other] = await Promise.all([
+      startAnvil({ chainId: CHAIN_A, extraArgs: sameGenesis }),
+      startAnvil({ chainId: CHAIN_B, extraArgs: sameGenesis }),
+    ])
+    cleanups.push(
+      () => node.stop(),
+      () => other.stop(),
+    )
+    await buildChain(other.url, { blocks: 3, txsPerBlock: 2 })
+    const balancer = await startFaultProxy({ upstream: node.url })
+    cleanups.push(() => balancer.stop())
+    const env = await daemonEnv(db, redis.prefix, balancer.url)
+    const daemon = spawnTs('src/main.ts', [], env)
+    cleanups.push(() => daemon.kill('SIGKILL'))
+    await waitFor(
+      async () =>
+        (await db.store.pool.query(`SELECT 1 FROM chain_state WHERE chain_id = $1 AND live_block >= 0`, [CHAIN_A])).rows.length === 1,
+      'the head follower past the genesis block',
+    )
+
+    // The node fails for longer than the chain-id watch's look, then the balancer sends the same connection to the
+    // other chain's node. The tip reads its blocks at its next poll (100 ms); the watch looks again within a second.
+    balancer.setFaults({ '*': { unavailable: {} } })
+    await sleep(1_500)
+    balancer.setUpstream(other.url)
+    balancer.setFaults({})
+
+    expect(await daemon.exited).toBe(1)
+    expect(daemon.output()).toContain(`says chain ${CHAIN_B}, expected chain ${CHAIN_A}`)
+    const { rows } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM analytics.logs`)
+    expect(rows[0]!.n).toBe(0)
+    const { rows: blocks } = await db.store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM blocks WHERE number > 0`)
+    expect(blocks[0]!.n).toBe(0)
   })
 })
 

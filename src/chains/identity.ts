@@ -27,10 +27,15 @@ export type ChainIdentity = {
   readonly chainId: number
   /**
    * Resolves when the node still says `chainId`, asked again after any failed request (a reconnect may
-   * reach another node) and every few seconds; throws a `ChainMismatchError` when it says another.
+   * reach another node) and every few seconds, or at once with `ask` (what looks like a reorg may be
+   * another node); throws a `ChainMismatchError` when it says another. Free when nothing calls for asking:
+   * writers call it between reading the node and storing what it said.
    */
-  verify(): Promise<void>
-  /** Feed every finished node request here: a transient failure (the node gone) makes the next `verify` ask again. */
+  verify(options?: { ask?: boolean }): Promise<void>
+  /**
+   * Feed every finished node request here: a transient failure (the node gone) or a refusal to serve for now
+   * (a 503 or a rate limit: a balancer may be moving between nodes) makes the next `verify` ask again, once.
+   */
   observe(event: Pick<RpcRequestEvent, 'ok' | 'errorKind'>): void
 }
 
@@ -83,13 +88,13 @@ export async function createChainIdentity({
 
   return {
     chainId,
-    verify() {
-      if (!suspect && Date.now() - askedAt < RECHECK_MS) return Promise.resolve()
+    verify({ ask: now = false } = {}) {
+      if (!now && !suspect && Date.now() - askedAt < RECHECK_MS) return Promise.resolve()
       asking ??= ask().finally(() => (asking = undefined))
       return asking
     },
     observe(event) {
-      if (!event.ok && event.errorKind === 'retry') suspect = true
+      if (!event.ok && (event.errorKind === 'retry' || event.errorKind === 'backoff')) suspect = true
     },
   }
 }

@@ -218,6 +218,8 @@ export function createRangeProcessor(context: RangeContext) {
       blockSizes,
       new Map(headers.map((block) => [block.number, block.hash])),
     )
+    // The node may have failed and come back as another one while the range was read.
+    await context.chain.verify()
     const result = await storeLogChunk(context.pool, {
       chainId: data.chainId,
       filterId: data.filterId,

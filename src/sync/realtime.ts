@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { advanceToFinalized, checkTip, rewindToFork, type Header } from '../reorg/index.js'
+import type { ChainIdentity } from '../chains/index.js'
 import type { Logger } from '../internal/logger.js'
 import { InconsistentAnswerError, verifyLogs } from '../rpc/index.js'
 import {
@@ -86,6 +87,11 @@ export type HeadFollowerContext = {
   gasWanted?: (blocks: readonly TipBlock[]) => string[]
   /** The scheduler lease's fence: tip, reorg, orphan and finality transactions of a stale leader are refused. */
   fence?: Fence
+  /**
+   * The node's chain: verified between reading blocks and storing them (after a failed request the node may
+   * be another one), and asked before a reorg is rewound (another chain's node looks like one).
+   */
+  chain?: Pick<ChainIdentity, 'verify'>
 }
 
 /**
@@ -238,6 +244,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
     const gasUsed = new Map(wanted.flatMap((hash) => (read.gasUsed.has(hash) ? [[hash, read.gasUsed.get(hash)!] as const] : [])))
     const extraWrites = await context.attribute?.(headers, rows, statusBelow(finalized), gasUsed)
     const attributedAt = now()
+    await context.chain?.verify()
     crashPoint('tip-read')
     const { orphaned, orphanLogsRemoved, ...stored } = await storeTipBlocks(pool, {
       chainId,
@@ -268,6 +275,7 @@ export function createHeadFollower(context: HeadFollowerContext) {
   }
 
   async function reorg(liveBlock: number, oldHash: string, newHash: string): Promise<FollowEvent> {
+    await context.chain?.verify({ ask: true })
     const state = await getChainState(pool, chainId)
     const { forkBlock, depth, logsRemoved, filtersRepaired } = await rewindToFork(pool, {
       chainId,
