@@ -88,8 +88,8 @@ export async function createChainIdentity({
 
   return {
     chainId,
-    verify({ ask: now = false } = {}) {
-      if (!now && !suspect && Date.now() - askedAt < RECHECK_MS) return Promise.resolve()
+    verify({ ask: askNow = false } = {}) {
+      if (!askNow && !suspect && Date.now() - askedAt < RECHECK_MS) return Promise.resolve()
       asking ??= ask().finally(() => (asking = undefined))
       return asking
     },
