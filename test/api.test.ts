@@ -263,27 +263,22 @@ describe('GET /v1/attributions', () => {
             ? visible
             : visible.filter((row) => (query === 'status=pending' ? row.status === 'pending' : row.builder_code === C3))
         const recentWanted = query === 'status=pending' ? [] : newestFirst
-        expect(reference.map(itemKey), query).toEqual([...recentWanted, ...reference.slice(recentWanted.length).map(itemKey)])
+        expect(reference.slice(0, recentWanted.length).map(itemKey), query).toEqual(recentWanted)
         expect(reference.map(itemKey).sort()).toEqual([...recentWanted, ...wanted.map(key)].sort())
       }
       // A cursor written before the list was ordered by time (the key alone) still reads on, in block number order.
       const { items: reference } = await allPages<Item>('/v1/attributions', 1000)
       const third = reference[2]!
       const row = [...rows, ...recent].find((candidate) => key(candidate) === itemKey(third))!
-      const keyCursor = Buffer.from(JSON.stringify(['a2', row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, ''])).toString(
-        'base64url',
-      )
-      const after = await get<Page<Item>>(`/v1/attributions?limit=1000&cursor=${keyCursor}`)
+      const token = (parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString('base64url')
+      const keyParts = [row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, '']
+      const after = await get<Page<Item>>(`/v1/attributions?limit=1000&cursor=${token(['a2', ...keyParts])}`)
       expect(after.body.items).toEqual(reference.slice(3))
       // A time that is not one the API wrote is refused.
       for (const time of ['2026-02-30T00:00:00.000Z', '2026-01-01T00:00:00Z', 'yesterday'])
-        expect(
-          (
-            await get(
-              `/v1/attributions?cursor=${Buffer.from(JSON.stringify(['a3', time, ...JSON.parse(Buffer.from(keyCursor, 'base64url').toString()).slice(1)])).toString('base64url')}`,
-            )
-          ).body,
-        ).toMatchObject({ error: { code: 'invalid_cursor' } })
+        expect((await get(`/v1/attributions?cursor=${token(['a3', time, ...keyParts])}`)).body, time).toMatchObject({
+          error: { code: 'invalid_cursor' },
+        })
     } finally {
       await db.store.pool.query(`DELETE FROM attributions WHERE block_number >= 3000`)
     }
