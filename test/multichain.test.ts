@@ -45,6 +45,17 @@ async function storedHead(db: TestDatabase, chainId: number): Promise<number> {
   return Number(rows[0]!.n ?? -1)
 }
 
+/** A database and a Redis prefix of the test's own, dropped and cleared after the file. */
+async function ownStores() {
+  const db = await createTestDatabase()
+  const redis = createTestRedisPrefix()
+  cleanups.push(
+    () => db.drop(),
+    () => redis.cleanup(),
+  )
+  return { db, redis }
+}
+
 async function daemonEnv(db: TestDatabase, redisPrefix: string, rpcUrl: string, extra: Record<string, string> = {}) {
   return {
     RPC_URL: rpcUrl,
@@ -105,12 +116,7 @@ describe('the chain id guard', () => {
   })
 
   it('stops at start with one line naming both ids when the node serves another chain than CHAIN_ID', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const daemon = spawnTs('src/main.ts', [], await daemonEnv(db, redis.prefix, anvilB.url, { CHAIN_ID: String(CHAIN_A) }))
     cleanups.push(() => daemon.kill('SIGKILL'))
     expect(await daemon.exited).toBe(1)
@@ -123,12 +129,7 @@ describe('the chain id guard', () => {
   })
 
   it('stops every role when the node comes back from an outage serving another chain', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const node = await startAnvil({ chainId: CHAIN_A })
     cleanups.push(() => node.stop())
     const env = await daemonEnv(db, redis.prefix, node.url)
@@ -160,12 +161,7 @@ describe('the chain id guard', () => {
   })
 
   it('rewinds nothing when the node behind its URL is swapped, unannounced, for another chain: what looks like a reorg is asked first', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const balancer = await startFaultProxy({ upstream: anvilA.url })
     cleanups.push(() => balancer.stop())
     const env = await daemonEnv(db, redis.prefix, balancer.url)
@@ -190,12 +186,7 @@ describe('the chain id guard', () => {
   })
 
   it('stores nothing from another chain when the node behind its URL fails over to one that extends its blocks', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     // Two chains whose genesis blocks are the same block (the chain id is not in a header): the second one's blocks
     // extend the first one's tip, so no parent hash tells them apart.
     const sameGenesis = ['--timestamp', '1700000000']
@@ -237,12 +228,7 @@ describe('the chain id guard', () => {
 
 describe('the chain id of each RPC endpoint', () => {
   it('takes an endpoint of another chain out of rotation, names it masked in the log and the status, and indexes from the others', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     // Chain B's node behind a key in its path, listed first and weighted heaviest among chain A's endpoints.
     const key = 'k3y-0f-chain-b-endpoint'
     const configFile = writeConfigFile(
@@ -280,12 +266,7 @@ describe('the chain id of each RPC endpoint', () => {
   })
 
   it('stops the role as with one endpoint when no endpoint of a chain serves it', async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const dead = `http://127.0.0.1:${await freePort()}`
     const configFile = writeConfigFile(
       `chains:\n  - id: ${CHAIN_A}\n    name: alpha\n    startBlock: 0\n    pendingPollMs: 0\n    rpc: ["${anvilB.url}", "${dead}"]\n`,
@@ -305,12 +286,7 @@ describe('the chain id of each RPC endpoint', () => {
 
 describe('two chains in one deployment', () => {
   it("indexes each chain from its own node, and one chain's node hanging for 30 s leaves the other's tip moving", async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const [nodeA, nodeB] = await Promise.all([startAnvil({ chainId: CHAIN_A }), startAnvil({ chainId: CHAIN_B })])
     cleanups.push(
       () => nodeA.stop(),
@@ -419,12 +395,7 @@ describe('two chains in one deployment', () => {
   })
 
   it("starts and indexes the other chains while one chain's node is down at start", async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const dead = `http://127.0.0.1:${await freePort()}`
     const configFile = writeConfigFile(
       `chains:\n  - { id: ${CHAIN_A}, name: alpha, rpc: "${dead}", startBlock: 0, pendingPollMs: 0 }\n  - { id: ${CHAIN_B}, name: beta, rpc: "${anvilB.url}", startBlock: 0, headPollMs: 100, pendingPollMs: 0 }\n`,
@@ -452,12 +423,7 @@ describe('two chains in one deployment', () => {
   })
 
   it("delivers webhooks for the second chain while the first chain's node is unreachable and another process holds its lease", async () => {
-    const db = await createTestDatabase()
-    const redis = createTestRedisPrefix()
-    cleanups.push(
-      () => db.drop(),
-      () => redis.cleanup(),
-    )
+    const { db, redis } = await ownStores()
     const node = await startAnvil({ chainId: CHAIN_B })
     cleanups.push(() => node.stop())
     const received: string[] = []
