@@ -185,14 +185,12 @@ function pageQuery(db: Database, where: SQL[], order: SQL[]) {
     .limit(value('limit'))
 }
 
-const KEY_ORDER = [
-  desc(attributions.blockNumber),
-  desc(attributions.txHash),
-  desc(attributions.userOpHash),
-  desc(attributions.builderCode),
-  desc(attributions.role),
-]
-const TIME_ORDER = [desc(attributions.blockTimestamp), ...KEY_ORDER]
+/** The columns of {@link AttributionKey}, and the values of a cursor's key cast to their types. */
+const KEY_COLUMNS = [attributions.blockNumber, attributions.txHash, attributions.userOpHash, attributions.builderCode, attributions.role]
+const KEY_VALUES = sql`${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text`
+const KEY_ORDER = KEY_COLUMNS.map((column) => desc(column))
+const TIME_COLUMNS = [attributions.blockTimestamp, ...KEY_COLUMNS]
+const TIME_ORDER = TIME_COLUMNS.map((column) => desc(column))
 
 /**
  * The list in block time order (see {@link listAttributions}). The month partitions of `span` are read as
@@ -208,7 +206,7 @@ function timeOrderedQuery(db: Database, parameters: ListAttributionsParameters, 
   if (parameters.after !== undefined)
     where.push(
       lte(attributions.blockTimestamp, sql`${value('afterTime')}::timestamptz`),
-      sql`(${attributions.blockTimestamp}, ${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('afterTime')}::timestamptz, ${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
+      sql`(${sql.join(TIME_COLUMNS, sql`, `)}) < (${value('afterTime')}::timestamptz, ${KEY_VALUES})`,
     )
   if (span === null) return pageQuery(db, where, TIME_ORDER)
   // Literals, not placeholders: the planner drops the default partition only for bounds it can see.
@@ -225,7 +223,10 @@ function timeOrderedQuery(db: Database, parameters: ListAttributionsParameters, 
     TIME_ORDER,
   )
   return sql`select * from ((${inSpan}) union all (${outside})) page
-    order by block_timestamp desc, block_number desc, tx_hash desc, user_op_hash desc, builder_code desc, role desc
+    order by ${sql.join(
+      TIME_COLUMNS.map((column) => sql`${sql.identifier(column.name)} desc`),
+      sql`, `,
+    )}
     limit ${value('limit')}`
 }
 
@@ -256,10 +257,7 @@ function blockOrderedQuery(db: Database, parameters: ListAttributionsParameters)
       lt(attributions.blockTimestamp, value('until')),
       sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, value('until')), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
     )
-  if (after !== undefined)
-    where.push(
-      sql`(${attributions.blockNumber}, ${attributions.txHash}, ${attributions.userOpHash}, ${attributions.builderCode}, ${attributions.role}) < (${value('after0')}::int8, ${value('after1')}::text, ${value('after2')}::text, ${value('after3')}::text, ${value('after4')}::text)`,
-    )
+  if (after !== undefined) where.push(sql`(${sql.join(KEY_COLUMNS, sql`, `)}) < (${KEY_VALUES})`)
   return pageQuery(db, where, KEY_ORDER)
 }
 
