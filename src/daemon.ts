@@ -379,6 +379,7 @@ async function startChainScheduler({
           const created = [
             ...(await ensureMonthPartitions(indexer.store.pool, 'logs')),
             ...(await ensureMonthPartitions(indexer.store.pool, 'attributions')),
+            ...(await ensureMonthPartitions(indexer.store.pool, 'transactions')),
           ]
           if (created.length > 0) logger.info({ chain_id: indexer.chainId, partitions: created }, 'month partitions created')
         },

@@ -54,12 +54,13 @@ beforeAll(async () => {
        CASE WHEN i > ${LOGS - 200} THEN 'confirmed' ELSE 'finalized' END
      FROM generate_series(1, ${LOGS}) i`,
   )
+  // Attributions and their transactions over the same months, a partition each.
+  await ensureMonthPartitions(pool, 'transactions', new Date(T0 * 1000))
   await pool.query(
     `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
-     SELECT ${CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i / 5), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
+     SELECT ${CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i * 60), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
      FROM generate_series(1, ${ATTRIBUTIONS}) i`,
   )
-  // Attributions over the same months, a partition each.
   await ensureMonthPartitions(pool, 'attributions', new Date(T0 * 1000))
   await pool.query(
     `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, role, code_index, block_number, block_hash, block_timestamp,
@@ -76,7 +77,7 @@ beforeAll(async () => {
   // A second chain's attributions, for the reads across chains.
   await pool.query(
     `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
-     SELECT ${OTHER_CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i / 5), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
+     SELECT ${OTHER_CHAIN_ID}, ${hash('i::text')}, i / 10, ${hash('(i / 10)::text')}, to_timestamp(${T0} + i * 240), i % 10, '0x' || lpad(to_hex(i % 1000), 40, '0'), 100, true, 'finalized'
      FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
   )
   await pool.query(
@@ -110,7 +111,8 @@ beforeAll(async () => {
   // The partitions that hold the seeded history (a scan of an empty one, ahead or the default, costs nothing).
   const { rows: seeded } = await pool.query<{ relname: string }>(
     `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent IN ('logs'::regclass, 'attributions'::regclass, 'webhook_events'::regclass, 'webhook_deliveries'::regclass)
+     WHERE i.inhparent IN ('logs'::regclass, 'attributions'::regclass, 'transactions'::regclass, 'webhook_events'::regclass,
+       'webhook_deliveries'::regclass)
        AND c.reltuples > 0`,
   )
   seededPartitions = new Set(seeded.map((row) => row.relname))
@@ -121,6 +123,9 @@ beforeAll(async () => {
     'logs_p2026_10',
     'logs_p2026_11',
     'logs_p2026_12',
+    'transactions_p2026_10',
+    'transactions_p2026_11',
+    'transactions_p2026_12',
     'webhook_deliveries_p2026_10',
     'webhook_deliveries_p2026_11',
     'webhook_deliveries_p2026_12',

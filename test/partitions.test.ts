@@ -3,9 +3,11 @@
  * months are created ahead (moving rows the default partition holds for them), pending logs whose time
  * changes stay one row per (transaction, ordinal) as they move between months, and retention drops a
  * whole month when every row of it may go or is one of a few it must keep, which move into the default
- * partition. `attributions` is partitioned by month of block time too, and stays one row per attribution as
- * its transaction moves between months, however its writers race.
+ * partition. `attributions` and `transactions` are partitioned by month of block time too, and stay one row per
+ * attribution and per transaction as the transaction moves between months, however its writers race; retention
+ * drops months of transactions, the attributed ones moved to the default partition, with their keys.
  */
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { encodeAbiParameters, toEventSelector } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -463,29 +465,37 @@ describe('attributions partitioned by month', () => {
       transactionsStored: decodedStored,
     })
   }
+  /** Where TX's rows are: its attribution's and its transaction's. */
   const stored = async () =>
     (
       await db.store.pool.query(
-        `SELECT tableoid::regclass::text AS partition, block_number::int, status FROM attributions WHERE tx_hash = $1 ORDER BY 1`,
+        `SELECT tableoid::regclass::text AS partition, block_number::int, status FROM attributions WHERE tx_hash = $1
+         UNION ALL SELECT tableoid::regclass::text, block_number::int, status FROM transactions WHERE hash = $1 ORDER BY 1`,
         [TX],
       )
     ).rows
+  const rowsIn = (month: string, block: number, status: Status) => [
+    { partition: `attributions_p${month}`, block_number: block, status },
+    { partition: `transactions_p${month}`, block_number: block, status },
+  ]
 
-  it('keeps one row per attribution when its transaction moves to another month, also when two writers race', async () => {
+  it('keeps one row per attribution and per transaction when the transaction moves to another month, also when two writers race', async () => {
     const pool = db.store.pool
     await ensureMonthPartitions(pool, 'attributions', new Date('2026-01-15T00:00:00Z'))
+    await ensureMonthPartitions(pool, 'transactions', new Date('2026-01-15T00:00:00Z'))
     // First seen pending at the end of January, then decoded afresh (its writer read it as unknown) in a block in February.
     await withTransaction(pool, (client) => storeAt(client, 10, '2026-01-31T23:59:59Z', 'pending'))
-    expect(await stored()).toEqual([{ partition: 'attributions_p2026_01', block_number: 10, status: 'pending' }])
+    expect(await stored()).toEqual(rowsIn('2026_01', 10, 'pending'))
     await withTransaction(pool, (client) => storeAt(client, 11, '2026-02-01T00:00:01Z', 'confirmed'))
-    expect(await stored()).toEqual([{ partition: 'attributions_p2026_02', block_number: 11, status: 'confirmed' }])
+    expect(await stored()).toEqual(rowsIn('2026_02', 11, 'confirmed'))
 
     // Two writers that both decoded it afresh, at once: a reorg moves it back into January while a stale range
-    // write holds February. The second waits on the first's row in `transactions`, then moves the row it stored.
+    // write holds February. The second waits on the first's key in `transaction_keys`, then moves the rows it stored.
     const [first, second] = [await pool.connect(), await pool.connect()]
     try {
       await pool.query(`DELETE FROM attributions WHERE tx_hash = $1`, [TX])
       await pool.query(`DELETE FROM transactions WHERE hash = $1`, [TX])
+      await pool.query(`DELETE FROM transaction_keys WHERE hash = $1`, [TX])
       await first.query('BEGIN')
       await storeAt(first, 12, '2026-02-01T00:00:03Z', 'confirmed')
       await second.query('BEGIN')
@@ -503,11 +513,171 @@ describe('attributions partitioned by month', () => {
       first.release()
       second.release()
     }
-    expect(await stored()).toEqual([{ partition: 'attributions_p2026_01', block_number: 9, status: 'confirmed' }])
+    expect(await stored()).toEqual(rowsIn('2026_01', 9, 'confirmed'))
+    expect((await pool.query(`SELECT hash FROM transaction_keys WHERE hash = $1`, [TX])).rows).toEqual([{ hash: TX }])
     const { rows: buckets } = await pool.query(
       `SELECT start, attributions::int FROM builder_code_buckets WHERE builder_code = $1 AND bucket = 'day' AND attributions > 0`,
       [CODE],
     )
     expect(buckets).toEqual([{ start: new Date('2026-01-31T00:00:00Z'), attributions: 1 }])
+  })
+
+  it('a write that only moves the transaction waits for a writer moving it to another month, then moves it again', async () => {
+    const pool = db.store.pool
+    await ensureMonthPartitions(pool, 'transactions', new Date('2026-03-15T00:00:00Z'), new Date('2026-01-01T00:00:00Z'))
+    await ensureMonthPartitions(pool, 'attributions', new Date('2026-03-15T00:00:00Z'), new Date('2026-01-01T00:00:00Z'))
+    await withTransaction(pool, (client) => storeAt(client, 20, '2026-02-10T00:00:00Z', 'confirmed'))
+    // A range job's write moves it to January; the tip's write, which knows it decoded (a move only), moves it to
+    // March meanwhile. The move waits on the key the first writer holds, then finds the row where it went.
+    const [first, second] = [await pool.connect(), await pool.connect()]
+    try {
+      await first.query('BEGIN')
+      await storeAt(first, 21, '2026-01-10T00:00:00Z', 'confirmed')
+      await second.query('BEGIN')
+      const { rows: pid } = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+      const position: TransactionPosition = {
+        hash: TX,
+        blockNumber: 22,
+        blockHash: hex(22),
+        blockTimestamp: at('2026-03-10T00:00:00Z'),
+        transactionIndex: 0,
+        status: 'confirmed',
+      }
+      const moving = upsertTransactions(second, CHAIN_ID, [], new Map([[TX, position]]), new Map())
+      for (;;) {
+        const { rows } = await pool.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [pid[0]!.pid])
+        if (rows[0].waits) break
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      await first.query('COMMIT')
+      await moving
+      await second.query('COMMIT')
+    } finally {
+      first.release()
+      second.release()
+    }
+    expect(await stored()).toEqual(rowsIn('2026_03', 22, 'confirmed'))
+  })
+})
+
+describe('transactions partitioned by month', () => {
+  /** Inserts `n` transactions of chain `chainId` at blocks `first`…, each at time `time`, with their keys, as the writers store them. */
+  async function insertTransactions(pool: pg.Pool, chainId: number, first: number, n: number, time: string, status = 'finalized') {
+    await pool.query(
+      `WITH stored AS (
+         INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size,
+           has_suffix, status)
+         SELECT $1, '0x' || md5('t' || b) || md5('u' || b), b, '0x' || md5(b::text) || md5('h' || b), $3::timestamptz, 0, $4, 100, false, $5
+         FROM generate_series($2::int, $2::int + $6::int - 1) b
+         RETURNING chain_id, hash)
+       INSERT INTO transaction_keys SELECT chain_id, hash FROM stored`,
+      [chainId, first, time, `0x${'f1'.repeat(20)}`, status, n],
+    )
+  }
+  const txHash = (block: number) =>
+    `0x${createHash('md5').update(`t${block}`).digest('hex')}${createHash('md5').update(`u${block}`).digest('hex')}`
+  /** Keys without their transaction, and transactions without their key (none expected of either). */
+  const unmatchedKeys = async (pool: pg.Pool) =>
+    (
+      await pool.query(
+        `SELECT count(*) FILTER (WHERE t.hash IS NULL)::int AS keys, count(*) FILTER (WHERE k.hash IS NULL)::int AS transactions
+         FROM transaction_keys k FULL JOIN transactions t ON t.chain_id = k.chain_id AND t.hash = k.hash`,
+      )
+    ).rows[0]
+
+  it('converts the transactions of a deployment: every row moved into its month with its key, and a writer moves a converted one', async () => {
+    const { name, url } = await createEmptyDatabase()
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    try {
+      await migrateBefore(pool, '0037_transactions_partitions')
+      // 30 March 2021 + 1…100 hours, a transaction an hour: 47 in March, 53 in April.
+      await pool.query(
+        `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size,
+           has_suffix, status, gas_used)
+         SELECT $1, '0x' || md5('t' || b) || md5('u' || b), b, '0x' || md5(b::text) || md5('h' || b), timestamptz '2021-03-30' + b * interval '1 hour',
+           0, $2, 100, false, 'finalized', 21000
+         FROM generate_series(1, 100) b`,
+        [CHAIN_ID, `0x${'f1'.repeat(20)}`],
+      )
+      await runMigrations(pool)
+      expect(await partitionsOf('true', [], { table: 'transactions', pool })).toEqual([
+        { partition: 'transactions_p2021_03', n: 47 },
+        { partition: 'transactions_p2021_04', n: 53 },
+      ])
+      expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0 })
+      // A writer that had not seen transaction 5 stored (a range job decoding it afresh) after a reorg that put it in
+      // April: the converted row moves there, it is not stored twice.
+      const position: TransactionPosition = {
+        hash: txHash(5),
+        blockNumber: 1_000,
+        blockHash: hex(1_000),
+        blockTimestamp: at('2021-04-20T00:00:00Z'),
+        transactionIndex: 3,
+        status: 'confirmed',
+      }
+      const client = await pool.connect()
+      try {
+        await client.query('BEGIN')
+        const { decodedStored } = await upsertTransactions(
+          client,
+          CHAIN_ID,
+          [decodedTransaction(txHash(5))],
+          new Map([[txHash(5), position]]),
+          new Map(),
+        )
+        await client.query('COMMIT')
+        expect(decodedStored).toBe(true)
+      } finally {
+        client.release()
+      }
+      const { rows } = await pool.query(
+        `SELECT tableoid::regclass::text AS partition, block_number::int, transaction_index, status, gas_used::int FROM transactions WHERE hash = $1`,
+        [txHash(5)],
+      )
+      expect(rows).toEqual([
+        { partition: 'transactions_p2021_04', block_number: 1_000, transaction_index: 3, status: 'confirmed', gas_used: 21000 },
+      ])
+    } finally {
+      await pool.end()
+      await dropDatabase(name)
+    }
+  })
+
+  it('retention drops a month of transactions, moving the attributed ones to transactions_default with their keys, and deletes the keys of the rest', async () => {
+    const pool = db.store.pool
+    const chainId = 7_000
+    await ensureMonthPartitions(pool, 'transactions', new Date('2019-05-15T00:00:00Z'), new Date('2019-01-01T00:00:00Z'))
+    await pool.query(`INSERT INTO chain_state (chain_id, finalized_block) VALUES ($1, 10000)`, [chainId])
+    // January: 20 finalized. Goes.
+    await insertTransactions(pool, chainId, 100, 20, '2019-01-10T00:00:00Z')
+    // February: 20 finalized, one of them attributed. Goes; the attributed one moves with its key.
+    await insertTransactions(pool, chainId, 200, 20, '2019-02-10T00:00:00Z')
+    await pool.query(
+      `INSERT INTO attributions (chain_id, tx_hash, builder_code, code_index, block_number, block_hash, block_timestamp, from_address, sender,
+         schema_id, codes, status)
+       VALUES ($1, $2, 'bc_kept', 0, 205, $3, '2019-02-10T00:00:00Z', $4, $4, 0, ARRAY['bc_kept'], 'finalized')`,
+      [chainId, txHash(205), hex(205), `0x${'f1'.repeat(20)}`],
+    )
+    // March: one transaction not finalized yet. Stays whole.
+    await insertTransactions(pool, chainId, 300, 20, '2019-03-10T00:00:00Z')
+    await insertTransactions(pool, chainId, 2_000, 1, '2019-03-11T00:00:00Z', 'confirmed')
+
+    const pruned = await pruneRawHistory(pool, chainId, new Date('2019-06-01T00:00:00Z'))
+    expect(pruned.partitions.filter((partition) => partition.startsWith('transactions_'))).toEqual([
+      'transactions_p2019_01',
+      'transactions_p2019_02',
+      'transactions_p2019_04',
+      'transactions_p2019_05',
+    ])
+    // 20 + 19 by the drops, March's 20 finalized by the batched delete.
+    expect(pruned.transactions).toBe(20 + 19 + 20)
+    expect(await partitionsOf('chain_id = $1', [chainId], { table: 'transactions' })).toEqual([
+      { partition: 'transactions_default', n: 1 },
+      { partition: 'transactions_p2019_03', n: 1 },
+    ])
+    expect((await pool.query(`SELECT hash FROM transactions_default WHERE chain_id = $1`, [chainId])).rows).toEqual([{ hash: txHash(205) }])
+    // Every key left has its transaction, and every transaction its key: a transaction stored again later is new.
+    expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0 })
+    expect((await pool.query(`SELECT count(*)::int AS n FROM transaction_keys WHERE chain_id = $1`, [chainId])).rows).toEqual([{ n: 2 }])
   })
 })

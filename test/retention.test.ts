@@ -1,7 +1,7 @@
 /**
- * RETENTION_LOGS_DAYS: raw history older than the cutoff goes in short batches, and only what nothing
- * needs any more: never attributions or their transactions, the rollups, the registry's logs, rows of
- * blocks an open repair covers, or rows not finalized yet.
+ * RETENTION_LOGS_DAYS: raw history older than the cutoff goes in short batches (a transaction with its key),
+ * and only what nothing needs any more: never attributions or their transactions, the rollups, the registry's
+ * logs, rows of blocks an open repair covers, or rows not finalized yet.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pruneRawHistory } from '../src/store/index.js'
@@ -36,11 +36,15 @@ beforeAll(async () => {
     `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, transaction_hash, transaction_index, log_index, tx_log_ordinal, address, data, status, removed)
      VALUES (${CHAIN_ID}, 3, '0x${'0'.repeat(64)}', ${ageOf('3')}, ${hash("'dropped'")}, 0, 0, 0, '0x${'11'.repeat(20)}', '0x', 'pending', true)`,
   )
+  // With their keys, as the writers store them.
   await pool.query(
-    `INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
-     SELECT ${CHAIN_ID}, ${hash("'t' || b")}, b, ${hash('b::text')}, ${ageOf('b')}, 0, '0x' || lpad(to_hex(b), 40, '0'), 100, b % 10 = 0,
-       CASE WHEN b > 115 THEN 'confirmed' ELSE 'finalized' END
-     FROM generate_series(1, 120) b`,
+    `WITH stored AS (
+       INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, input_size, has_suffix, status)
+       SELECT ${CHAIN_ID}, ${hash("'t' || b")}, b, ${hash('b::text')}, ${ageOf('b')}, 0, '0x' || lpad(to_hex(b), 40, '0'), 100, b % 10 = 0,
+         CASE WHEN b > 115 THEN 'confirmed' ELSE 'finalized' END
+       FROM generate_series(1, 120) b
+       RETURNING chain_id, hash)
+     INSERT INTO transaction_keys SELECT chain_id, hash FROM stored`,
   )
   // Every tenth transaction is attributed.
   await pool.query(
@@ -96,6 +100,12 @@ describe('retention of raw history', () => {
       `SELECT count(*)::int AS n FROM transactions t WHERE EXISTS (SELECT 1 FROM attributions a WHERE a.tx_hash = t.hash)`,
     )
     expect(rows[0].n).toBe(12)
+    // Each deleted transaction's key went with it; the kept ones keep theirs.
+    const { rows: keys } = await db.store.pool.query(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM transactions t WHERE t.hash = k.hash))::int AS unmatched
+       FROM transaction_keys k`,
+    )
+    expect(keys).toEqual([{ n: 120 - pruned.transactions, unmatched: 0 }])
 
     // A second pass finds nothing more to delete.
     expect(await pruneRawHistory(db.store.pool, CHAIN_ID, new Date((NOW - 30 * DAY) * 1000), 7)).toEqual({

@@ -20,9 +20,17 @@ const MOVE_ATTRIBUTION = (source: string) => `block_number = ${source}.block_num
   block_timestamp = ${source}.block_timestamp, block_timestamp_ms = ${source}.block_timestamp_ms, status = ${source}.status,
   gas_used = COALESCE(${source}.gas_used, attributions.gas_used), removed = false, updated_at = now()`
 
-/** Where known transactions move to, as unnest-able parameters from `$2` on (`$1` is the chain id). */
-const UNNEST_MOVES = `unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[], $9::bigint[])
-  AS u(hash, block_number, block_hash, ts, tx_index, status, ts_ms, gas_used)`
+/** A transaction row moved to the position and status of `source` (the incoming row), not removed. */
+const MOVE_TRANSACTION = (source: string) => `block_number = ${source}.block_number, block_hash = ${source}.block_hash,
+  block_timestamp = ${source}.block_timestamp, block_timestamp_ms = ${source}.block_timestamp_ms,
+  transaction_index = ${source}.transaction_index, status = ${source}.status,
+  gas_used = COALESCE(${source}.gas_used, transactions.gas_used), removed = false, updated_at = now()`
+
+/** Where known transactions move to (`u`, with the tables' column names), from parameters `$2` on (`$1` is the chain id). */
+const MOVES = `(SELECT hash, block_number, block_hash, to_timestamp(ts) AS block_timestamp, ts_ms AS block_timestamp_ms,
+    tx_index AS transaction_index, status, gas_used
+  FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::bigint[], $9::bigint[])
+    AS m(hash, block_number, block_hash, ts, tx_index, status, ts_ms, gas_used)) u`
 
 /** Where a transaction is now: its block (zero hash while pending), position and status. */
 export type TransactionPosition = {
@@ -143,11 +151,16 @@ export async function storeRegistryAnswers(
 
 /**
  * Inserts decoded transactions at their positions; ones already stored keep their decode and move to
- * the given position and status (not removed), with their attributions. `gasUsed` fills gas used
- * where it is not known yet (a transaction first seen pending has no receipt). Returns whether any of
- * `decoded` was stored already: only then may its attributions be too ({@link upsertAttributions}).
- * Its row in `transactions`, written here first, holds off any other writer of the same transaction
- * until this one commits.
+ * the given position and status (not removed), with their attributions, from whichever month they are stored
+ * in. `gasUsed` fills gas used where it is not known yet (a transaction first seen pending has no receipt).
+ * Returns whether any of `decoded` was stored already: only then may its attributions be too
+ * ({@link upsertAttributions}).
+ *
+ * `transactions` is partitioned by block time, so its key holds the time and cannot say that a hash is stored
+ * at another one: `transaction_keys` (the hash alone) does. Its rows are written, or locked where they exist,
+ * first: they hold off any other writer of the same transactions until this one commits, so no two writers
+ * both find a transaction missing, nor move one row at once (PostgreSQL refuses an update of a row another
+ * transaction moved to another partition meanwhile).
  */
 export async function upsertTransactions(
   client: pg.PoolClient,
@@ -159,47 +172,67 @@ export async function upsertTransactions(
   const rows = decoded.filter((row) => positions.has(row.hash))
   let decodedStored = false
   if (rows.length > 0) {
-    // Rows of a fresh range are all new and go in by COPY; one already stored moves to the given position.
-    const { merged } = await copyOrMerge(
-      client,
-      'transactions',
-      TRANSACTION_COLUMNS,
-      transactionCopyData(chainId, rows, positions, gasUsed),
-      {
-        rows: rows.length,
-        binary: true,
-        onConflict: `ON CONFLICT (chain_id, hash) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
-         block_timestamp = EXCLUDED.block_timestamp, block_timestamp_ms = EXCLUDED.block_timestamp_ms,
-         transaction_index = EXCLUDED.transaction_index, status = EXCLUDED.status,
-         gas_used = COALESCE(EXCLUDED.gas_used, transactions.gas_used), removed = false, updated_at = now()
-       WHERE ${NOT_BACK_TO_PENDING('transactions')}`,
-      },
-    )
-    decodedStored = merged
+    // Keys of a fresh range are all new and go in by COPY; when one is there, all are locked.
+    const keys = await copyOrMerge(client, 'transaction_keys', TRANSACTION_KEY_COLUMNS, transactionKeyCopyData(chainId, rows), {
+      rows: rows.length,
+      binary: true,
+      onConflict: 'ON CONFLICT (chain_id, hash) DO NOTHING',
+    })
+    decodedStored = keys.merged
+    if (decodedStored)
+      await lockTransactionKeys(
+        client,
+        chainId,
+        rows.map((row) => row.hash),
+      )
+    // New transactions go in by COPY; stored ones (found by hash, in any month) move to the given position.
+    await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyData(chainId, rows, positions, gasUsed), {
+      rows: rows.length,
+      binary: true,
+      copyFirst: !decodedStored,
+      updateStored: { key: ['chain_id', 'hash'], set: MOVE_TRANSACTION('i'), where: NOT_BACK_TO_PENDING_FROM('transactions', 'i') },
+      onConflict: '',
+    })
   }
   // Transactions decoded earlier (e.g. while pending) only move.
   const inserted = new Set(rows.map((row) => row.hash))
   const moved = [...positions.values()].filter((p) => !inserted.has(p.hash))
   if (moved.length > 0) {
+    await lockTransactionKeys(
+      client,
+      chainId,
+      moved.map((p) => p.hash),
+    )
     const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null)]
     await client.query(
-      `UPDATE transactions t SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
-         block_timestamp_ms = u.ts_ms,
-         transaction_index = u.tx_index, status = u.status, gas_used = COALESCE(u.gas_used, t.gas_used), removed = false, updated_at = now()
-       FROM ${UNNEST_MOVES}
-       WHERE t.chain_id = $1 AND t.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('t', 'u')}`,
+      `UPDATE transactions SET ${MOVE_TRANSACTION('u')} FROM ${MOVES}
+       WHERE transactions.chain_id = $1 AND transactions.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('transactions', 'u')}`,
       arrays,
     )
     await client.query(
-      `UPDATE attributions a SET block_number = u.block_number, block_hash = u.block_hash, block_timestamp = to_timestamp(u.ts),
-         block_timestamp_ms = u.ts_ms,
-         status = u.status, gas_used = COALESCE(u.gas_used, a.gas_used), removed = false, updated_at = now()
-       FROM ${UNNEST_MOVES}
-       WHERE a.chain_id = $1 AND a.tx_hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('a', 'u')}`,
+      `UPDATE attributions SET ${MOVE_ATTRIBUTION('u')} FROM ${MOVES}
+       WHERE attributions.chain_id = $1 AND attributions.tx_hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('attributions', 'u')}`,
       arrays,
     )
   }
   return { decodedStored }
+}
+
+/** Locks the keys of stored transactions among `hashes`, in one order (two writers locking overlapping sets cannot deadlock on them). */
+async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashes: readonly string[]): Promise<void> {
+  await client.query(`SELECT 1 FROM transaction_keys WHERE chain_id = $1 AND hash = ANY($2::text[]) ORDER BY hash FOR UPDATE`, [
+    chainId,
+    hashes,
+  ])
+}
+
+const TRANSACTION_KEY_COLUMNS = ['chain_id', 'hash'] as const
+
+/** `transaction_keys` rows in the binary `COPY` format. */
+function transactionKeyCopyData(chainId: number, rows: readonly TransactionDecodeRow[]): Buffer[] {
+  const copy = new BinaryCopyWriter()
+  for (const r of rows) copy.row(TRANSACTION_KEY_COLUMNS.length).int32(chainId).text(r.hash)
+  return copy.pieces()
 }
 
 const TRANSACTION_COLUMNS = [

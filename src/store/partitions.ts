@@ -2,14 +2,15 @@ import type pg from 'pg'
 import { withTransaction } from './client.js'
 
 /**
- * The tables partitioned by month (UTC), and the time each is partitioned by: `logs` and `attributions` by
- * block time (migrations 0033 and 0036), `webhook_events` and `webhook_deliveries` by when the event was published and the
+ * The tables partitioned by month (UTC), and the time each is partitioned by: `logs`, `attributions` and
+ * `transactions` by block time (migrations 0033, 0036 and 0037), `webhook_events` and `webhook_deliveries` by when the event was published and the
  * attempt made (migration 0034). Each has month tables `<table>_pYYYY_MM` and `<table>_default` for rows
  * no month holds.
  */
 const MONTH_PARTITIONED = {
   logs: 'block_timestamp',
   attributions: 'block_timestamp',
+  transactions: 'block_timestamp',
   webhook_events: 'created_at',
   webhook_deliveries: 'created_at',
 } as const
@@ -17,7 +18,7 @@ export type MonthPartitionedTable = keyof typeof MONTH_PARTITIONED
 
 /** Months after the current one that a partitioned table's writer keeps a partition ready for. */
 const MONTHS_AHEAD = 2
-/** How often each writer makes sure its months are ready: the scheduler's leader for `logs` and `attributions`, the dispatcher for the webhook tables. */
+/** How often each writer makes sure its months are ready: the scheduler's leader for the block-time tables, the dispatcher for the webhook tables. */
 export const MONTH_PARTITIONS_CHECK_MS = 60 * 60_000
 // Serialises partition changes across processes (the leaders of every chain share the partitions of logs).
 const PARTITIONS_LOCK = 0x6374706d
@@ -145,6 +146,11 @@ export type ExpiryRules = {
   check: (p: string) => string
   /** Selects the rows retention must keep even so, found through the partition's indexes where it can; none when absent. */
   kept?: (p: string) => string
+  /**
+   * Deletes what goes with the partition's rows from tables of their own, before the detach; the rows `kept`
+   * selected are in the temporary table `kept_rows`.
+   */
+  alsoDelete?: (p: string) => string
 }
 
 /**
@@ -184,6 +190,7 @@ export async function dropExpiredMonths(
         : { rowCount: 0 }
       const kept = rowCount ?? 0
       if (kept > KEPT_ROWS_MOVED_AT_MOST) return null
+      if (rules.alsoDelete) await client.query(rules.alsoDelete(name))
       await client.query(`SET LOCAL lock_timeout = '${DETACH_LOCK_TIMEOUT}'`)
       await client.query(`ALTER TABLE ${table} DETACH PARTITION ${name}`)
       if (kept > 0) {

@@ -130,7 +130,9 @@ export const blocks = pgTable(
 /**
  * Transactions behind indexed logs (or every transaction of indexed blocks) with their decoded ERC-8021
  * suffix. The suffix is part of the signed input, so it is decoded once per hash; position, status and
- * `removed` follow the transaction's logs.
+ * `removed` follow the transaction's logs. Partitioned by month of `block_timestamp` (monthly tables
+ * `transactions_pYYYY_MM` and `transactions_default`, made by migration 0037 and src/store/partitions.ts); a
+ * row moves between months with its block, and {@link transactionKeys} keeps one row per hash.
  */
 export const transactions = pgTable(
   'transactions',
@@ -163,7 +165,9 @@ export const transactions = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    primaryKey({ columns: [t.chainId, t.hash] }),
+    // block_timestamp is in the key because the table is partitioned by it; one row per hash is kept by
+    // transaction_keys, which every writer writes or locks first (src/store/attributions.ts).
+    primaryKey({ name: 'transactions_pk', columns: [t.chainId, t.hash, t.blockTimestamp] }),
     index('transactions_block_number').on(t.chainId, t.blockNumber),
     index('transactions_live_pending').on(t.chainId, t.blockNumber).where(sql`status = 'pending' AND NOT removed`),
     // Registry answers still unknown, asked again longest waiting first: few rows, so a partial index.
@@ -178,6 +182,21 @@ export const transactions = pgTable(
       sql.raw(`registry_unverified_reason in (${REGISTRY_UNVERIFIED_REASONS.map((reason) => `'${reason}'`).join(', ')})`),
     ),
   ],
+)
+
+/**
+ * One row per stored transaction, keyed by hash alone: the unique key `transactions` cannot hold, since a
+ * partitioned table's keys must include its partition column. Every writer of a transaction inserts or locks its
+ * row here first, in the same database transaction, so two writers of one transaction take turns and the second
+ * finds the first's row, in whichever month it is. Retention deletes a key with its transaction.
+ */
+export const transactionKeys = pgTable(
+  'transaction_keys',
+  {
+    chainId: integer('chain_id').notNull(),
+    hash: text('hash').notNull(),
+  },
+  (t) => [primaryKey({ name: 'transaction_keys_pk', columns: [t.chainId, t.hash] })],
 )
 
 /** Builder codes issued here (`local`) or by the upstream service (`upstream`): one per wallet, one wallet per code. */
