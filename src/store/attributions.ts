@@ -172,19 +172,14 @@ export async function upsertTransactions(
   const rows = decoded.filter((row) => positions.has(row.hash))
   let decodedStored = false
   if (rows.length > 0) {
-    // Keys of a fresh range are all new and go in by COPY; when one is there, all are locked.
+    // Keys of a fresh range are all new and go in by COPY. When one is there, the merge's update locks each one
+    // stored (and inserts one retention deleted meanwhile, which DO NOTHING would leave out unlocked).
     const keys = await copyOrMerge(client, 'transaction_keys', TRANSACTION_KEY_COLUMNS, transactionKeyCopyData(chainId, rows), {
       rows: rows.length,
       binary: true,
-      onConflict: 'ON CONFLICT (chain_id, hash) DO NOTHING',
+      onConflict: 'ON CONFLICT (chain_id, hash) DO UPDATE SET hash = EXCLUDED.hash',
     })
     decodedStored = keys.merged
-    if (decodedStored)
-      await lockTransactionKeys(
-        client,
-        chainId,
-        rows.map((row) => row.hash),
-      )
     // New transactions go in by COPY; stored ones (found by hash, in any month) move to the given position.
     await copyOrMerge(client, 'transactions', TRANSACTION_COLUMNS, transactionCopyData(chainId, rows, positions, gasUsed), {
       rows: rows.length,
@@ -218,7 +213,7 @@ export async function upsertTransactions(
   return { decodedStored }
 }
 
-/** Locks the keys of stored transactions among `hashes`, in one order (two writers locking overlapping sets cannot deadlock on them). */
+/** Locks the keys of stored transactions among `hashes`, in hash order as keys are written, so writers of overlapping sets take them in one order. */
 async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashes: readonly string[]): Promise<void> {
   await client.query(`SELECT 1 FROM transaction_keys WHERE chain_id = $1 AND hash = ANY($2::text[]) ORDER BY hash FOR UPDATE`, [
     chainId,
@@ -228,10 +223,11 @@ async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashe
 
 const TRANSACTION_KEY_COLUMNS = ['chain_id', 'hash'] as const
 
-/** `transaction_keys` rows in the binary `COPY` format. */
+/** `transaction_keys` rows in the binary `COPY` format, in hash order: the order a writer takes their locks in. */
 function transactionKeyCopyData(chainId: number, rows: readonly TransactionDecodeRow[]): Buffer[] {
   const copy = new BinaryCopyWriter()
-  for (const r of rows) copy.row(TRANSACTION_KEY_COLUMNS.length).int32(chainId).text(r.hash)
+  const hashes = rows.map((row) => row.hash).sort()
+  for (const hash of hashes) copy.row(TRANSACTION_KEY_COLUMNS.length).int32(chainId).text(hash)
   return copy.pieces()
 }
 

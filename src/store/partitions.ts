@@ -3,9 +3,9 @@ import { withTransaction } from './client.js'
 
 /**
  * The tables partitioned by month (UTC), and the time each is partitioned by: `logs`, `attributions` and
- * `transactions` by block time (migrations 0033, 0036 and 0037), `webhook_events` and `webhook_deliveries` by when the event was published and the
- * attempt made (migration 0034). Each has month tables `<table>_pYYYY_MM` and `<table>_default` for rows
- * no month holds.
+ * `transactions` by block time (migrations 0033, 0036 and 0037), `webhook_events` and `webhook_deliveries`
+ * by when the event was published and the attempt made (migration 0034). Each has month tables
+ * `<table>_pYYYY_MM` and `<table>_default` for rows no month holds.
  */
 const MONTH_PARTITIONED = {
   logs: 'block_timestamp',
