@@ -26,6 +26,7 @@ import {
   type LogInput,
 } from '../src/store/index.js'
 import { upsertAttributions, upsertTransactions, type TransactionPosition } from '../src/store/attributions.js'
+import { waitUntilBlocked } from './helpers/locks.js'
 import { decodedTransaction } from './helpers/transactions.js'
 import type { Status } from '../src/store/schema.js'
 import { silentLogger } from '../src/internal/logger.js'
@@ -501,11 +502,7 @@ describe('attributions partitioned by month', () => {
       await second.query('BEGIN')
       const { rows: pid } = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
       const writing = storeAt(second, 9, '2026-01-31T23:59:57Z', 'confirmed')
-      for (;;) {
-        const { rows } = await pool.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [pid[0]!.pid])
-        if (rows[0].waits) break
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await waitUntilBlocked(pool, pid[0]!.pid)
       await first.query('COMMIT')
       await writing
       await second.query('COMMIT')
@@ -544,11 +541,7 @@ describe('attributions partitioned by month', () => {
         status: 'confirmed',
       }
       const moving = upsertTransactions(second, CHAIN_ID, [], new Map([[TX, position]]), new Map())
-      for (;;) {
-        const { rows } = await pool.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [pid[0]!.pid])
-        if (rows[0].waits) break
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await waitUntilBlocked(pool, pid[0]!.pid)
       await first.query('COMMIT')
       await moving
       await second.query('COMMIT')

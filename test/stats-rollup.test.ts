@@ -8,6 +8,7 @@ import { advanceFinality, ensureMonthPartitions, runMigrations, storeTipBlocks, 
 import { STATUSES, type Status } from '../src/store/schema.js'
 import { seededRandom } from '../harness/random.js'
 import { createEmptyDatabase, createTestDatabase, dropDatabase, migrateBefore, type TestDatabase } from '../harness/services.js'
+import { waitUntilBlocked } from './helpers/locks.js'
 
 const CHAIN_ID = 8453
 const OTHER_CHAIN_ID = 10
@@ -429,13 +430,7 @@ describe('stats rollup', () => {
     /** Resolves once `client`'s statement waits for a lock another transaction holds. */
     const blocked = async (client: pg.PoolClient) => {
       const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
-      return async () => {
-        for (;;) {
-          const { rows: waits } = await db.store.pool.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [rows[0]!.pid])
-          if (waits[0].waits) return
-          await new Promise((resolve) => setTimeout(resolve, 10))
-        }
-      }
+      return () => waitUntilBlocked(db.store.pool, rows[0]!.pid)
     }
     try {
       const secondBlocked = await blocked(second)
