@@ -480,6 +480,26 @@ describe('attributions partitioned by month', () => {
     { partition: `transactions_p${month}`, block_number: block, status },
   ]
 
+  /** Runs `first` in an open transaction, then `second` in another, which waits on the first's locks; commits the first, then the second. */
+  const race = async (first: (client: pg.PoolClient) => Promise<unknown>, second: (client: pg.PoolClient) => Promise<unknown>) => {
+    const pool = db.store.pool
+    const [one, other] = [await pool.connect(), await pool.connect()]
+    try {
+      await one.query('BEGIN')
+      await first(one)
+      await other.query('BEGIN')
+      const { rows } = await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+      const waiting = second(other)
+      await waitUntilBlocked(pool, rows[0]!.pid)
+      await one.query('COMMIT')
+      await waiting
+      await other.query('COMMIT')
+    } finally {
+      one.release()
+      other.release()
+    }
+  }
+
   it('keeps one row per attribution and per transaction when the transaction moves to another month, also when two writers race', async () => {
     const pool = db.store.pool
     await ensureMonthPartitions(pool, 'attributions', new Date('2026-01-15T00:00:00Z'))
@@ -492,24 +512,13 @@ describe('attributions partitioned by month', () => {
 
     // Two writers that both decoded it afresh, at once: a reorg moves it back into January while a stale range
     // write holds February. The second waits on the first's key in `transaction_keys`, then moves the rows it stored.
-    const [first, second] = [await pool.connect(), await pool.connect()]
-    try {
-      await pool.query(`DELETE FROM attributions WHERE tx_hash = $1`, [TX])
-      await pool.query(`DELETE FROM transactions WHERE hash = $1`, [TX])
-      await pool.query(`DELETE FROM transaction_keys WHERE hash = $1`, [TX])
-      await first.query('BEGIN')
-      await storeAt(first, 12, '2026-02-01T00:00:03Z', 'confirmed')
-      await second.query('BEGIN')
-      const { rows: pid } = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
-      const writing = storeAt(second, 9, '2026-01-31T23:59:57Z', 'confirmed')
-      await waitUntilBlocked(pool, pid[0]!.pid)
-      await first.query('COMMIT')
-      await writing
-      await second.query('COMMIT')
-    } finally {
-      first.release()
-      second.release()
-    }
+    await pool.query(`DELETE FROM attributions WHERE tx_hash = $1`, [TX])
+    await pool.query(`DELETE FROM transactions WHERE hash = $1`, [TX])
+    await pool.query(`DELETE FROM transaction_keys WHERE hash = $1`, [TX])
+    await race(
+      (first) => storeAt(first, 12, '2026-02-01T00:00:03Z', 'confirmed'),
+      (second) => storeAt(second, 9, '2026-01-31T23:59:57Z', 'confirmed'),
+    )
     expect(await stored()).toEqual(rowsIn('2026_01', 9, 'confirmed'))
     expect((await pool.query(`SELECT hash FROM transaction_keys WHERE hash = $1`, [TX])).rows).toEqual([{ hash: TX }])
     const { rows: buckets } = await pool.query(
@@ -526,29 +535,18 @@ describe('attributions partitioned by month', () => {
     await withTransaction(pool, (client) => storeAt(client, 20, '2026-02-10T00:00:00Z', 'confirmed'))
     // A range job's write moves it to January; the tip's write, which knows it decoded (a move only), moves it to
     // March meanwhile. The move waits on the key the first writer holds, then finds the row where it went.
-    const [first, second] = [await pool.connect(), await pool.connect()]
-    try {
-      await first.query('BEGIN')
-      await storeAt(first, 21, '2026-01-10T00:00:00Z', 'confirmed')
-      await second.query('BEGIN')
-      const { rows: pid } = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
-      const position: TransactionPosition = {
-        hash: TX,
-        blockNumber: 22,
-        blockHash: hex(22),
-        blockTimestamp: at('2026-03-10T00:00:00Z'),
-        transactionIndex: 0,
-        status: 'confirmed',
-      }
-      const moving = upsertTransactions(second, CHAIN_ID, [], new Map([[TX, position]]), new Map())
-      await waitUntilBlocked(pool, pid[0]!.pid)
-      await first.query('COMMIT')
-      await moving
-      await second.query('COMMIT')
-    } finally {
-      first.release()
-      second.release()
+    const position: TransactionPosition = {
+      hash: TX,
+      blockNumber: 22,
+      blockHash: hex(22),
+      blockTimestamp: at('2026-03-10T00:00:00Z'),
+      transactionIndex: 0,
+      status: 'confirmed',
     }
+    await race(
+      (first) => storeAt(first, 21, '2026-01-10T00:00:00Z', 'confirmed'),
+      (second) => upsertTransactions(second, CHAIN_ID, [], new Map([[TX, position]]), new Map()),
+    )
     expect(await stored()).toEqual(rowsIn('2026_03', 22, 'confirmed'))
   })
 })
