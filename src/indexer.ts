@@ -19,6 +19,7 @@ import {
   getLogsRequest,
   parseBlockNumber,
   parseLogs,
+  batchWithRetry,
   withRetry,
   type BlockTag,
   type LogsRequest,
@@ -150,10 +151,10 @@ export async function createIndexer(
   let observe: ((event: RpcRequestEvent) => void) | undefined
   const metricsChain = labelChainInMetrics && config.chainId !== undefined ? { chain_id: String(config.chainId) } : undefined
   const rpc = createNodeClient(config, logger, metrics, (event) => observe?.(event), metricsChain)
-  // Every call that cannot be narrowed is retried on transient errors; getLogs narrows and retries itself.
+  // Every call that cannot be narrowed is retried on transient errors, a batch in halves; getLogs narrows and retries itself.
   const reliable: Pick<RpcClient, 'request' | 'batch'> = {
     request: (method, params, options) => withRetry(() => rpc.request(method, params, options)),
-    batch: (calls, options) => withRetry(() => rpc.batch(calls, options)),
+    batch: (calls, options) => batchWithRetry(calls, (part) => rpc.batch(part, options)),
   }
   const identity = await createChainIdentity({
     askChainId: () => withRetry(() => rpc.askChainId(), { attempts: 3, baseDelayMs: 500, maxDelayMs: 2_000 }),

@@ -21,7 +21,7 @@ export {
   type RpcLog,
 } from './actions/getLogs.js'
 export { blocksForTarget, logsJsonBytes, type LogsDensity } from './ranges.js'
-export { withRetry } from './retry.js'
+export { batchWithRetry, withRetry } from './retry.js'
 export { InconsistentAnswerError, verifyLogs } from './verify.js'
 export {
   getBlock,

@@ -129,6 +129,30 @@ describe('a faulty node interface during a backfill', () => {
     expect(edge.injected.malformed).toBeGreaterThan(0)
     expect(await daemon.kill('SIGTERM')).toBe(0)
   })
+
+  it('live follow catching up through a node that refuses a whole batch when any of its calls is over the limit', async () => {
+    // A quarter of eth_getBlockByNumber calls over the limit, each refusing the request it came in (HTTP 429):
+    // the catch-up's batch of every block behind gets through whole about once in a million tries.
+    const proxy = await startFaultProxy({
+      upstream: anvil.url,
+      faults: { eth_getBlockByNumber: { rateLimit: { probability: 0.25 } } },
+      seed: 5,
+    })
+    cleanups.add(() => proxy.stop())
+    const { pool, env } = await sharedEnvironment(cleanups, proxy.url, { START_BLOCK: String(range[0] + 1) })
+    const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
+    cleanups.add(() => daemon.kill('SIGKILL'))
+    await waitCaughtUp(pool, anvil.url)
+    const head = (await nodeHead(anvil.url)).number
+    const logs = await expectIndexMatchesNode(pool, anvil.url, [range[0] + 1, head])
+    const attributions = await expectAttributionsMatchNode(pool, anvil.url, [range[0] + 1, head])
+    const refused = proxy.faultCount('rateLimit')
+    console.info(
+      `rpc fault case "batches refused whole": rateLimit ×${refused} of ${proxy.stats.httpRequests} requests; caught up ${head - range[0]} blocks; ${logs} logs, ${attributions} attributions equal the node's`,
+    )
+    expect(refused).toBeGreaterThan(0)
+    expect(await daemon.kill('SIGTERM')).toBe(0)
+  })
 })
 
 describe('a node lagging behind another, behind a load balancer', () => {

@@ -1,5 +1,5 @@
 import type { RpcCall, RpcClient, RpcRequestOptions } from '../client.js'
-import { withRetry } from '../retry.js'
+import { batchWithRetry, withRetry } from '../retry.js'
 import { isHash, isObject, malformed, quantity } from './answer.js'
 import { parseTransaction, type Transaction } from './getTransactionByHash.js'
 
@@ -122,13 +122,14 @@ export function getBlockHeader(client: Pick<RpcClient, 'request'>, block: number
 }
 
 /**
- * The headers of these heights, in order, in batches. A node behind others (load-balanced endpoints)
- * may not have a block yet: that is asked again like any transient error.
+ * The headers of these heights, in order, in batches (asked again in halves after a failure). A node
+ * behind others (load-balanced endpoints) may not have a block yet: that is asked again like any
+ * transient error.
  */
 export function getBlockHeaders(client: Pick<RpcClient, 'batch'>, numbers: readonly number[]): Promise<BlockHeader[]> {
-  return withRetry(async () => {
-    const blocks = await client.batch(numbers.map((n) => getBlockRequest(n)))
-    return blocks.map((block, i) => parseBlockHeader(block) ?? missingBlock(numbers[i]!))
+  return batchWithRetry(numbers, async (part) => {
+    const blocks = await client.batch(part.map((n) => getBlockRequest(n)))
+    return blocks.map((block, i) => parseBlockHeader(block) ?? missingBlock(part[i]!))
   })
 }
 
