@@ -3,6 +3,7 @@
 -- PostgreSQL requires of a partitioned table's unique key. One row per transaction holds across months through
 -- transaction_keys, keyed by (chain_id, hash) alone: every writer of a transaction writes or locks its key there
 -- first, in the same transaction, and moves a stored row instead of inserting it again (src/store/attributions.ts).
+-- The key also holds the row's block_timestamp, which each move sets anew: a read by hash looks into one month.
 ALTER TABLE "transactions" RENAME TO "transactions_unpartitioned";--> statement-breakpoint
 ALTER TABLE "transactions_unpartitioned" RENAME CONSTRAINT "transactions_chain_id_hash_pk" TO "transactions_unpartitioned_pk";--> statement-breakpoint
 CREATE TABLE "transactions" (LIKE "transactions_unpartitioned" INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE ("block_timestamp");--> statement-breakpoint
@@ -24,9 +25,10 @@ $$;--> statement-breakpoint
 CREATE TABLE "transaction_keys" (
 	"chain_id" integer NOT NULL,
 	"hash" text NOT NULL,
+	"block_timestamp" timestamp with time zone NOT NULL,
 	CONSTRAINT "transaction_keys_pk" PRIMARY KEY("chain_id","hash")
 );--> statement-breakpoint
-INSERT INTO "transaction_keys" SELECT "chain_id", "hash" FROM "transactions_unpartitioned";--> statement-breakpoint
+INSERT INTO "transaction_keys" SELECT "chain_id", "hash", "block_timestamp" FROM "transactions_unpartitioned";--> statement-breakpoint
 INSERT INTO "transactions" SELECT * FROM "transactions_unpartitioned";--> statement-breakpoint
 DROP TABLE "transactions_unpartitioned";--> statement-breakpoint
 ALTER TABLE "transactions" ADD CONSTRAINT "transactions_pk" PRIMARY KEY ("chain_id","hash","block_timestamp");--> statement-breakpoint

@@ -88,6 +88,7 @@ beforeAll(async () => {
        'finalized'
      FROM generate_series(1, ${OTHER_ATTRIBUTIONS}) i`,
   )
+  await pool.query(`INSERT INTO transaction_keys SELECT chain_id, hash, block_timestamp FROM transactions`)
   // Published webhook events over the same months, a partition each.
   await ensureMonthPartitions(pool, 'webhook_events', new Date(T0 * 1000))
   await pool.query(
@@ -362,6 +363,30 @@ describe('API query plans on a seeded database with statistics', () => {
     expect(await sequentialScans(() => getTransactionAttribution(explained, CHAIN_ID, rows[0].hash))).toEqual([])
     expect(await sequentialScans(() => getIndexedHead(explained, CHAIN_ID))).toEqual([])
     expect(await sequentialScans(() => openRepairsIn(explained, CHAIN_ID, 0, 10_000))).toEqual([])
+  })
+
+  it('a transaction read by hash looks into the one month its key names, in transactions and in attributions', async () => {
+    const { rows } = await db.store.pool.query(
+      `SELECT hash, to_char(block_timestamp AT TIME ZONE 'UTC', '"p"YYYY_MM') AS month FROM transactions
+       WHERE chain_id = $1 ORDER BY block_timestamp LIMIT 1 OFFSET 50000`,
+      [CHAIN_ID],
+    )
+    const { hash: stored, month } = rows[0] as { hash: string; month: string }
+    plans = []
+    const found = await getTransactionAttribution(explained, CHAIN_ID, stored)
+    expect(found?.transaction.hash).toBe(stored)
+    expect(found?.matches).toHaveLength(1)
+    expect(plans).toHaveLength(2)
+    // Each statement run under its generic plan: the months it scans (a month pruned at run time scans nothing).
+    const [transactionPlan, attributionsPlan] = await Promise.all(
+      plans.map(({ text, values }) => genericPlan(db.store.pool, text, values, { analyze: true })),
+    )
+    const scanned = (plan: unknown, table: 'transactions' | 'attributions') =>
+      [...nodes((plan as [{ Plan: PlanNode }])[0].Plan)]
+        .filter((node) => node['Relation Name']?.startsWith(`${table}_`) && (node['Actual Loops'] ?? 0) > 0)
+        .map((node) => node['Relation Name'])
+    expect(scanned(transactionPlan, 'transactions')).toEqual([`transactions_${month}`])
+    expect(scanned(attributionsPlan, 'attributions')).toEqual([`attributions_${month}`])
   })
 
   it('the stats and the leaderboard across chains read through indexes and rollups', async () => {

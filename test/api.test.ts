@@ -766,6 +766,12 @@ describe('coverage of /v1/logs and /v1/attributions', () => {
 })
 
 describe('GET /v1/transactions/{hash}/attribution', () => {
+  /** Block 1000 + k's position, the one the fixture's attributions of its transactions have. */
+  const placedAt = (block: number) => ({
+    block_number: block,
+    block_hash: hex(block, 64, 'b'),
+    block_timestamp: iso(T0 + (block - 1000) * BLOCK_SECONDS),
+  })
   const base = {
     chain_id: CHAIN_ID,
     block_number: 1020,
@@ -786,7 +792,8 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     status: 'finalized',
     removed: false,
   }
-  const schema0 = { ...base, hash: txHash(3), schema_id: 0, codes: [C1, C2] }
+  // Transactions 3 and 5 are at their attributions' blocks (1000 and 1001), as the writers store them.
+  const schema0 = { ...base, ...placedAt(1000), hash: txHash(3), schema_id: 0, codes: [C1, C2] }
   const schema1 = {
     ...base,
     hash: txHash(0xf001),
@@ -805,7 +812,7 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     codes: null,
     malformed_reason: 'codes length 200 points past the start of calldata',
   }
-  const plain = { ...base, hash: txHash(5), has_suffix: false, schema_id: null, codes: null, user_operations: 2 }
+  const plain = { ...base, ...placedAt(1001), hash: txHash(5), has_suffix: false, schema_id: null, codes: null, user_operations: 2 }
 
   beforeAll(async () => {
     await db.store.pool.query(
@@ -816,6 +823,8 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
        FROM jsonb_populate_recordset(null::transactions, $1::jsonb)`,
       [JSON.stringify([schema0, schema1, schema2, malformed, plain])],
     )
+    // Each with its key, as every writer stores a transaction.
+    await db.store.pool.query(`INSERT INTO transaction_keys SELECT chain_id, hash, block_timestamp FROM transactions`)
   })
 
   it('returns the decoded schema-0 suffix with every matched code and its wallet', async () => {
@@ -824,7 +833,7 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     expect(body).toMatchObject({
       chainId: CHAIN_ID,
       hash: schema0.hash,
-      blockNumber: 1020,
+      blockNumber: 1000,
       blockTimestamp: schema0.block_timestamp,
       from: SENDERS[0],
       to: addr(0xc0),

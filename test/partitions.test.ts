@@ -475,6 +475,15 @@ describe('attributions partitioned by month', () => {
         [TX],
       )
     ).rows
+  /** TX's key and the time it names: its transaction row's, after every write (reads by hash look into that month only). */
+  const keyTime = async () =>
+    (
+      await db.store.pool.query(
+        `SELECT k.block_timestamp = t.block_timestamp AS "rowTime", to_char(k.block_timestamp AT TIME ZONE 'UTC', 'YYYY_MM') AS month
+         FROM transaction_keys k LEFT JOIN transactions t ON t.chain_id = k.chain_id AND t.hash = k.hash WHERE k.hash = $1`,
+        [TX],
+      )
+    ).rows
   const rowsIn = (month: string, block: number, status: Status) => [
     { partition: `attributions_p${month}`, block_number: block, status },
     { partition: `transactions_p${month}`, block_number: block, status },
@@ -507,8 +516,14 @@ describe('attributions partitioned by month', () => {
     // First seen pending at the end of January, then decoded afresh (its writer read it as unknown) in a block in February.
     await withTransaction(pool, (client) => storeAt(client, 10, '2026-01-31T23:59:59Z', 'pending'))
     expect(await stored()).toEqual(rowsIn('2026_01', 10, 'pending'))
+    expect(await keyTime()).toEqual([{ rowTime: true, month: '2026_01' }])
     await withTransaction(pool, (client) => storeAt(client, 11, '2026-02-01T00:00:01Z', 'confirmed'))
     expect(await stored()).toEqual(rowsIn('2026_02', 11, 'confirmed'))
+    expect(await keyTime()).toEqual([{ rowTime: true, month: '2026_02' }])
+    // A stale pre-confirmation of it moves nothing, the key's time included.
+    await withTransaction(pool, (client) => storeAt(client, 12, '2026-02-01T00:00:02Z', 'pending'))
+    expect(await stored()).toEqual(rowsIn('2026_02', 11, 'confirmed'))
+    expect(await keyTime()).toEqual([{ rowTime: true, month: '2026_02' }])
 
     // Two writers that both decoded it afresh, at once: a reorg moves it back into January while a stale range
     // write holds February. The second waits on the first's key in `transaction_keys`, then moves the rows it stored.
@@ -520,7 +535,7 @@ describe('attributions partitioned by month', () => {
       (second) => storeAt(second, 9, '2026-01-31T23:59:57Z', 'confirmed'),
     )
     expect(await stored()).toEqual(rowsIn('2026_01', 9, 'confirmed'))
-    expect((await pool.query(`SELECT hash FROM transaction_keys WHERE hash = $1`, [TX])).rows).toEqual([{ hash: TX }])
+    expect(await keyTime()).toEqual([{ rowTime: true, month: '2026_01' }])
     const { rows: buckets } = await pool.query(
       `SELECT start, attributions::int FROM builder_code_buckets WHERE builder_code = $1 AND bucket = 'day' AND attributions > 0`,
       [CODE],
@@ -548,6 +563,7 @@ describe('attributions partitioned by month', () => {
       (second) => upsertTransactions(second, CHAIN_ID, [], new Map([[TX, position]]), new Map()),
     )
     expect(await stored()).toEqual(rowsIn('2026_03', 22, 'confirmed'))
+    expect(await keyTime()).toEqual([{ rowTime: true, month: '2026_03' }])
   })
 })
 
@@ -560,18 +576,19 @@ describe('transactions partitioned by month', () => {
            has_suffix, status)
          SELECT $1, '0x' || md5('t' || b) || md5('u' || b), b, '0x' || md5(b::text) || md5('h' || b), $3::timestamptz, 0, $4, 100, false, $5
          FROM generate_series($2::int, $2::int + $6::int - 1) b
-         RETURNING chain_id, hash)
-       INSERT INTO transaction_keys SELECT chain_id, hash FROM stored`,
+         RETURNING chain_id, hash, block_timestamp)
+       INSERT INTO transaction_keys SELECT chain_id, hash, block_timestamp FROM stored`,
       [chainId, first, time, `0x${'f1'.repeat(20)}`, status, n],
     )
   }
   const txHash = (block: number) =>
     `0x${createHash('md5').update(`t${block}`).digest('hex')}${createHash('md5').update(`u${block}`).digest('hex')}`
-  /** Keys without their transaction, and transactions without their key (none expected of either). */
+  /** Keys without their transaction, transactions without their key, keys naming another time than their row's (none expected). */
   const unmatchedKeys = async (pool: pg.Pool) =>
     (
       await pool.query(
-        `SELECT count(*) FILTER (WHERE t.hash IS NULL)::int AS keys, count(*) FILTER (WHERE k.hash IS NULL)::int AS transactions
+        `SELECT count(*) FILTER (WHERE t.hash IS NULL)::int AS keys, count(*) FILTER (WHERE k.hash IS NULL)::int AS transactions,
+           count(*) FILTER (WHERE k.block_timestamp <> t.block_timestamp)::int AS "otherTime"
          FROM transaction_keys k FULL JOIN transactions t ON t.chain_id = k.chain_id AND t.hash = k.hash`,
       )
     ).rows[0]
@@ -595,7 +612,7 @@ describe('transactions partitioned by month', () => {
         { partition: 'transactions_p2021_03', n: 47 },
         { partition: 'transactions_p2021_04', n: 53 },
       ])
-      expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0 })
+      expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0, otherTime: 0 })
       // A writer that had not seen transaction 5 stored (a range job decoding it afresh) after a reorg that put it in
       // April: the converted row moves there, it is not stored twice.
       const position: TransactionPosition = {
@@ -628,6 +645,7 @@ describe('transactions partitioned by month', () => {
       expect(rows).toEqual([
         { partition: 'transactions_p2021_04', block_number: 1_000, transaction_index: 3, status: 'confirmed', gas_used: 21000 },
       ])
+      expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0, otherTime: 0 })
     } finally {
       await pool.end()
       await dropDatabase(name)
@@ -668,7 +686,7 @@ describe('transactions partitioned by month', () => {
     ])
     expect((await pool.query(`SELECT hash FROM transactions_default WHERE chain_id = $1`, [chainId])).rows).toEqual([{ hash: txHash(205) }])
     // Every key left has its transaction, and every transaction its key: a transaction stored again later is new.
-    expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0 })
+    expect(await unmatchedKeys(pool)).toEqual({ keys: 0, transactions: 0, otherTime: 0 })
     expect((await pool.query(`SELECT count(*)::int AS n FROM transaction_keys WHERE chain_id = $1`, [chainId])).rows).toEqual([{ n: 2 }])
   })
 })

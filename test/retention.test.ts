@@ -43,8 +43,8 @@ beforeAll(async () => {
        SELECT ${CHAIN_ID}, ${hash("'t' || b")}, b, ${hash('b::text')}, ${ageOf('b')}, 0, '0x' || lpad(to_hex(b), 40, '0'), 100, b % 10 = 0,
          CASE WHEN b > 115 THEN 'confirmed' ELSE 'finalized' END
        FROM generate_series(1, 120) b
-       RETURNING chain_id, hash)
-     INSERT INTO transaction_keys SELECT chain_id, hash FROM stored`,
+       RETURNING chain_id, hash, block_timestamp)
+     INSERT INTO transaction_keys SELECT chain_id, hash, block_timestamp FROM stored`,
   )
   // Every tenth transaction is attributed.
   await pool.query(

@@ -84,17 +84,19 @@ export type KnownTransaction = { attributed: boolean; gasUsed: number | null }
  * The transactions among `hashes` already decoded and stored, by hash. Read through `transaction_keys`: asked
  * for a range's thousands of hashes at once, `transactions` itself was planned as a sequential scan of every
  * month (the planner expects each month to hold its share of the list), 1.1 s for 3,000 hashes over 1,600,000
- * transactions in thirteen months. Through the keys each hash is one probe, and only a stored one looks into the
- * months (`LIMIT 1`: one lookup per key, however the months are estimated).
+ * transactions in thirteen months. Through the keys each hash is one probe, and only a stored one looks into
+ * the one month its key names (a lookup per key, however the months are estimated), in `transactions` and in
+ * `attributions`, which move with their transaction.
  */
 export async function knownTransactions(db: Queryable, chainId: number, hashes: readonly string[]): Promise<Map<string, KnownTransaction>> {
   if (hashes.length === 0) return new Map()
   const { rows } = await db.query<{ hash: string; attributed: boolean; gasUsed: number | null }>(
     `SELECT t.hash, t.gas_used AS "gasUsed",
-       EXISTS (SELECT 1 FROM attributions a WHERE a.chain_id = t.chain_id AND a.tx_hash = t.hash) AS attributed
+       EXISTS (SELECT 1 FROM attributions a WHERE a.chain_id = k.chain_id AND a.tx_hash = k.hash AND a.block_timestamp = k.block_timestamp) AS attributed
      FROM transaction_keys k
      CROSS JOIN LATERAL (
-       SELECT t.chain_id, t.hash, t.gas_used FROM transactions t WHERE t.chain_id = k.chain_id AND t.hash = k.hash LIMIT 1
+       SELECT t.hash, t.gas_used FROM transactions t
+       WHERE t.chain_id = k.chain_id AND t.hash = k.hash AND t.block_timestamp = k.block_timestamp LIMIT 1
      ) t
      WHERE k.chain_id = $1 AND k.hash = ANY($2::text[])`,
     [chainId, hashes],
@@ -184,7 +186,7 @@ export async function upsertTransactions(
   if (rows.length > 0) {
     // Keys of a fresh range are all new and go in by COPY. When one is there, the merge's update locks each one
     // stored (and inserts one retention deleted meanwhile, which DO NOTHING would leave out unlocked).
-    const keys = await copyOrMerge(client, 'transaction_keys', TRANSACTION_KEY_COLUMNS, transactionKeyCopyData(chainId, rows), {
+    const keys = await copyOrMerge(client, 'transaction_keys', TRANSACTION_KEY_COLUMNS, transactionKeyCopyData(chainId, rows, positions), {
       rows: rows.length,
       binary: true,
       onConflict: 'ON CONFLICT (chain_id, hash) DO UPDATE SET hash = EXCLUDED.hash',
@@ -198,6 +200,12 @@ export async function upsertTransactions(
       updateStored: { key: ['chain_id', 'hash'], set: MOVE_TRANSACTION('i'), where: NOT_BACK_TO_PENDING_FROM('transactions', 'i') },
       onConflict: '',
     })
+    if (decodedStored)
+      await followMovedKeys(
+        client,
+        chainId,
+        rows.map((row) => row.hash),
+      )
   }
   // Transactions decoded earlier (e.g. while pending) only move.
   const inserted = new Set(rows.map((row) => row.hash))
@@ -210,8 +218,11 @@ export async function upsertTransactions(
     )
     const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null)]
     await client.query(
-      `UPDATE transactions SET ${MOVE_TRANSACTION('u')} FROM ${MOVES}
-       WHERE transactions.chain_id = $1 AND transactions.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('transactions', 'u')}`,
+      `WITH moved AS (
+         UPDATE transactions SET ${MOVE_TRANSACTION('u')} FROM ${MOVES}
+         WHERE transactions.chain_id = $1 AND transactions.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('transactions', 'u')}
+         RETURNING transactions.hash, transactions.block_timestamp)
+       UPDATE transaction_keys k SET block_timestamp = moved.block_timestamp FROM moved WHERE k.chain_id = $1 AND k.hash = moved.hash`,
       arrays,
     )
     await client.query(
@@ -231,13 +242,32 @@ async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashe
   ])
 }
 
-const TRANSACTION_KEY_COLUMNS = ['chain_id', 'hash'] as const
+/**
+ * Sets the keys of `hashes` (locked by this writer) to the block time their rows have after a merge: moved to
+ * the incoming position, or left where a stale pre-confirmation may not pull them back.
+ */
+async function followMovedKeys(client: pg.PoolClient, chainId: number, hashes: readonly string[]): Promise<void> {
+  await client.query(
+    `UPDATE transaction_keys k SET block_timestamp = stored.block_timestamp
+     FROM (SELECT u.hash, (SELECT t.block_timestamp FROM transactions t WHERE t.chain_id = $1 AND t.hash = u.hash LIMIT 1) AS block_timestamp
+           FROM unnest($2::text[]) AS u(hash)) stored
+     WHERE k.chain_id = $1 AND k.hash = stored.hash AND k.block_timestamp IS DISTINCT FROM stored.block_timestamp`,
+    [chainId, hashes],
+  )
+}
+
+const TRANSACTION_KEY_COLUMNS = ['chain_id', 'hash', 'block_timestamp'] as const
 
 /** `transaction_keys` rows in the binary `COPY` format, in hash order: the order a writer takes their locks in. */
-function transactionKeyCopyData(chainId: number, rows: readonly TransactionDecodeRow[]): Buffer[] {
+function transactionKeyCopyData(
+  chainId: number,
+  rows: readonly TransactionDecodeRow[],
+  positions: ReadonlyMap<string, TransactionPosition>,
+): Buffer[] {
   const copy = new BinaryCopyWriter()
   const hashes = rows.map((row) => row.hash).sort()
-  for (const hash of hashes) copy.row(TRANSACTION_KEY_COLUMNS.length).int32(chainId).text(hash)
+  for (const hash of hashes)
+    copy.row(TRANSACTION_KEY_COLUMNS.length).int32(chainId).text(hash).timestamp(positions.get(hash)!.blockTimestamp)
   return copy.pieces()
 }
 

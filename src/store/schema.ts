@@ -195,6 +195,8 @@ export const transactionKeys = pgTable(
   {
     chainId: integer('chain_id').notNull(),
     hash: text('hash').notNull(),
+    /** The transaction row's `block_timestamp`, set anew by every move: a read by hash looks into its month only. */
+    blockTimestamp: timestamp('block_timestamp', { withTimezone: true }).notNull(),
   },
   (t) => [primaryKey({ name: 'transaction_keys_pk', columns: [t.chainId, t.hash] })],
 )

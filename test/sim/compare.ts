@@ -344,6 +344,28 @@ async function compareRollups(pool: pg.Pool, chainId: number, findings: Findings
 }
 
 /**
+ * What reads by hash rely on: one key per transaction row, holding the row's block time, and every attribution
+ * at its transaction's block time (reads look into the month the key names, in both tables).
+ */
+async function compareTransactionKeys(pool: pg.Pool, chainId: number, findings: Findings) {
+  const { rows } = await pool.query(
+    `SELECT 'key' AS kind, coalesce(t.hash, k.hash) AS hash, t.block_timestamp::text AS row_time, k.block_timestamp::text AS other_time
+     FROM (SELECT * FROM transactions WHERE chain_id = $1) t FULL JOIN (SELECT * FROM transaction_keys WHERE chain_id = $1) k USING (chain_id, hash)
+     WHERE t.block_timestamp IS DISTINCT FROM k.block_timestamp
+     UNION ALL
+     SELECT 'attribution', a.tx_hash, t.block_timestamp::text, a.block_timestamp::text
+     FROM attributions a LEFT JOIN transactions t ON t.chain_id = a.chain_id AND t.hash = a.tx_hash
+     WHERE a.chain_id = $1 AND t.block_timestamp IS DISTINCT FROM a.block_timestamp`,
+    [chainId],
+  )
+  for (const r of rows)
+    findings.add(
+      r.kind === 'key' ? 'transaction key differing' : 'attribution time differing',
+      `transaction ${r.hash} at ${r.row_time ?? 'no row'}: its ${r.kind === 'key' ? 'key' : 'attribution'} at ${r.other_time ?? 'none'}`,
+    )
+}
+
+/**
  * `registry_codes` against a replay of the registry's logs: at the end those on the node (all of them
  * canonical and compared with the index above); mid-run the live ones the index holds, pending ones too
  * (a lagging chain's pending window is the index's, not yet the node's canonical chain).
@@ -509,6 +531,7 @@ export async function compareWithNode(parameters: {
   ])
   compareAttributions(expected, stored, findings)
   await compareRollups(pool, chainId, findings)
+  await compareTransactionKeys(pool, chainId, findings)
   await compareRegistry(pool, chainId, rpcUrl, parameters.registry.toLowerCase(), parameters.canonicalTop !== undefined, findings)
   await compareRowStates(pool, chainId, rpcUrl, parameters.orphanedRows, parameters.canonicalTop, findings)
   return findings.lines()

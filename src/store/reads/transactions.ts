@@ -1,9 +1,18 @@
 import { and, asc, eq } from 'drizzle-orm'
 import type { Database } from '../client.js'
-import { attributions, builderCodes, transactions } from '../schema.js'
+import { attributions, builderCodes, transactionKeys, transactions } from '../schema.js'
 
-/** A stored transaction with its decoded suffix and the attributions made from it (the tx's own and its user operations'). */
+/**
+ * A stored transaction with its decoded suffix and the attributions made from it (the tx's own and its user
+ * operations'). Its key names its block time, so each table is read in that one month.
+ */
 export async function getTransactionAttribution(db: Database, chainId: number, hash: string) {
+  // A value the plan takes at run time (not a join the planner may turn into a filter on `hash` in every month),
+  // so the months other than the key's are pruned before they are read.
+  const keyTime = db
+    .select({ blockTimestamp: transactionKeys.blockTimestamp })
+    .from(transactionKeys)
+    .where(and(eq(transactionKeys.chainId, chainId), eq(transactionKeys.hash, hash)))
   const [transaction] = await db
     .select({
       hash: transactions.hash,
@@ -30,7 +39,7 @@ export async function getTransactionAttribution(db: Database, chainId: number, h
       removed: transactions.removed,
     })
     .from(transactions)
-    .where(and(eq(transactions.chainId, chainId), eq(transactions.hash, hash)))
+    .where(and(eq(transactions.chainId, chainId), eq(transactions.hash, hash), eq(transactions.blockTimestamp, keyTime)))
   if (!transaction) return null
   const matches = await db
     .select({
@@ -46,7 +55,9 @@ export async function getTransactionAttribution(db: Database, chainId: number, h
     })
     .from(attributions)
     .leftJoin(builderCodes, and(eq(builderCodes.chainId, attributions.chainId), eq(builderCodes.builderCode, attributions.builderCode)))
-    .where(and(eq(attributions.chainId, chainId), eq(attributions.txHash, hash)))
+    .where(
+      and(eq(attributions.chainId, chainId), eq(attributions.txHash, hash), eq(attributions.blockTimestamp, transaction.blockTimestamp)),
+    )
     .orderBy(asc(attributions.userOpHash), asc(attributions.codeIndex))
   return { transaction, matches }
 }
