@@ -1,8 +1,8 @@
 /**
  * Fault cases: a faulty node interface. Range caps with and without a suggested range, 10 % HTTP 429,
- * answers slower than the client's timeout, result-size refusals, malformed JSON, and a node lagging
- * behind another behind a load balancer. Each backfill goes through the fault and ends compared with
- * the node itself.
+ * answers slower than the client's timeout, result-size refusals, malformed JSON, whole batches refused
+ * for any call over a rate limit, and a node lagging behind another behind a load balancer. Each backfill
+ * or follower goes through the fault and ends compared with the node itself.
  * Run: npx vitest run --config vitest.faults.config.ts test/faults/rpc.test.ts
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
