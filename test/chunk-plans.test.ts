@@ -18,16 +18,20 @@ type PlanNode = {
   'Rows Removed by Filter'?: number
   Plans?: PlanNode[]
 }
+/** Whether the plan node reads `table` or one of its month partitions. */
+const readsTable = (node: PlanNode, table: string): boolean =>
+  node['Relation Name'] === table ||
+  node['Relation Name']?.startsWith(`${table}_p`) === true ||
+  node['Relation Name'] === `${table}_default`
+
 /** Rows the plan read from `table` (or its month partitions), kept or filtered out, over every loop of every node on it. */
 const rowsReadFrom = (node: PlanNode, table: string): number =>
-  (node['Relation Name'] === table || node['Relation Name']?.startsWith(`${table}_p`) || node['Relation Name'] === `${table}_default`
-    ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
-    : 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsReadFrom(child, table), 0)
+  (readsTable(node, table) ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0) +
+  (node.Plans ?? []).reduce((sum, child) => sum + rowsReadFrom(child, table), 0)
 
-/** Scans of `table`'s partitions the plan ran, over every loop (a partition pruned at run time runs none). */
+/** Scans of `table` (or its month partitions) the plan ran, over every loop (a partition pruned at run time runs none). */
 const scansOf = (node: PlanNode, table: string): number =>
-  (node['Relation Name']?.startsWith(`${table}_p`) || node['Relation Name'] === `${table}_default` ? node['Actual Loops'] : 0) +
-  (node.Plans ?? []).reduce((sum, child) => sum + scansOf(child, table), 0)
+  (readsTable(node, table) ? node['Actual Loops'] : 0) + (node.Plans ?? []).reduce((sum, child) => sum + scansOf(child, table), 0)
 
 /** A client whose queries also run under `EXPLAIN ANALYZE`, their plans pushed to `plans`. */
 const explainingClient = (client: pg.PoolClient, plans: PlanNode[]): Pick<pg.PoolClient, 'query'> => ({
