@@ -57,6 +57,14 @@ async function backfillThroughEdge(faults: EdgeFaults, extraEnv: Record<string, 
   return { edge, ...(await backfillThrough(edge.url, { CHUNK_BLOCKS: '3', ...extraEnv })) }
 }
 
+/** A scheduler following the chain from `start` through `rpcUrl` into a fresh database (killed at the end if still running). */
+async function followThrough(rpcUrl: string, start: number) {
+  const { pool, env } = await sharedEnvironment(cleanups, rpcUrl, { START_BLOCK: String(start) })
+  const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
+  cleanups.add(() => daemon.kill('SIGKILL'))
+  return { pool, daemon }
+}
+
 function report(name: string, outcome: { logs: number; attributions: number; seconds: number }, faults: Partial<Record<string, number>>) {
   const injected = Object.entries(faults)
     .map(([fault, n]) => `${fault} ×${n}`)
@@ -112,9 +120,7 @@ describe('a faulty node interface during a backfill', () => {
     const edge = await startFlakyEdge({ upstream: anvil.url, faults: { rateLimit: 0.1, malformed: 0.05 }, seed: 11 })
     cleanups.add(() => edge.stop())
     const start = (await nodeHead(anvil.url)).number + 1
-    const { pool, env } = await sharedEnvironment(cleanups, edge.url, { START_BLOCK: String(start) })
-    const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
-    cleanups.add(() => daemon.kill('SIGKILL'))
+    const { pool, daemon } = await followThrough(edge.url, start)
     for (let burst = 0; burst < 8; burst++) {
       await buildAttributedChain(anvil.url, { blocks: 2, txsPerBlock: 2, logsPerTx: 4, emitter }, 100 + burst * 4)
       await waitCaughtUp(pool, anvil.url)
@@ -139,16 +145,15 @@ describe('a faulty node interface during a backfill', () => {
       seed: 5,
     })
     cleanups.add(() => proxy.stop())
-    const { pool, env } = await sharedEnvironment(cleanups, proxy.url, { START_BLOCK: String(range[0] + 1) })
-    const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
-    cleanups.add(() => daemon.kill('SIGKILL'))
+    const start = range[0] + 1
+    const { pool, daemon } = await followThrough(proxy.url, start)
     await waitCaughtUp(pool, anvil.url)
     const head = (await nodeHead(anvil.url)).number
-    const logs = await expectIndexMatchesNode(pool, anvil.url, [range[0] + 1, head])
-    const attributions = await expectAttributionsMatchNode(pool, anvil.url, [range[0] + 1, head])
+    const logs = await expectIndexMatchesNode(pool, anvil.url, [start, head])
+    const attributions = await expectAttributionsMatchNode(pool, anvil.url, [start, head])
     const refused = proxy.faultCount('rateLimit')
     console.info(
-      `rpc fault case "batches refused whole": rateLimit ×${refused} of ${proxy.stats.httpRequests} requests; caught up ${head - range[0]} blocks; ${logs} logs, ${attributions} attributions equal the node's`,
+      `rpc fault case "batches refused whole": rateLimit ×${refused} of ${proxy.stats.httpRequests} requests; caught up ${head - start + 1} blocks; ${logs} logs, ${attributions} attributions equal the node's`,
     )
     expect(refused).toBeGreaterThan(0)
     expect(await daemon.kill('SIGTERM')).toBe(0)
@@ -187,9 +192,7 @@ describe('a node lagging behind another, behind a load balancer', () => {
       () => balancer.stop(),
     )
     const start = (await nodeHead(anvil.url)).number + 1
-    const { pool, env } = await sharedEnvironment(cleanups, balancer.url, { START_BLOCK: String(start) })
-    const daemon = spawnTs('src/main.ts', ['--role', 'scheduler'], env)
-    cleanups.add(() => daemon.kill('SIGKILL'))
+    const { pool, daemon } = await followThrough(balancer.url, start)
     const liveBlock = async () => (await pool.query('SELECT live_block FROM chain_state')).rows[0]?.live_block ?? -1
     // Blocks with logs one at a time until the follower has asked the lagging node past its head a few times.
     for (let burst = 0; burst < 40 && lagging.logsBeyondHead < 3; burst++) {
