@@ -59,6 +59,7 @@ describe('a range job’s check of transactions stored in another block', () => 
       [CHAIN_ID, STORED],
     )
     await db.store.pool.query(`UPDATE transactions SET hash = '0x' || hash, block_hash = '0x' || block_hash`)
+    await db.store.pool.query(`INSERT INTO transaction_keys SELECT chain_id, hash, block_timestamp FROM transactions`)
     const { rows: analyzed } = await db.store.pool.query<{ reltuples: number }>(
       `SELECT reltuples FROM pg_class WHERE oid = 'transactions'::regclass`,
     )

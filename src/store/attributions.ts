@@ -2,6 +2,7 @@ import type pg from 'pg'
 import type { Queryable } from './client.js'
 import { BinaryCopyWriter, copyLine, copyOrMerge } from './copy.js'
 import { isoTimestamp } from './logRows.js'
+import { inKeyMonths } from './transactionKeys.js'
 import type { CodeRole, RegistryUnverifiedReason, Status } from './schema.js'
 
 // A stale pre-confirmed answer (the incoming row `source`) must never pull a confirmed, canonical row back to pending.
@@ -155,8 +156,9 @@ export async function storeRegistryAnswers(
   await client.query(
     `UPDATE transactions t SET registry_verified = u.verified, registry_unverified_reason = u.reason, updated_at = now()
      FROM unnest($2::text[], $3::boolean[], $4::text[]) AS u(hash, verified, reason)
-     WHERE t.chain_id = $1 AND t.hash = u.hash AND t.hash IN (
-       SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[]) AND registry_verified IS NULL FOR UPDATE SKIP LOCKED)`,
+     WHERE t.chain_id = $1 AND t.hash = u.hash AND ${inKeyMonths('t.block_timestamp', '$2::text[]')} AND t.hash IN (
+       SELECT hash FROM transactions WHERE chain_id = $1 AND hash = ANY($2::text[]) AND ${inKeyMonths('block_timestamp', '$2::text[]')}
+         AND registry_verified IS NULL FOR UPDATE SKIP LOCKED)`,
     [chainId, answers.map((a) => a.hash), answers.map((a) => a.verified), answers.map((a) => a.reason)],
   )
 }
@@ -211,35 +213,43 @@ export async function upsertTransactions(
   const inserted = new Set(rows.map((row) => row.hash))
   const moved = [...positions.values()].filter((p) => !inserted.has(p.hash))
   if (moved.length > 0) {
-    await lockTransactionKeys(
+    // The months the rows are in now, read from their keys as they are locked: the first statement moves the keys.
+    const storedAt = await lockTransactionKeys(
       client,
       chainId,
       moved.map((p) => p.hash),
     )
-    const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null)]
+    const arrays = [chainId, ...positionArrays(moved), moved.map((p) => gasUsed.get(p.hash) ?? null), storedAt]
     await client.query(
       `WITH moved AS (
          UPDATE transactions SET ${MOVE_TRANSACTION('u')} FROM ${MOVES}
-         WHERE transactions.chain_id = $1 AND transactions.hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('transactions', 'u')}
+         WHERE transactions.chain_id = $1 AND transactions.hash = u.hash AND transactions.block_timestamp = ANY($10::timestamptz[])
+           AND ${NOT_BACK_TO_PENDING_FROM('transactions', 'u')}
          RETURNING transactions.hash, transactions.block_timestamp)
        UPDATE transaction_keys k SET block_timestamp = moved.block_timestamp FROM moved WHERE k.chain_id = $1 AND k.hash = moved.hash`,
       arrays,
     )
     await client.query(
       `UPDATE attributions SET ${MOVE_ATTRIBUTION('u')} FROM ${MOVES}
-       WHERE attributions.chain_id = $1 AND attributions.tx_hash = u.hash AND ${NOT_BACK_TO_PENDING_FROM('attributions', 'u')}`,
+       WHERE attributions.chain_id = $1 AND attributions.tx_hash = u.hash AND attributions.block_timestamp = ANY($10::timestamptz[])
+         AND ${NOT_BACK_TO_PENDING_FROM('attributions', 'u')}`,
       arrays,
     )
   }
   return { decodedStored }
 }
 
-/** Locks the keys of stored transactions among `hashes`, in hash order as keys are written, so writers of overlapping sets take them in one order. */
-async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashes: readonly string[]): Promise<void> {
-  await client.query(`SELECT 1 FROM transaction_keys WHERE chain_id = $1 AND hash = ANY($2::text[]) ORDER BY hash FOR UPDATE`, [
-    chainId,
-    hashes,
-  ])
+/**
+ * Locks the keys of stored transactions among `hashes`, in hash order as keys are written, so writers of
+ * overlapping sets take them in one order. Returns the block times they name, each once, as PostgreSQL writes
+ * them (microseconds and offset kept, so they read back exactly): the months their rows are in.
+ */
+async function lockTransactionKeys(client: pg.PoolClient, chainId: number, hashes: readonly string[]): Promise<string[]> {
+  const { rows } = await client.query<{ stored_at: string }>(
+    `SELECT block_timestamp::text AS stored_at FROM transaction_keys WHERE chain_id = $1 AND hash = ANY($2::text[]) ORDER BY hash FOR UPDATE`,
+    [chainId, hashes],
+  )
+  return [...new Set(rows.map((row) => row.stored_at))]
 }
 
 /**

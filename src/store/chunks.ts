@@ -8,6 +8,7 @@ import { statusBelow } from './schema.js'
 import { finalizeBehindFinality } from './finality.js'
 import { blocksInConflict } from './reorgs.js'
 import { isCovered, recordInterval } from './syncState.js'
+import { inKeyMonths } from './transactionKeys.js'
 import { CodetrailError } from '../internal/errors.js'
 
 /**
@@ -37,13 +38,15 @@ export async function transactionsStoredElsewhere(
   // One key lookup per transaction read, whatever the planner believes of `transactions`: as a plain
   // join, a backfill's first chunks near the head (the table just filled, never analyzed) were planned
   // as a walk of the chain's whole table per transaction read (3.8 s for 320 against 72,000 rows).
-  // The LIMIT keeps PostgreSQL from flattening the lateral subquery back into that join.
+  // The LIMIT keeps PostgreSQL from flattening the lateral subquery back into that join. The keys' months
+  // bound the lookups to the months the range's transactions are stored in.
   const { rows } = await client.query<{ hash: string; readIn: string; storedIn: string }>(
     `SELECT u.hash, u.block_number AS "readIn", t.block_number AS "storedIn"
      FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(hash, block_number, block_hash)
      CROSS JOIN LATERAL (
        SELECT t.block_number FROM transactions t
-       WHERE t.chain_id = $1 AND t.hash = u.hash AND t.status <> 'pending' AND NOT t.removed AND t.block_hash <> u.block_hash
+       WHERE t.chain_id = $1 AND t.hash = u.hash AND ${inKeyMonths('t.block_timestamp', '$2::text[]')}
+         AND t.status <> 'pending' AND NOT t.removed AND t.block_hash <> u.block_hash
        LIMIT 1
      ) t
      LIMIT 1`,

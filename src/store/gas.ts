@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { Interval } from '../utils/interval.js'
 import type { Queryable } from './client.js'
+import { inKeyMonths } from './transactionKeys.js'
 
 /** An attributed transaction whose gas used is still owed, with the block it is stored under. */
 export type GasOwed = { hash: string; blockNumber: number; blockHash: string }
@@ -37,18 +38,19 @@ export async function storeGasUsed(client: pg.PoolClient, chainId: number, reads
   if (reads.length === 0) return 0
   const params = [chainId, reads.map((r) => r.hash), reads.map((r) => r.blockHash), reads.map((r) => r.gasUsed)]
   // `= ANY` on the key keeps each statement to index lookups whatever the statistics say: right after a
-  // backfill, before autovacuum analyzes, the planner takes the tables for empty and joins by a scan.
+  // backfill, before autovacuum analyzes, the planner takes the tables for empty and joins by a scan. The
+  // keys' months bound the lookups to the months the page's rows are in.
 
   const { rowCount } = await client.query(
     `UPDATE transactions t SET gas_used = u.gas_used, updated_at = now()
      FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(hash, block_hash, gas_used)
-     WHERE t.chain_id = $1 AND t.hash = ANY($2::text[]) AND t.hash = u.hash AND t.block_hash = u.block_hash AND t.gas_used IS NULL AND NOT t.removed AND t.status <> 'pending'`,
+     WHERE t.chain_id = $1 AND t.hash = ANY($2::text[]) AND ${inKeyMonths('t.block_timestamp', '$2::text[]')} AND t.hash = u.hash AND t.block_hash = u.block_hash AND t.gas_used IS NULL AND NOT t.removed AND t.status <> 'pending'`,
     params,
   )
   await client.query(
     `UPDATE attributions a SET gas_used = u.gas_used, updated_at = now()
      FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(hash, block_hash, gas_used)
-     WHERE a.chain_id = $1 AND a.tx_hash = ANY($2::text[]) AND a.tx_hash = u.hash AND a.block_hash = u.block_hash AND a.gas_used IS NULL AND NOT a.removed AND a.status <> 'pending'`,
+     WHERE a.chain_id = $1 AND a.tx_hash = ANY($2::text[]) AND ${inKeyMonths('a.block_timestamp', '$2::text[]')} AND a.tx_hash = u.hash AND a.block_hash = u.block_hash AND a.gas_used IS NULL AND NOT a.removed AND a.status <> 'pending'`,
     params,
   )
   return rowCount ?? 0

@@ -3,11 +3,16 @@ import { withTransaction } from './client.js'
 import { lockTipWrites } from './chainLock.js'
 import { logArrays, LOG_COLUMNS, UNNEST_LOGS } from './logParams.js'
 import type { LogRow } from './logRows.js'
+import { inKeyMonths } from './transactionKeys.js'
 
-/** The rows to store: not of a block the follower has stored, nor of a transaction already confirmed. One per pending key. */
+/**
+ * The rows to store: not of a block the follower has stored, nor of a transaction already confirmed (looked for
+ * in the months the transactions' keys name). One per pending key.
+ */
 const INCOMING = `(SELECT DISTINCT ON (transaction_hash, tx_log_ordinal) * FROM ${UNNEST_LOGS}
   WHERE block_number > COALESCE((SELECT live_block FROM chain_state WHERE chain_id = $1), -1)
-    AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.chain_id = $1 AND t.hash = u.transaction_hash AND t.status <> 'pending' AND NOT t.removed)
+    AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.chain_id = $1 AND t.hash = u.transaction_hash AND t.status <> 'pending' AND NOT t.removed
+      AND ${inKeyMonths('t.block_timestamp', '$5::text[]')})
   ORDER BY transaction_hash, tx_log_ordinal) AS u`
 
 /**
