@@ -41,6 +41,21 @@ describe('the bench seeder', () => {
     ] as const
     expect(await rowsOf(bulk, ...attributions)).toEqual(await rowsOf(viaTriggers, ...attributions))
     expect((await rowsOf(bulk, ...attributions)).length).toBe(30_000)
+    // …the same transactions behind them, one per transaction (a bundle's user operation shares it), each with its key…
+    const transactions = [
+      'transactions',
+      'chain_id, hash',
+      't.chain_id, t.hash, t.block_number, t.block_timestamp, t.status, t.removed',
+    ] as const
+    expect(await rowsOf(bulk, ...transactions)).toEqual(await rowsOf(viaTriggers, ...transactions))
+    expect((await rowsOf(bulk, ...transactions)).length).toBe(24_000)
+    const { rows: unmatched } = await bulk.store.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM attributions a
+       WHERE NOT EXISTS (SELECT 1 FROM transaction_keys k JOIN transactions t ON t.chain_id = k.chain_id AND t.hash = k.hash
+                         AND t.block_timestamp = k.block_timestamp
+                         WHERE k.chain_id = a.chain_id AND k.hash = a.tx_hash AND k.block_timestamp = a.block_timestamp)`,
+    )
+    expect(unmatched).toEqual([{ n: 0 }])
     // …and the same rollup, row for row.
     const tables = {
       builder_code_buckets: 'chain_id, builder_code, bucket, start',

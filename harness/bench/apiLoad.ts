@@ -2,8 +2,10 @@
  * API latency and throughput with many attributions stored, as concurrent users meet them: `--clients`
  * clients, each over its own keep-alive connection, run sessions over `--codes` builder codes picked
  * evenly by rank from the seeded ones (hot to cold). A session pages through a code's attributions
- * (`GET /v1/attributions?builderCode=…`, then `nextCursor` for up to `--pages` pages in all), then asks
- * for its stats by day and by hour; every fifth also asks for the leaderboard. Latency p50/p99 per route
+ * (`GET /v1/attributions?builderCode=…`, then `nextCursor` for up to `--pages` pages in all), opens the
+ * first page's first transaction (`GET /v1/transactions/{hash}/attribution`) and the code's record
+ * (`GET /v1/builder-codes/{code}`), then asks for its stats by day and by hour; every fifth also asks for
+ * the leaderboard. Latency p50/p99 per route
  * and over all requests, and requests per second, after `--warmup` sessions: a server's first seconds
  * (its routes compiled, its heap growing to its working size through scavenges of 15–30 ms) are not
  * the steady state users meet on one that has been up. The API runs in
@@ -38,6 +40,8 @@ const API_ROUTES = {
   statsByDay: 'GET /v1/builder-codes/{code}/stats (30 days by day)',
   statsByHour: 'GET /v1/builder-codes/{code}/stats?interval=hour (7 days)',
   leaderboard: 'GET /v1/leaderboard (24 hours)',
+  transaction: 'GET /v1/transactions/{hash}/attribution (one of the first page)',
+  builderCode: 'GET /v1/builder-codes/{code}',
 } as const
 
 export type ApiRouteFigures = { route: string; requests: number; p50Ms: number; p99Ms: number; maxMs: number }
@@ -202,13 +206,23 @@ async function main(): Promise<void> {
     return JSON.parse(cursor[1]!) as string | null
   }
 
-  /** One user's look at a code: its attributions page after page, then its stats. */
+  /** The first item's `txHash` of an attribution page, read as `nextCursorOf` reads the cursor. */
+  const firstTransactionOf = (page: string): string => {
+    const hash = /^\{"items":\[\{[^{}]*?"txHash":"(0x[0-9a-f]{64})"/.exec(page)
+    if (!hash) throw new Error(`no transaction on the attribution page: ${page.slice(0, 200)}`)
+    return hash[1]!
+  }
+
+  /** One user's look at a code: its attributions page after page, one transaction and the code's record, then its stats. */
   async function session(agent: Agent, index: number): Promise<void> {
     const code = order[index % order.length]!
     const list = `/v1/attributions?builderCode=${code}`
-    let cursor = nextCursorOf(await get(agent, API_ROUTES.firstPage, list))
+    const first = await get(agent, API_ROUTES.firstPage, list)
+    let cursor = nextCursorOf(first)
     for (let page = 1; page < pages && cursor; page++)
       cursor = nextCursorOf(await get(agent, API_ROUTES.nextPage, `${list}&cursor=${cursor}`))
+    await get(agent, API_ROUTES.transaction, `/v1/transactions/${firstTransactionOf(first)}/attribution`)
+    await get(agent, API_ROUTES.builderCode, `/v1/builder-codes/${code}`)
     await get(agent, API_ROUTES.statsByDay, `/v1/builder-codes/${code}/stats`)
     await get(agent, API_ROUTES.statsByHour, `/v1/builder-codes/${code}/stats?interval=hour`)
     if (index % LEADERBOARD_EVERY === LEADERBOARD_EVERY - 1) await get(agent, API_ROUTES.leaderboard, '/v1/leaderboard')

@@ -4,12 +4,14 @@
  * Shape: 10 attributions per block, 2 s blocks ending now; builder codes skewed (the hottest of 1000
  * codes holds ~3 % of rows, the median ~0.07 %); 100,000 senders; every 5th row is a user operation
  * in a bundle transaction; ~0.1 % removed; the newest blocks pending, then confirmed, then finalized.
- * Codes `bc_00000000`… are registered to wallets `0x…01`…. Seeding again appends after the rows there.
+ * Codes `bc_00000000`… are registered to wallets `0x…01`…. The transactions behind the rows are stored with
+ * their keys, for the transaction route. Seeding again appends after the rows there.
  *
- * The bulk path (the bench's): the indexes of `attributions` and of the stats rollup are dropped, the rows
- * inserted by `jobs` connections at once with the triggers off (`session_replication_role = replica`),
- * then the rollup is counted once from every row (`builder_code_rollup_rebuild()`, beside the triggers in
- * src/store/sql/02-stats-rollup.sql) while the indexes are built again, and every table vacuumed and analyzed.
+ * The bulk path (the bench's): the indexes of `attributions`, `transactions`, their keys and the stats rollup
+ * are dropped, the rows inserted by `jobs` connections at once with the triggers off
+ * (`session_replication_role = replica`), their transactions after them, then the rollup is counted once from
+ * every row (`builder_code_rollup_rebuild()`, beside the triggers in src/store/sql/02-stats-rollup.sql) while the
+ * indexes are built again, and every table vacuumed and analyzed.
  * The trigger path (`via: 'triggers'`) inserts the same rows through the triggers, as the indexer writes: the
  * reference the bulk path must equal.
  */
@@ -28,7 +30,7 @@ const BULK_BATCH_ROWS = 1_000_000
 const TRIGGER_BATCH_ROWS = 500_000
 /** The tables a bulk seed writes: their indexes are dropped for the load and built again after. */
 const ROLLUP_TABLES = ['builder_code_bucket_senders', 'builder_code_senders', 'builder_code_buckets', 'builder_code_role_buckets']
-const SEEDED_TABLES = ['attributions', ...ROLLUP_TABLES]
+const SEEDED_TABLES = ['attributions', 'transactions', 'transaction_keys', ...ROLLUP_TABLES]
 /** Memory of the bulk path's sessions, each: sorts and hash aggregates, index builds; the rollup's count more (spilled, they write many times their size). */
 const BULK_WORK_MEM = '256MB'
 const ROLLUP_WORK_MEM = '1GB'
@@ -73,6 +75,23 @@ const ROWS_SELECT = `SELECT $1::int, tx_hash, user_op_hash, code, 0, block, '0x'
 const INSERT_ROWS = `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash,
     block_timestamp, from_address, sender, to_address, schema_id, codes, gas_used, status, removed)
   ${ROWS_SELECT}`
+
+/**
+ * The transactions behind the attributions of blocks `$2`…`$3`, with their keys: one per transaction (a bundle's
+ * user operation shares its row), suffixed, decoded as schema 0, at its first position in the block; the user
+ * operations a bundle carries are not counted (no read the bench times depends on it).
+ */
+const INSERT_TRANSACTIONS = `WITH stored AS (
+    INSERT INTO transactions (chain_id, hash, block_number, block_hash, block_timestamp, transaction_index, from_address, to_address,
+      input_size, has_suffix, schema_id, codes, user_operations, gas_used, status, removed)
+    SELECT a.chain_id, a.tx_hash, a.block_number, a.block_hash, a.block_timestamp, 0, a.from_address, a.to_address, 160, true, 0, a.codes,
+      0, a.gas_used, a.status, a.removed
+    FROM attributions a WHERE a.chain_id = $1 AND a.block_number BETWEEN $2 AND $3 AND a.user_op_hash = ''
+      -- The first block may hold rows of an earlier seed, whose transactions are stored.
+      AND NOT EXISTS (SELECT 1 FROM transaction_keys k WHERE k.chain_id = a.chain_id AND k.hash = a.tx_hash)
+    RETURNING chain_id, hash, block_timestamp)
+  INSERT INTO transaction_keys (chain_id, hash, block_timestamp) SELECT chain_id, hash, block_timestamp FROM stored`
+const transactionParameters = ({ chainId, lastBlock }: Shape, first: number) => [chainId, Math.floor(first / ROWS_PER_BLOCK), lastBlock]
 
 type Shape = { chainId: number; codes: number; headTime: number; lastBlock: number; blockSeconds: number }
 const rowParameters = ({ chainId, codes, headTime, lastBlock, blockSeconds }: Shape, from: number, to: number) => [
@@ -129,7 +148,7 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
     }
     // A month partition for every month the rows fall in, as the daemon keeps them for the months it writes.
     const earliest = new Date((shape.headTime - (shape.lastBlock - Math.floor(first / ROWS_PER_BLOCK)) * blockSeconds) * 1000)
-    await ensureMonthPartitions(store.pool, 'attributions', headTime, earliest)
+    for (const table of ['attributions', 'transactions'] as const) await ensureMonthPartitions(store.pool, table, headTime, earliest)
     const batches: [number, number][] = []
     const batchRows = via === 'bulk' ? BULK_BATCH_ROWS : TRIGGER_BATCH_ROWS
     for (let from = first; from <= last; from += batchRows) batches.push([from, Math.min(last, from + batchRows - 1)])
@@ -144,6 +163,7 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
         await store.pool.query(INSERT_ROWS, rowParameters(shape, from, to))
         progress((done += to - from + 1))
       }
+      await store.pool.query(INSERT_TRANSACTIONS, transactionParameters(shape, first))
       const vacuumStarted = performance.now()
       await store.pool.query('VACUUM (ANALYZE)')
       const total = seconds(started)
@@ -173,12 +193,13 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
           progress((done += to - from + 1))
         }),
       )
+      await sessions[0]!.query(INSERT_TRANSACTIONS, transactionParameters(shape, first))
+      say('transactions and their keys stored')
       const loadSeconds = seconds(started)
 
-      // The rollup reads attributions while the other sessions build its indexes; a constraint's index (its
-      // ALTER TABLE would wait for every reader) and the rollup tables' indexes follow once it is counted.
+      // The rollup reads attributions while the other session builds its indexes; a constraint's index (its
+      // ALTER TABLE would wait for every reader) and the other tables' indexes follow once it is counted.
       const rollupStarted = performance.now()
-      const create = (index: IndexDefinition) => (session: pg.PoolClient) => session.query(index.create)
       await runQueued(sessions, [
         async (session) => {
           await session.query(`SET work_mem = '${ROLLUP_WORK_MEM}'`)
@@ -186,9 +207,9 @@ export async function seedAttributions(databaseUrl: string, options: SeedOptions
           await session.query(`SET work_mem = '${BULK_WORK_MEM}'`)
           say(`rollup counted from the rows in ${seconds(rollupStarted).toFixed(1)} s`)
         },
-        ...indexes.filter((index) => index.table === 'attributions' && !index.constraint).map(create),
+        ...createdByTable(indexes.filter((index) => index.table === 'attributions' && !index.constraint)),
       ])
-      await runQueued(sessions, indexes.filter((index) => index.table !== 'attributions' || index.constraint).map(create))
+      await runQueued(sessions, createdByTable(indexes.filter((index) => index.table !== 'attributions' || index.constraint)))
       const rollupAndIndexSeconds = seconds(rollupStarted)
       say(`rollup and ${indexes.length} indexes built in ${rollupAndIndexSeconds.toFixed(1)} s`)
 
@@ -253,6 +274,18 @@ async function prepareBulkSession(session: pg.PoolClient, nice: boolean): Promis
 }
 
 type IndexDefinition = { table: string; constraint: boolean; create: string; drop: string }
+
+/**
+ * A task per table that creates its indexes one after another. An index on a partitioned table makes one on
+ * each partition, named after the partition and the columns (`…_chain_id_block_number_idx`, then `…_idx1`):
+ * two sessions creating two such indexes of one table at once both pick the first name, and one fails on it.
+ */
+function createdByTable(indexes: readonly IndexDefinition[]): Task[] {
+  const tables = Map.groupBy(indexes, (index) => index.table)
+  return [...tables.values()].map((list) => async (session) => {
+    for (const index of list) await session.query(index.create)
+  })
+}
 
 /** Every index of `tables`, as statements that drop it and create it again (a constraint's through its constraint). */
 async function indexesOf(session: pg.PoolClient, tables: string[]): Promise<IndexDefinition[]> {
