@@ -380,13 +380,11 @@ describe('API query plans on a seeded database with statistics', () => {
     const found = await getTransactionAttribution(explained, CHAIN_ID, stored)
     expect(found?.transaction.hash).toBe(stored)
     expect(found?.matches).toHaveLength(1)
-    expect(plans).toHaveLength(2)
-    // Each statement run under its generic plan: the months it scans (a month pruned at run time scans nothing).
-    const [transactionPlan, attributionsPlan] = await Promise.all(
-      plans.map(({ text, values }) => genericPlan(db.store.pool, text, values, { analyze: true })),
-    )
-    expect(partitionsIn(transactionPlan, 'transactions', { ran: true })).toEqual([`transactions_${month}`])
-    expect(partitionsIn(attributionsPlan, 'attributions', { ran: true })).toEqual([`attributions_${month}`])
+    // One statement, run under its generic plan: the months it scans (a month pruned at run time scans nothing).
+    expect(plans).toHaveLength(1)
+    const plan = await genericPlan(db.store.pool, plans[0]!.text, plans[0]!.values, { analyze: true })
+    expect(partitionsIn(plan, 'transactions', { ran: true })).toEqual([`transactions_${month}`])
+    expect(partitionsIn(plan, 'attributions', { ran: true })).toEqual([`attributions_${month}`])
   })
 
   it('the stats and the leaderboard across chains read through indexes and rollups', async () => {

@@ -864,6 +864,9 @@ describe('GET /v1/transactions/{hash}/attribution', () => {
     expect(two.body.suffix).toMatchObject({ schemaId: 2, codes: [C1], cbor })
     const bad = await get(`/v1/transactions/${malformed.hash}/attribution`)
     expect(bad.body.suffix).toEqual({ schemaId: 0, codes: [], registry: null, cbor: null, malformedReason: malformed.malformed_reason })
+    // Stored, and attributed to nothing.
+    expect(rows.some((r) => r.tx_hash === malformed.hash)).toBe(false)
+    expect(bad.body.attributions).toEqual([])
   })
 
   it('lists the codes of user operations of a bundle without a suffix of its own', async () => {
