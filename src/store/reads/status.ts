@@ -20,6 +20,48 @@ export type SyncStatus = {
   chain: ChainFacts
 }
 
+/** Logs of the chain's unfinalized blocks first stored in the last few seconds that meet `condition`. */
+const recentLogs = (condition: SQL) => sql`(select count(*) from logs l
+  where l.chain_id = s.chain_id and ${condition} and l.block_number > coalesce(s.finalized_block, -1)
+    and l.seen_at >= now() - make_interval(secs => ${sql.raw(String(PENDING_RATE_WINDOW_SECONDS))}))`
+
+/**
+ * Logs of the chain's unfinalized blocks first stored as pending in the last few seconds and since claimed by
+ * their canonical block (the claim moves `updated_at` past `seen_at`), read from the canonical key by block.
+ * The bound is written into the statement, which is planned for it: given as a parameter, PostgreSQL expects a
+ * third of each month above it and reads every month whole.
+ */
+async function claimedLogs(db: Database, chainId: number, finalizedBlock: number | string | null): Promise<number> {
+  const above = Number(finalizedBlock ?? -1)
+  if (!Number.isSafeInteger(above)) throw new Error(`finalized block ${finalizedBlock} is not a block number`)
+  const { rows } = await db.$client.query<{ n: string }>(
+    `select count(*) as n from logs l
+     where l.chain_id = $1 and l.status <> 'pending' and l.block_number > ${above} and l.updated_at > l.seen_at
+       and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})`,
+    [chainId],
+  )
+  return Number(rows[0]!.n)
+}
+
+/** {@link getSyncStatus}'s statement, with a placeholder for the chain. */
+const SYNC_STATUS = sql`
+    select s.block_time_ms, s.preconfirmations, s.preconfirmations_source, s.head_block::int8 as head_block, s.finalized_block::int8 as finalized_block, s.live_block::int8 as live_block,
+      (select extract(epoch from b.timestamp)::float8 * 1000 from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_ms,
+      -- A chain without pre-confirmations has no pending rows to count: the scan of its unfinalized window is skipped.
+      -- Pending rows (live or dropped) apart, each read from the partial index of its status by block: no index
+      -- holds both, and asked together with the claimed ones (below) every month of logs was read whole.
+      case when s.preconfirmations is false then 0 else
+        ${recentLogs(sql`l.status = 'pending' and not l.removed`)} + ${recentLogs(sql`l.status = 'pending' and l.removed`)} end::int8 as pending_logs,
+      (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs,
+      -- From a partial index holding only the rows still owed: a backfill's tail, not history.
+      (select count(distinct a.tx_hash) from attributions a
+        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing,
+      -- The first entry of the canonical key: what retention has left of raw history.
+      (select extract(epoch from l.block_timestamp)::float8 * 1000 from logs l
+        where l.chain_id = c.chain_id and l.status <> 'pending' order by l.block_number limit 1) as oldest_log_ms
+    from (select ${sql.placeholder('chainId')}::int as chain_id) c
+    left join chain_state s on s.chain_id = c.chain_id`
+
 /**
  * The follower's view of the chain from `chain_state`, reorgs handled in the last hour, and the rate
  * of pre-confirmed logs: rows first stored as pending in the last few seconds, still pending or since
@@ -27,7 +69,9 @@ export type SyncStatus = {
  * Only unfinalized blocks are scanned.
  */
 export async function getSyncStatus(db: Database, chainId: number): Promise<SyncStatus> {
-  const result = await db.execute<{
+  // Prepared once per connection: planned on every request, its reads of every month of `logs` and
+  // `attributions` cost more to plan than to run.
+  const [row] = await queryPrepared<{
     head_block: number | null
     finalized_block: number | null
     live_block: number | null
@@ -39,30 +83,14 @@ export async function getSyncStatus(db: Database, chainId: number): Promise<Sync
     block_time_ms: number | null
     preconfirmations: boolean | null
     preconfirmations_source: 'probe' | 'config' | null
-  }>(sql`
-    select s.block_time_ms, s.preconfirmations, s.preconfirmations_source, s.head_block::int8 as head_block, s.finalized_block::int8 as finalized_block, s.live_block::int8 as live_block,
-      (select extract(epoch from b.timestamp)::float8 * 1000 from blocks b where b.chain_id = s.chain_id and b.hash = s.live_hash) as live_ms,
-      -- A chain without pre-confirmations has no pending rows to count: the scan of its unfinalized window is skipped.
-      case when s.preconfirmations is false then 0 else (select count(*) from logs l
-        where l.chain_id = s.chain_id and l.block_number > coalesce(s.finalized_block, -1)
-          and l.seen_at >= now() - make_interval(secs => ${PENDING_RATE_WINDOW_SECONDS})
-          and (l.status = 'pending' or l.updated_at > l.seen_at)) end::int8 as pending_logs,
-      (select count(*) from reorgs r where r.chain_id = s.chain_id and r.detected_at >= now() - interval '1 hour')::int8 as reorgs,
-      -- From a partial index holding only the rows still owed: a backfill's tail, not history.
-      (select count(distinct a.tx_hash) from attributions a
-        where a.chain_id = c.chain_id and a.gas_used is null and a.status <> 'pending' and not a.removed)::int8 as gas_used_missing,
-      -- The first entry of the canonical key: what retention has left of raw history.
-      (select extract(epoch from l.block_timestamp)::float8 * 1000 from logs l
-        where l.chain_id = c.chain_id and l.status <> 'pending' order by l.block_number limit 1) as oldest_log_ms
-    from (select ${chainId}::int as chain_id) c
-    left join chain_state s on s.chain_id = c.chain_id`)
-  const row = result.rows[0]
+  }>(db, 'sync-status', () => SYNC_STATUS, { chainId })
+  const claimed = row?.preconfirmations === false ? 0 : await claimedLogs(db, chainId, row?.finalized_block ?? null)
   return {
     headBlock: row?.head_block ?? null,
     finalizedBlock: row?.finalized_block ?? null,
     indexedBlock: row?.live_block ?? null,
     indexedTimestamp: row?.live_ms == null ? null : new Date(row.live_ms),
-    pendingLogsPerSecond: (row?.pending_logs ?? 0) / PENDING_RATE_WINDOW_SECONDS,
+    pendingLogsPerSecond: (Number(row?.pending_logs ?? 0) + claimed) / PENDING_RATE_WINDOW_SECONDS,
     reorgsLastHour: row?.reorgs ?? 0,
     gasUsedMissing: Number(row?.gas_used_missing ?? 0),
     oldestLogTimestamp: row?.oldest_log_ms == null ? null : new Date(row.oldest_log_ms),
