@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } fro
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
 import { monthSpan, type MonthSpan } from '../partitions.js'
-import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
+import { openRepairsColumn, pageOpenRepairs, pageValues, type OpenRepair } from './status.js'
 import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
@@ -141,13 +141,7 @@ export async function listAttributions(
       statuses,
       role,
       afterTime,
-      after0: after?.[0],
-      after1: after?.[1],
-      after2: after?.[2],
-      after3: after?.[3],
-      after4: after?.[4],
-      limit: limit + 1,
-      ...repairRange(fromBlock, toBlock),
+      ...pageValues(after, limit, fromBlock, toBlock),
     },
     ISO_TIMESTAMPS,
   )

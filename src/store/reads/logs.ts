@@ -2,7 +2,7 @@ import { and, asc, eq, sql, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
 import { logs, type Status } from '../schema.js'
-import { openRepairsColumn, pageOpenRepairs, repairRange, type OpenRepair } from './status.js'
+import { openRepairsColumn, pageOpenRepairs, pageValues, type OpenRepair } from './status.js'
 
 /**
  * Keyset of the log list, oldest first like `eth_getLogs`: block number and log index, then what tells
@@ -162,13 +162,7 @@ export async function listLogs(
     fromBlock,
     toBlock,
     statuses,
-    after0: after?.[0],
-    after1: after?.[1],
-    after2: after?.[2],
-    after3: after?.[3],
-    after4: after?.[4],
-    limit: limit + 1,
-    ...repairRange(fromBlock, toBlock),
+    ...pageValues(after, limit, fromBlock, toBlock),
   }
   const page = async (name: string, part: SQL[]) =>
     (

@@ -108,7 +108,21 @@ export type OpenRepair = { fromBlock: number; toBlock: number; reason: 'reorg' |
 const OPEN_REPAIRS_LISTED = 100
 
 /** `[fromBlock, toBlock]` with an open end made the first or last block there can be, as the repairs are compared with it. */
-export const repairRange = (fromBlock?: number, toBlock?: number) => ({ from: fromBlock ?? 0, to: toBlock ?? Number.MAX_SAFE_INTEGER })
+const repairRange = (fromBlock?: number, toBlock?: number) => ({ from: fromBlock ?? 0, to: toBlock ?? Number.MAX_SAFE_INTEGER })
+
+/**
+ * The values a keyset page's prepared statement takes beside its filters: the five columns of the cursor's key
+ * (`after0`…`after4`), one row more than the page (whether more follow) and the block range of its open repairs.
+ */
+export const pageValues = (after: readonly unknown[] | undefined, limit: number, fromBlock?: number, toBlock?: number) => ({
+  after0: after?.[0],
+  after1: after?.[1],
+  after2: after?.[2],
+  after3: after?.[3],
+  after4: after?.[4],
+  limit: limit + 1,
+  ...repairRange(fromBlock, toBlock),
+})
 
 /**
  * The open repairs of {@link openRepairsIn} over `[from, to]` (see {@link repairRange}) as one column,
