@@ -1,5 +1,4 @@
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -19,6 +18,7 @@ import { EDGE_DEFAULTS, fallbackStore, type EdgeLimits } from './edges.js'
 import { ApiError, createErrorHandler, handleClientError } from './errors.js'
 import { createMetrics, type Metrics } from '../internal/metrics.js'
 import { createBuilderCodeRegistrar } from './registration.js'
+import { addSecurityHeaders } from './securityHeaders.js'
 import { serializerCompiler } from './serializer.js'
 import { attributionRoutes } from './routes/attributions.js'
 import { builderCodeRoutes } from './routes/builderCodes.js'
@@ -247,7 +247,7 @@ export async function createApi({
       )
     })
 
-    await app.register(helmet, {
+    addSecurityHeaders(app, {
       // JSON answers load nothing; the dashboard and /docs set their own policy.
       contentSecurityPolicy: {
         useDefaults: false,
