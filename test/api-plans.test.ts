@@ -2,7 +2,7 @@ import { drizzle } from 'drizzle-orm/node-postgres'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { attributionKey, builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
-import { findBuilderCode, findBuilderCodeByWallet } from '../src/store/reads/builderCodes.js'
+import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../src/store/reads/builderCodes.js'
 import { getIndexedHead } from '../src/store/reads/health.js'
 import { listLogs } from '../src/store/reads/logs.js'
 import { getSyncStatus, openRepairsIn, PENDING_RATE_WINDOW_SECONDS } from '../src/store/reads/status.js'
@@ -306,7 +306,7 @@ describe('API query plans on a seeded database with statistics', () => {
     }
   })
 
-  it('the log list, the transaction route, the code route and the status prepare their statements once per connection and plan them once (defect: planned on every request)', async () => {
+  it('the log list, the transaction route, the code and wallet routes and the status prepare their statements once per connection and plan them once (defect: planned on every request)', async () => {
     // One connection as the API opens them. Planned afresh, a statement over every month of logs cost 3.7–4.8 ms
     // of backend CPU per request against 0.4–0.5 ms prepared (eighteen months).
     const api = createStore({ databaseUrl: db.url, max: 1, genericPlans: true, utcSessions: true })
@@ -317,6 +317,11 @@ describe('API query plans on a seeded database with statistics', () => {
         await listLogs(api.db, { ...page, topics: [[someTopic0, `0x${String(i).padStart(64, '0')}`]], limit: 10 + i })
         expect((await getTransactionAttribution(api.db, CHAIN_ID, hash))?.transaction.hash).toBe(hash)
         expect((await getSyncStatus(api.db, CHAIN_ID)).reorgsLastHour).toBe(0)
+        const wallet = `0x${(i + 65536).toString(16).padStart(40, '0')}`
+        expect((await findBuilderCodeByWallet(api.db, CHAIN_ID, wallet))?.builderCode).toBe(`code_${i}`)
+        expect(
+          (await countWalletAttributions(api.db, { chainId: CHAIN_ID, walletAddress: wallet, builderCode: `code_${i}` })).pending,
+        ).toBe(0)
         expect((await findBuilderCode(api.db, CHAIN_ID, `code_${i}`))?.walletAddress).toBe(
           `0x${(i + 65536).toString(16).padStart(40, '0')}`,
         )
@@ -324,18 +329,22 @@ describe('API query plans on a seeded database with statistics', () => {
       const { rows: prepared } = await api.pool.query<{ reads: string; plans: number }>(
         `SELECT CASE WHEN statement LIKE '%from "logs"%' THEN 'logs' WHEN statement LIKE '%from transactions t%' THEN 'transaction'
            WHEN statement LIKE '%from chain_state%' OR statement LIKE '%join chain_state%' THEN 'status'
-           WHEN statement LIKE '%registry_codes%' THEN 'code' END AS reads,
+           WHEN statement LIKE '%registry_codes%' THEN 'code' WHEN statement LIKE '%from builder_codes where%' THEN 'code of a wallet'
+           WHEN statement LIKE '%sender = $%' THEN 'wallet attributions' END AS reads,
            generic_plans::int AS plans
          FROM pg_prepared_statements ORDER BY 1, 2`,
       )
-      // The unfiltered list's canonical and pending parts, the list by topic0, the status, the transaction, the code: each run three times.
+      // The unfiltered list's canonical and pending parts, the list by topic0, the status, the transaction, the code and the
+      // wallet route's two reads: each run three times.
       expect(prepared).toEqual([
         { reads: 'code', plans: 3 },
+        { reads: 'code of a wallet', plans: 3 },
         { reads: 'logs', plans: 3 },
         { reads: 'logs', plans: 3 },
         { reads: 'logs', plans: 3 },
         { reads: 'status', plans: 3 },
         { reads: 'transaction', plans: 3 },
+        { reads: 'wallet attributions', plans: 3 },
       ])
     } finally {
       await api.close()

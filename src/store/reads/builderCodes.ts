@@ -1,43 +1,38 @@
-import { and, eq, sql, type Placeholder, type SQL } from 'drizzle-orm'
+import { sql, type Placeholder, type SQL } from 'drizzle-orm'
 import type { BuilderCodeRecord } from '../builderCodes.js'
 import { queryPrepared, type Database } from '../client.js'
-import { attributions, builderCodes } from '../schema.js'
 
-const recordColumns = {
-  builderCode: builderCodes.builderCode,
-  walletAddress: builderCodes.walletAddress,
-  source: builderCodes.source,
-  createdAt: builderCodes.createdAt,
-}
+/**
+ * The wallet route's reads, each prepared once per connection: planned on every request, the count over
+ * every month of `attributions` cost 1.3 ms of planning for 0.1 ms of execution (10 M attributions, 16 months).
+ */
+const CODE_OF_WALLET = sql`select builder_code as "builderCode", wallet_address as "walletAddress", source, created_at as "createdAt"
+  from builder_codes where chain_id = ${sql.placeholder('chainId')} and wallet_address = ${sql.placeholder('walletAddress')}`
+
+const WALLET_ATTRIBUTIONS = sql`select count(*) filter (where status <> 'pending')::int8 as confirmed,
+    count(*) filter (where status = 'pending')::int8 as pending
+  from attributions
+  where chain_id = ${sql.placeholder('chainId')} and sender = ${sql.placeholder('walletAddress')}
+    and builder_code = ${sql.placeholder('builderCode')} and not removed`
 
 export async function findBuilderCodeByWallet(db: Database, chainId: number, walletAddress: string): Promise<BuilderCodeRecord | null> {
-  const [row] = await db
-    .select(recordColumns)
-    .from(builderCodes)
-    .where(and(eq(builderCodes.chainId, chainId), eq(builderCodes.walletAddress, walletAddress)))
+  const [row] = await queryPrepared<BuilderCodeRecord>(db, 'code-of-wallet', () => CODE_OF_WALLET, { chainId, walletAddress })
   return row ?? null
 }
 
 /** The wallet's own attributed transactions and user operations (sender = wallet, its code), not removed. */
 export async function countWalletAttributions(
   db: Database,
-  { chainId, walletAddress, builderCode }: { chainId: number; walletAddress: string; builderCode: string },
+  parameters: { chainId: number; walletAddress: string; builderCode: string },
 ): Promise<{ confirmed: number; pending: number }> {
-  const [row] = await db
-    .select({
-      confirmed: sql<number>`count(*) filter (where ${attributions.status} <> 'pending')::int8`,
-      pending: sql<number>`count(*) filter (where ${attributions.status} = 'pending')::int8`,
-    })
-    .from(attributions)
-    .where(
-      and(
-        eq(attributions.chainId, chainId),
-        eq(attributions.sender, walletAddress),
-        eq(attributions.builderCode, builderCode),
-        eq(attributions.removed, false),
-      ),
-    )
-  return { confirmed: row?.confirmed ?? 0, pending: row?.pending ?? 0 }
+  // Counts without a GROUP BY: always one row.
+  const [counts] = await queryPrepared<{ confirmed: number; pending: number }>(
+    db,
+    'wallet-attributions',
+    () => WALLET_ATTRIBUTIONS,
+    parameters,
+  )
+  return counts!
 }
 
 /** What the BuilderCodes registry's logs that are not removed say about a code (`public.registry_codes`). */
