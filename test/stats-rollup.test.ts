@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { builderCodeStatsReport, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
+import { builderCodeStatsReport, leaderboard, roundToBuckets, type StatsInterval } from '../src/store/reads/attributions.js'
 import { upsertAttributions, type TransactionPosition } from '../src/store/attributions.js'
 import { applyReorg } from '../src/reorg/index.js'
 import { advanceFinality, ensureMonthPartitions, runMigrations, storeTipBlocks, withTransaction } from '../src/store/index.js'
@@ -519,6 +519,49 @@ describe('stats rollup', () => {
       Array.from({ length: 20 }, () => randomRow()),
     )
     await expectRollupExact('insert after TRUNCATE')
+  })
+
+  it("answers a code's roles in the order app, wallet, service, none, per bucket, in total and on the leaderboard", async () => {
+    const code = 'bc_roleorder'
+    // Two hours, each with the four roles, stored in the reverse order.
+    const rows = ['', 'service', 'wallet', 'app'].flatMap((role, r) =>
+      [0, 3].map((block) => ({
+        chain_id: CHAIN_ID,
+        tx_hash: hex(10_000 + r * 10 + block, 64),
+        user_op_hash: '',
+        builder_code: code,
+        role,
+        code_index: 0,
+        block_number: block,
+        block_hash: hex(block, 64, 'b'),
+        block_timestamp: new Date((T0 + block * BLOCK_SECONDS) * 1000).toISOString(),
+        from_address: SENDERS[0]!,
+        sender: SENDERS[r]!,
+        schema_id: 2,
+        codes: [code],
+        gas_used: 21_000,
+        status: 'finalized' as Status,
+        removed: false,
+      })),
+    )
+    await insertRows(db.store.pool, rows)
+    const range = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 2 * 3600) * 1000))
+    const { roles } = await builderCodeStatsReport(db.store.db, { chainId: CHAIN_ID, builderCode: code, interval: 'hour', ...range })
+    const inOrder = [
+      { role: 'app', attributions: 2, confirmed: 2, pending: 0 },
+      { role: 'wallet', attributions: 2, confirmed: 2, pending: 0 },
+      { role: 'service', attributions: 2, confirmed: 2, pending: 0 },
+      { role: null, attributions: 2, confirmed: 2, pending: 0 },
+    ]
+    expect(roles.total).toEqual(inOrder)
+    const perHour = inOrder.map((counts) => ({ ...counts, attributions: 1, confirmed: 1 }))
+    expect([...roles.buckets]).toEqual([
+      [T0 * 1000, perHour],
+      [(T0 + 3600) * 1000, perHour],
+    ])
+    const board = await leaderboard(db.store.db, { chainId: CHAIN_ID, ...range, limit: 100 })
+    expect(board.find((row) => row.builderCode === code)?.roles).toEqual(inOrder)
+    await expectRollupExact('rows in every role')
   })
 
   it('fills the rollup from the rows stored before its migration', async () => {
