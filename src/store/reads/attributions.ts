@@ -3,7 +3,7 @@ import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
 import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
 import { monthSpan, type MonthSpan } from '../partitions.js'
 import { openRepairsColumn, pageOpenRepairs, pageValues, type OpenRepair } from './status.js'
-import { registryCodeQuery, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
+import { registryCodeJson, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
 
 /**
@@ -408,7 +408,7 @@ function statsReportQuery(several: boolean): SQL {
       (select ${jsonColumns('r', ['start', 'role', 'attributions', 'pending'])} from (${roleStatsQuery(parameters, several)}) r) as roles,
       (select ${builderCodes.walletAddress} from ${builderCodes}
         where ${builderCodes.chainId} = ${home} and ${builderCodes.builderCode} = ${builderCode}) as wallet_address,
-      (select row_to_json(g) from (${registryCodeQuery(home, builderCode)}) g) as registry`
+      ${registryCodeJson(home, builderCode)} as registry`
 }
 
 /**
@@ -572,9 +572,8 @@ function toRoleStats(columns: RoleColumns): RoleStats {
       pending: pending[i]!,
     }
     const bucketStart = start[i]!
-    const bucket = bucketStart === null ? total : buckets.get(bucketStart)
-    if (bucket) bucket.push(counts)
-    else buckets.set(bucketStart!, [counts])
+    if (bucketStart === null) total.push(counts)
+    else buckets.set(bucketStart, [...(buckets.get(bucketStart) ?? []), counts])
   }
   return { buckets, total }
 }

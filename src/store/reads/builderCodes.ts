@@ -44,20 +44,20 @@ export type RegistryCodeRecord = {
   registeredAt: Date
 }
 
-/** A row of {@link registryCodeQuery}; `registered_at` is a string when it comes through JSON. */
+/** {@link registryCodeJson}'s value, as JSON writes the row. */
 export type RegistryCodeRow = {
   token_id: string
   owner: string | null
   payout_address: string | null
-  registered_block: string | number
-  registered_at: Date | string
+  registered_block: number
+  registered_at: string
 }
 
-/** The code's row of `public.registry_codes` (columns of {@link RegistryCodeRow}), or no row. */
-export function registryCodeQuery(chainId: number | Placeholder | SQL, builderCode: string | Placeholder): SQL {
-  return sql`select token_id::text, owner, payout_address, registered_block, registered_at
+/** The code's row of `public.registry_codes` as one JSON value (a {@link RegistryCodeRow}), null when it has none. */
+export function registryCodeJson(chainId: number | Placeholder | SQL, builderCode: Placeholder): SQL {
+  return sql`(select row_to_json(g) from (select token_id::text, owner, payout_address, registered_block, registered_at
     from public.registry_codes where chain_id = ${chainId} and builder_code = ${builderCode}
-    order by registered_block limit 1`
+    order by registered_block limit 1) g)`
 }
 
 export function toRegistryCodeRecord(row: RegistryCodeRow): RegistryCodeRecord {
@@ -65,7 +65,7 @@ export function toRegistryCodeRecord(row: RegistryCodeRow): RegistryCodeRecord {
     tokenId: row.token_id,
     owner: row.owner,
     payoutAddress: row.payout_address,
-    registeredBlock: Number(row.registered_block),
+    registeredBlock: row.registered_block,
     registeredAt: new Date(row.registered_at),
   }
 }
@@ -75,7 +75,7 @@ export function toRegistryCodeRecord(row: RegistryCodeRow): RegistryCodeRecord {
  * as two statements planned on every request, the route cost twice the round trips and the planning.
  */
 const BUILDER_CODE_SOURCES = sql`select c.wallet_address, c.source, c.created_at,
-    (select row_to_json(g) from (${registryCodeQuery(sql.placeholder('chainId'), sql.placeholder('builderCode'))}) g) as registry
+    ${registryCodeJson(sql.placeholder('chainId'), sql.placeholder('builderCode'))} as registry
   from (values (1)) one
   left join builder_codes c on c.chain_id = ${sql.placeholder('chainId')} and c.builder_code = ${sql.placeholder('builderCode')}`
 
