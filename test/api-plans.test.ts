@@ -1,7 +1,7 @@
 import { drizzle } from 'drizzle-orm/node-postgres'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { attributionKey, builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
+import { builderCodeStatsReport, leaderboard, listAttributions, roundToBuckets } from '../src/store/reads/attributions.js'
 import { countWalletAttributions, findBuilderCode, findBuilderCodeByWallet } from '../src/store/reads/builderCodes.js'
 import { getIndexedHead } from '../src/store/reads/health.js'
 import { listLogs } from '../src/store/reads/logs.js'
@@ -397,16 +397,16 @@ describe('API query plans on a seeded database with statistics', () => {
     for (const [given, ...monthsRead] of cases) {
       plans = []
       const first = await listAttributions(explained, { chainId: CHAIN_ID, includeRemoved: false, limit: 100, ...given })
-      const last = first.rows.at(-1)!
+      const end = first.end!
       const next = await listAttributions(explained, {
         chainId: CHAIN_ID,
         includeRemoved: false,
         limit: 100,
         ...given,
-        after: attributionKey(last),
-        afterTime: last.block_timestamp,
+        after: end.key,
+        afterTime: end.time,
       })
-      expect(next.rows[0]!.block_timestamp <= last.block_timestamp).toBe(true)
+      expect(next.end!.time <= end.time).toBe(true)
       const pages = plans.filter(({ text }) => text.includes('"attributions"'))
       expect(pages).toHaveLength(2)
       for (const [index, { text, values, plan }] of pages.entries()) {

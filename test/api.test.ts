@@ -88,6 +88,30 @@ const key = (row: { tx_hash: string; user_op_hash: string; builder_code: string 
 const itemKey = (item: { txHash: string; userOpHash: string | null; builderCode: string }) =>
   `${item.txHash}|${item.userOpHash ?? ''}|${item.builderCode}`
 
+/** The list's item for a row of the fixture. */
+const expectedItem = (row: Row) => ({
+  chainId: CHAIN_ID,
+  txHash: row.tx_hash,
+  userOpHash: row.user_op_hash || null,
+  blockNumber: row.block_number,
+  blockHash: row.block_hash,
+  blockTimestamp: row.block_timestamp,
+  // Rows stored from a node that serves no milliseconds.
+  blockTimestampMs: null,
+  from: row.from_address,
+  to: row.to_address,
+  sender: row.sender,
+  builderCode: row.builder_code,
+  role: null,
+  registry: null,
+  walletAddress: row.builder_code === C1 ? W1 : row.builder_code === C2 ? W2 : null,
+  schemaId: row.schema_id,
+  codes: row.codes,
+  gasUsed: row.gas_used,
+  status: row.status,
+  removed: row.removed,
+})
+
 async function insertAttributions(pool: pg.Pool, rows: Row[]): Promise<void> {
   await pool.query(
     `INSERT INTO attributions (chain_id, tx_hash, user_op_hash, builder_code, code_index, block_number, block_hash, block_timestamp,
@@ -187,31 +211,20 @@ describe('GET /v1/attributions', () => {
     expect(status).toBe(200)
     expect(body.items).toHaveLength(3)
     const first = body.items[0]!
-    const row = rows.find((r) => key(r) === itemKey(first))!
-    expect(first).toEqual({
-      chainId: CHAIN_ID,
-      txHash: row.tx_hash,
-      userOpHash: row.user_op_hash || null,
-      blockNumber: row.block_number,
-      blockHash: row.block_hash,
-      blockTimestamp: row.block_timestamp,
-      // Rows stored from a node that serves no milliseconds.
-      blockTimestampMs: null,
-      from: row.from_address,
-      to: row.to_address,
-      sender: row.sender,
-      builderCode: row.builder_code,
-      role: null,
-      registry: null,
-      walletAddress: row.builder_code === C1 ? W1 : row.builder_code === C2 ? W2 : null,
-      schemaId: row.schema_id,
-      codes: row.codes,
-      gasUsed: row.gas_used,
-      status: row.status,
-      removed: false,
-    })
+    expect(first).toEqual(expectedItem(rows.find((r) => key(r) === itemKey(first))!))
     expect(first.blockNumber).toBe(1059)
     expect(body.nextCursor).toEqual(expect.any(String))
+  })
+
+  it('writes every row, removed ones included, as the documented Attribution: its fields in the document’s order', async () => {
+    const document = (await get('/openapi.json')).body
+    const fields = Object.keys(document.components.schemas.Attribution.properties)
+    const { items } = await allPages<Item>('/v1/attributions?includeRemoved=true', 100)
+    expect(items).toHaveLength(rows.length)
+    for (const item of items) {
+      expect(Object.keys(item)).toEqual(fields)
+      expect(item).toEqual(expectedItem(rows.find((r) => key(r) === itemKey(item))!))
+    }
   })
 
   it('pages through everything without loss or repeat, in a stable order, at several page sizes', async () => {

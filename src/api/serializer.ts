@@ -1,5 +1,5 @@
 import fastJson from 'fast-json-stringify'
-import type { FastifySerializerCompiler } from 'fastify'
+import type { FastifyReply, FastifySerializerCompiler } from 'fastify'
 import { z } from 'zod'
 
 /**
@@ -15,3 +15,12 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schem
   fastJson(
     z.toJSONSchema(schema, { io: 'output', target: 'openapi-3.0', metadata: z.registry(), unrepresentable: 'throw' }) as fastJson.AnySchema,
   )
+
+/**
+ * Sends `json`, JSON text written elsewhere (the attribution list's items come from PostgreSQL as text),
+ * as the response body: Fastify sends a string of a JSON content type as it is, past the route's
+ * serializer, whose schema still documents the answer.
+ */
+export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(json)
+}

@@ -5,14 +5,13 @@ import { ATTRIBUTION_ROLES } from '../../attribution/index.js'
 import { requestedChain, requestedChains, type ApiContext } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
 import { ApiError } from '../errors.js'
+import { sendJsonText } from '../serializer.js'
 import {
-  attributionKey,
   builderCodeStatsReport,
   INTERVAL_MS,
   leaderboard,
   listAttributions,
   roundToBuckets,
-  type AttributionRow,
   type LeaderboardParameters,
   type LeaderboardRow,
   type StatsInterval,
@@ -215,33 +214,6 @@ function bucketStartWriter(): (startMs: number) => string {
   }
 }
 
-function toItem(row: AttributionRow): z.output<typeof attributionItem> {
-  return {
-    chainId: row.chain_id,
-    txHash: row.tx_hash,
-    userOpHash: row.user_op_hash === '' ? null : row.user_op_hash,
-    blockNumber: row.block_number,
-    blockHash: row.block_hash,
-    blockTimestamp: row.block_timestamp,
-    blockTimestampMs: row.block_timestamp_ms,
-    from: row.from_address,
-    to: row.to_address,
-    sender: row.sender,
-    builderCode: row.builder_code,
-    role: row.role === '' ? null : (row.role as (typeof ATTRIBUTION_ROLES)[number]),
-    registry:
-      row.registry_address !== null && row.registry_chain_id !== null
-        ? { address: row.registry_address, chainId: row.registry_chain_id }
-        : null,
-    walletAddress: row.wallet_address,
-    schemaId: row.schema_id,
-    codes: row.codes,
-    gasUsed: row.gas_used,
-    status: row.status,
-    removed: row.removed,
-  }
-}
-
 /** `GET /v1/attributions`, `GET /v1/builder-codes/{code}/stats` and `GET /v1/leaderboard`. */
 export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, { db, ...served }) => {
   // forceFetch() also makes concurrent requests for the same leaderboard wait for one ranking.
@@ -280,13 +252,13 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         response: { 200: attributionPage, ...errorResponses(400, 429, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const q = request.query
       const chainId = requestedChain(served, q.chainId)
       checkRange(q.fromBlock, q.toBlock, 'fromBlock', 'toBlock')
       checkRange(q.since?.getTime(), q.until?.getTime(), 'since', 'until')
       const pageSize = q.limit ?? DEFAULT_LIMIT
-      const { rows, more, openRepairs } = await listAttributions(db, {
+      const { items, end, more, openRepairs } = await listAttributions(db, {
         chainId,
         builderCode: q.builderCode,
         walletAddress: q.walletAddress,
@@ -301,12 +273,12 @@ export const attributionRoutes: FastifyPluginAsyncZod<ApiContext> = async (app, 
         afterTime: q.cursor?.time,
         limit: pageSize,
       })
-      const last = rows.at(-1)
-      return {
-        items: rows.map(toItem),
-        nextCursor: more && last ? encodeCursor(CURSOR_VERSION, [last.block_timestamp, ...attributionKey(last)]) : null,
-        coverage: coverageOf(openRepairs),
-      }
+      const nextCursor = more && end ? encodeCursor(CURSOR_VERSION, [end.time, ...end.key]) : null
+      // The items come as the JSON they are sent as (see listAttributions); the page around them is written here.
+      return sendJsonText(
+        reply,
+        `{"items":[${items.join(',')}],"nextCursor":${JSON.stringify(nextCursor)},"coverage":${JSON.stringify(coverageOf(openRepairs))}}`,
+      )
     },
   )
 

@@ -1,7 +1,8 @@
-import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, lt, lte, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core'
-import { ISO_TIMESTAMPS, queryPrepared, type Database } from '../client.js'
+import { queryPrepared, type Database } from '../client.js'
 import { monthSpan, type MonthSpan } from '../partitions.js'
+import { jsonIsoTime, jsonObject, jsonPlainString, jsonScalar, jsonValue } from './jsonText.js'
 import { openRepairsColumn, pageOpenRepairs, pageValues, type OpenRepair } from './status.js'
 import { registryCodeJson, toRegistryCodeRecord, type RegistryCodeRecord, type RegistryCodeRow } from './builderCodes.js'
 import { attributions, builderCodeBuckets, builderCodeRoleBuckets, builderCodes, type CodeRole, type Status } from '../schema.js'
@@ -33,33 +34,24 @@ export type ListAttributionsParameters = {
   limit: number
 }
 
-/** A row of the list, as the database names its columns. */
-export type AttributionRow = {
-  chain_id: number
-  tx_hash: string
-  /** '' for a plain transaction. */
-  user_op_hash: string
-  block_number: number
-  block_hash: string
-  /** ISO 8601 in UTC, to the millisecond, as the API writes it. */
-  block_timestamp: string
-  block_timestamp_ms: number | null
-  from_address: string
-  to_address: string | null
-  sender: string
-  builder_code: string
-  /** '' for a code without a role (schemas 0 and 1). */
-  role: string
-  registry_address: string | null
-  registry_chain_id: string | null
-  /** The wallet that registered the code here. */
-  wallet_address: string | null
-  schema_id: number
-  codes: string[]
-  gas_used: number | null
-  status: Status
-  removed: boolean
+/**
+ * An attribution of the list as `GET /v1/attributions` answers it, as JSON text written by PostgreSQL
+ * ({@link ITEM_JSON}): the API sends it on as it is.
+ */
+export type AttributionItemJson = string
+
+/** The fields of an item the list's cursor is made of (its order: block time, then {@link AttributionKey}). */
+type ItemKeyFields = {
+  blockTimestamp: string
+  blockNumber: number
+  txHash: string
+  userOpHash: string | null
+  builderCode: string
+  role: string | null
 }
+
+/** Where a page ends: its last item's block time (ISO 8601, to the millisecond) and key. */
+type PageEnd = { time: string; key: AttributionKey }
 
 const attributionColumns = {
   chainId: attributions.chainId,
@@ -84,6 +76,39 @@ const attributionColumns = {
   removed: attributions.removed,
 }
 
+/** A column of the page (a part's output, named as in the table). */
+const pageColumn = (column: AnyPgColumn) => sql`${sql.identifier('page')}.${sql.identifier(column.name)}`
+
+/**
+ * An item of the page as the API writes it (`attributionItem` of `src/api/routes/attributions.ts`, in its
+ * field order): '' for no user operation or no role as null, the registry only when the suffix names one.
+ * Codes are decoded only if they match `ATTRIBUTION_CODE_PATTERN`, roles and statuses are the schema's
+ * words and a registry's chain a number, so those are written as they are; hashes and addresses, which
+ * come from the node, are escaped.
+ */
+const ITEM_JSON = jsonObject({
+  chainId: jsonScalar(pageColumn(attributions.chainId)),
+  txHash: jsonValue(pageColumn(attributions.txHash)),
+  userOpHash: jsonValue(sql`nullif(${pageColumn(attributions.userOpHash)}, '')`),
+  blockNumber: jsonScalar(pageColumn(attributions.blockNumber)),
+  blockHash: jsonValue(pageColumn(attributions.blockHash)),
+  blockTimestamp: jsonIsoTime(pageColumn(attributions.blockTimestamp)),
+  blockTimestampMs: jsonScalar(pageColumn(attributions.blockTimestampMs)),
+  from: jsonValue(pageColumn(attributions.fromAddress)),
+  to: jsonValue(pageColumn(attributions.toAddress)),
+  sender: jsonValue(pageColumn(attributions.sender)),
+  builderCode: jsonPlainString(pageColumn(attributions.builderCode)),
+  role: jsonPlainString(sql`nullif(${pageColumn(attributions.role)}, '')`),
+  registry: sql<string>`case when ${pageColumn(attributions.registryAddress)} is null or ${pageColumn(attributions.registryChainId)} is null then 'null'
+    else ${jsonObject({ address: jsonValue(pageColumn(attributions.registryAddress)), chainId: jsonPlainString(sql`${pageColumn(attributions.registryChainId)}::text`) })} end`,
+  walletAddress: jsonValue(pageColumn(builderCodes.walletAddress)),
+  schemaId: jsonScalar(pageColumn(attributions.schemaId)),
+  codes: jsonValue(pageColumn(attributions.codes)),
+  gasUsed: jsonScalar(pageColumn(attributions.gasUsed)),
+  status: jsonPlainString(pageColumn(attributions.status)),
+  removed: jsonScalar(pageColumn(attributions.removed)),
+})
+
 /**
  * How long a process trusts the month partitions it read for the list's time order. A month attached
  * meanwhile is still read (by the part of the list outside the span, see {@link timeOrderedQuery}), only
@@ -102,8 +127,9 @@ function attributionMonths(db: Database): Promise<MonthSpan | null> {
 }
 
 /**
- * One page of attributions, newest first, plus whether more follow and the open repairs over its block
- * range (read by the page's own statement; alone only when the page is empty). Newest is by block time,
+ * One page of attributions, newest first, each as the JSON the API sends ({@link ITEM_JSON}), plus where
+ * the page ends, whether more follow and the open repairs over its block range (read by the page's own
+ * statement; alone only when the page is empty). Newest is by block time,
  * then block number, tx hash, user op hash, code and role, all descending: with the month partitions
  * read newest first, a page reads the months that fill it and no other. A block range (`fromBlock`,
  * `toBlock`), and a cursor without a time (written before the list was ordered by it), read in block
@@ -115,7 +141,7 @@ function attributionMonths(db: Database): Promise<MonthSpan | null> {
 export async function listAttributions(
   db: Database,
   parameters: ListAttributionsParameters,
-): Promise<{ rows: AttributionRow[]; more: boolean; openRepairs: OpenRepair[] }> {
+): Promise<{ items: AttributionItemJson[]; end: PageEnd | undefined; more: boolean; openRepairs: OpenRepair[] }> {
   const { chainId, builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, includeRemoved, after, afterTime, limit } =
     parameters
   const given = { builderCode, walletAddress, fromBlock, toBlock, since, until, statuses, role, after }
@@ -126,7 +152,7 @@ export async function listAttributions(
     .filter(([, value]) => value !== undefined)
     .map(([name]) => name)
     .join(',')}:${includeRemoved ? 'all' : 'live'}:${order}`
-  const rows = await queryPrepared<AttributionRow & { open_repairs: string | null }>(
+  const rows = await queryPrepared<{ item: AttributionItemJson; open_repairs: string | null }>(
     db,
     shape,
     () => (byBlockNumber ? blockOrderedQuery(db, parameters) : timeOrderedQuery(db, parameters, span)),
@@ -143,10 +169,17 @@ export async function listAttributions(
       afterTime,
       ...pageValues(after, limit, fromBlock, toBlock),
     },
-    ISO_TIMESTAMPS,
   )
   const openRepairs = await pageOpenRepairs(db, rows[0]?.open_repairs, chainId, fromBlock, toBlock)
-  return { rows: rows.slice(0, limit), more: rows.length > limit, openRepairs }
+  const items = rows.slice(0, limit).map((row) => row.item)
+  return { items, end: pageEnd(items.at(-1)), more: rows.length > limit, openRepairs }
+}
+
+/** The block time and key of a page's last item, read back from its JSON (one item a page). */
+function pageEnd(last: AttributionItemJson | undefined): PageEnd | undefined {
+  if (last === undefined) return undefined
+  const item = JSON.parse(last) as ItemKeyFields
+  return { time: item.blockTimestamp, key: [item.blockNumber, item.txHash, item.userOpHash ?? '', item.builderCode, item.role ?? ''] }
 }
 
 const value = (name: string) => sql.placeholder(name)
@@ -202,7 +235,7 @@ function timeOrderedQuery(db: Database, parameters: ListAttributionsParameters, 
       lte(attributions.blockTimestamp, sql`${value('afterTime')}::timestamptz`),
       sql`(${sql.join(TIME_COLUMNS, sql`, `)}) < (${value('afterTime')}::timestamptz, ${KEY_VALUES})`,
     )
-  if (span === null) return pageQuery(db, where, TIME_ORDER)
+  if (span === null) return pageItems(pageQuery(db, where, TIME_ORDER), TIME_COLUMNS)
   // Literals, not placeholders: the planner drops the default partition only for bounds it can see.
   const from = sql.raw(`'${span.from.toISOString()}'::timestamptz`)
   const to = sql.raw(`'${span.to.toISOString()}'::timestamptz`)
@@ -216,9 +249,18 @@ function timeOrderedQuery(db: Database, parameters: ListAttributionsParameters, 
     [...where, sql`(${attributions.blockTimestamp} < ${from} or ${attributions.blockTimestamp} >= ${to})`],
     TIME_ORDER,
   )
-  return sql`select * from ((${inSpan}) union all (${outside})) page
+  return pageItems(sql`(${inSpan}) union all (${outside})`, TIME_COLUMNS)
+}
+
+/**
+ * The page's items ({@link ITEM_JSON}) from `parts`, each already a page long in the order of `columns`
+ * (all descending): the page is the first of them in that order. Each item is written once its row is in
+ * the page (after the sort, under the limit).
+ */
+function pageItems(parts: SQLWrapper, columns: AnyPgColumn[]): SQL {
+  return sql`select ${ITEM_JSON} as item, ${sql.identifier('page')}.open_repairs from (${parts}) page
     order by ${sql.join(
-      TIME_COLUMNS.map((column) => sql`${sql.identifier(column.name)} desc`),
+      columns.map((column) => sql`${pageColumn(column)} desc`),
       sql`, `,
     )}
     limit ${value('limit')}`
@@ -252,13 +294,7 @@ function blockOrderedQuery(db: Database, parameters: ListAttributionsParameters)
       sql`${attributions.blockNumber} <= (${boundary(lt(hinted.blockTimestamp, value('until')), [desc(hinted.blockTimestamp), desc(hinted.blockNumber)])})`,
     )
   if (after !== undefined) where.push(sql`(${sql.join(KEY_COLUMNS, sql`, `)}) < (${KEY_VALUES})`)
-  return pageQuery(db, where, KEY_ORDER)
-}
-
-export function attributionKey(
-  row: Pick<AttributionRow, 'block_number' | 'tx_hash' | 'user_op_hash' | 'builder_code' | 'role'>,
-): AttributionKey {
-  return [row.block_number, row.tx_hash, row.user_op_hash, row.builder_code, row.role]
+  return pageItems(pageQuery(db, where, KEY_ORDER), KEY_COLUMNS)
 }
 
 export type StatsInterval = 'hour' | 'day'

@@ -6,13 +6,11 @@
  * sums, the registry view, lateral joins) use its `sql` tag, still parameterised.
  */
 export {
-  attributionKey,
   builderCodeStatsReport,
   INTERVAL_MS,
   leaderboard,
   listAttributions,
   roundToBuckets,
-  type AttributionRow,
   type LeaderboardParameters,
   type LeaderboardRow,
   type StatsInterval,
