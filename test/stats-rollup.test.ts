@@ -363,6 +363,19 @@ async function expectStatsMatchRows(context: string): Promise<void> {
     stats.buckets.filter((bucket) => bucket.attributions > 0),
     label,
   ).toEqual(expected.buckets)
+  // The leaderboard over the same range, of any length (it ranks a power of two of codes, then keeps `limit`).
+  const limit = 1 + int(CODES.length)
+  const board = await leaderboard(db.store.db, { chainId, since, until, limit })
+  const { rows: ranked } = await db.store.pool.query<{ builderCode: string; attributions: number }>(
+    `SELECT builder_code AS "builderCode", count(*)::int8 AS attributions FROM attributions
+     WHERE chain_id = ANY($1::int[]) AND block_timestamp >= $2 AND block_timestamp < $3 AND NOT removed
+     GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $4`,
+    [chainIds, since, until, limit],
+  )
+  expect(
+    board.map(({ builderCode, attributions }) => ({ builderCode, attributions })),
+    `${label} leaderboard of ${limit}`,
+  ).toEqual(ranked)
 }
 
 describe('stats rollup', () => {
@@ -562,6 +575,41 @@ describe('stats rollup', () => {
     const board = await leaderboard(db.store.db, { chainId: CHAIN_ID, ...range, limit: 100 })
     expect(board.find((row) => row.builderCode === code)?.roles).toEqual(inOrder)
     await expectRollupExact('rows in every role')
+  })
+
+  it('ranks a leaderboard of any length: the first codes of the whole ranking, however many are asked for', async () => {
+    // Six codes in one hour, the nth with n + 1 attributions.
+    const codes = Array.from({ length: 6 }, (_, n) => `bc_rank${n}`)
+    const rows = codes.flatMap((code, n) =>
+      Array.from({ length: n + 1 }, (_, i) => ({
+        chain_id: CHAIN_ID,
+        tx_hash: hex(20_000 + n * 10 + i, 64),
+        user_op_hash: '',
+        builder_code: code,
+        role: '',
+        code_index: 0,
+        block_number: 0,
+        block_hash: hex(0, 64, 'b'),
+        block_timestamp: new Date(T0 * 1000).toISOString(),
+        from_address: SENDERS[0]!,
+        sender: SENDERS[i % SENDERS.length]!,
+        schema_id: 0,
+        codes: [code],
+        gas_used: 21_000,
+        status: 'finalized' as Status,
+        removed: false,
+      })),
+    )
+    await insertRows(db.store.pool, rows)
+    const range = roundToBuckets('hour', new Date(T0 * 1000), new Date((T0 + 3600) * 1000))
+    const whole = await leaderboard(db.store.db, { chainId: CHAIN_ID, ...range, limit: 100 })
+    expect(whole.filter((row) => codes.includes(row.builderCode)).map((row) => [row.builderCode, row.attributions])).toEqual(
+      codes.map((code, n) => [code, n + 1]).reverse(),
+    )
+    for (const limit of [1, 2, 3, 5, 6, 7]) {
+      const board = await leaderboard(db.store.db, { chainId: CHAIN_ID, ...range, limit })
+      expect(board, `limit ${limit}`).toEqual(whole.slice(0, limit))
+    }
   })
 
   it('fills the rollup from the rows stored before its migration', async () => {
