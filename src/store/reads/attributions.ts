@@ -485,6 +485,7 @@ export type LeaderboardRow = Omit<StatsBucket, 'start'> & { builderCode: string;
  */
 export async function leaderboard(db: Database, { chainId, since, until, limit }: LeaderboardParameters): Promise<LeaderboardRow[]> {
   const several = typeof chainId !== 'number'
+  const ranked = rankedCodes(limit)
   const rows = await queryPrepared<{
     builder_code: string
     wallet_address: string | null
@@ -493,7 +494,7 @@ export async function leaderboard(db: Database, { chainId, since, until, limit }
     gas_used: string
     distinct_senders: number
     roles: RoleColumns
-  }>(db, `leaderboard:${several ? 'chains' : 'chain'}:${rankedCodes(limit)}`, () => leaderboardQuery(several, rankedCodes(limit)), {
+  }>(db, `leaderboard:${several ? 'chains' : 'chain'}:${ranked}`, () => leaderboardQuery(several, ranked), {
     chainId,
     since: since.toISOString(),
     until: until.toISOString(),
@@ -619,7 +620,7 @@ function toRoleStats(columns: RoleColumns): RoleStats {
       confirmed: attributions[i]! - pending[i]!,
       pending: pending[i]!,
     }
-    const bucketStart = start[i]!
+    const bucketStart = start[i] ?? null
     if (bucketStart === null) total.push(counts)
     else buckets.set(bucketStart, [...(buckets.get(bucketStart) ?? []), counts])
   }
