@@ -7,11 +7,10 @@
  * as a single job (the default `CHUNK_BLOCKS` exceeds the fixture). Node calls come from the backfill's
  * own summary line.
  */
-import { availableParallelism } from 'node:os'
 import { startAnvil } from '../devnet/anvil.js'
 import { ensureFixture, type Fixture, type FixtureSize } from './fixture.js'
 import { runBackfill, runProfiledBackfill, type BackfillRun, type BackfillRunParameters } from './backfill.js'
-import { pinToCpus, startCpuCount } from './processStats.js'
+import { CPUS_BESIDE_THE_NODE, startCpuCount, withNodeOnOwnCore } from './processStats.js'
 import type { ProfileSummary } from './profile.js'
 import { blockChunks, createRawRpc, hex, inParallel } from './rawRpc.js'
 import { count } from './report.js'
@@ -156,33 +155,6 @@ export async function measureBlockBodyLimit(parameters: {
   return { passes, fastest }
 }
 
-/** The CPUs other than the node's CPU 0. */
-const OTHER_CPUS = `1-${Math.max(1, availableParallelism() - 1)}`
-
-/**
- * `limit`, `backfill` and `limit` again with the node (`nodePid`) pinned to CPU 0 and this process to
- * the others, then everything unpinned; undefined where that cannot be done.
- */
-async function measureWithNodeOnOwnCore(
-  nodePid: number,
-  limit: () => Promise<BlockBodyLimit>,
-  backfill: () => Promise<BackfillRun>,
-  say: (message: string) => void,
-): Promise<BlocksScopePart['nodeOwnCore']> {
-  const everyCpu = `0-${availableParallelism() - 1}`
-  if (availableParallelism() < 2 || !pinToCpus(nodePid, '0')) return undefined
-  try {
-    if (!pinToCpus(process.pid, OTHER_CPUS)) return undefined
-    say(`the node on a core of its own: anvil on CPU 0, the backfill and the limit's client on CPUs ${OTHER_CPUS}…`)
-    const before = await limit()
-    const run = await backfill()
-    return { limits: [before, await limit()], run }
-  } finally {
-    pinToCpus(nodePid, everyCpu)
-    pinToCpus(process.pid, everyCpu)
-  }
-}
-
 /** The `blocks` part: fixture, anvil, limit and backfill in turn, then the one-job backfill and the node on a core of its own. */
 export async function runBlocksScope({
   size,
@@ -248,7 +220,12 @@ export async function runBlocksScope({
     say(`codetrail backfill, ATTRIBUTION_SCOPE=blocks, CHUNK_BLOCKS=${oneJobChunkBlocks}: one job…`)
     const oneJob = await runBackfill({ ...backfillParameters, chunkBlocks: oneJobChunkBlocks })
     limits.push(await limit())
-    const nodeOwnCore = await measureWithNodeOnOwnCore(nodePid, limit, () => runBackfill({ ...backfillParameters, cpus: OTHER_CPUS }), say)
+    const nodeOwnCore = await withNodeOnOwnCore(nodePid, async () => {
+      say(`the node on a core of its own: anvil on CPU 0, the backfill and the limit's client on CPUs ${CPUS_BESIDE_THE_NODE}…`)
+      const before = await limit()
+      const run = await runBackfill({ ...backfillParameters, cpus: CPUS_BESIDE_THE_NODE })
+      return { limits: [before, await limit()] as [BlockBodyLimit, BlockBodyLimit], run }
+    })
     let summary: (ProfileSummary & { path: string }) | undefined
     if (profile) {
       say('codetrail backfill, ATTRIBUTION_SCOPE=blocks, with a CPU profile…')

@@ -26,6 +26,7 @@ import { runMigrations } from '../../src/store/index.js'
 import { runApiLatency, type ApiRun } from './api.js'
 import { runBackfill, runProfiledBackfill, type BackfillRun } from './backfill.js'
 import { BLOCK_BODY_IN_FLIGHT, runBlocksScope, type BlocksScopePart } from './blocksScope.js'
+import { CPUS_BESIDE_THE_NODE, withNodeOnOwnCore } from './processStats.js'
 import { createRawRpc } from './rawRpc.js'
 import { measureCopyLimit, measureRpcLimit, type BodyRead, type CopyLimit, type RpcLimit } from './limits.js'
 import { runPendingLatency, type PendingRun } from './pending.js'
@@ -123,13 +124,18 @@ type BackfillPart = {
   loadMs: number
   /** The first RPC limit, once per way of reading bodies; the fastest one is the limit's. */
   tried: RpcLimit[]
-  /** RPC and COPY limits around the runs: run i sits between limits i and i + 1. */
-  rpc: RpcLimit[]
-  copy: CopyLimit[]
   copyIndexed: CopyLimit
-  runs: BackfillRun[]
+  /**
+   * The same rounds with the node on a core of its own, as a node on another machine would be: anvil
+   * pinned to CPU 0, the backfill and the limits' client to the others, PostgreSQL unpinned. Absent on
+   * a machine of one CPU or without `taskset`.
+   */
+  nodeOwnCore?: BackfillRounds
   profile?: ProfileSummary & { path: string }
-}
+} & BackfillRounds
+
+/** RPC and COPY limits around the backfill runs: run i sits between limits i and i + 1. */
+type BackfillRounds = { rpc: RpcLimit[]; copy: CopyLimit[]; runs: BackfillRun[] }
 
 const say = (message: string) => process.stderr.write(`${message}\n`)
 
@@ -376,15 +382,21 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
     }
     // Limits, backfill, limits, backfill, …, limits: each backfill is set against the limits measured
     // just before and after it, so noise from other work on the machine falls on both sides alike.
-    const rpc = [cheapest]
-    const copy = [await copyLimit()]
-    const runs: BackfillRun[] = []
-    for (let round = 1; round <= BACKFILL_ROUNDS; round++) {
-      say(`codetrail backfill (${round} of ${BACKFILL_ROUNDS})…`)
-      runs.push(await runBackfill(backfillParameters))
-      rpc.push(await rpcLimit(cheapest.bodies))
-      copy.push(await copyLimit())
+    const rounds = async (first: RpcLimit, cpus?: string): Promise<BackfillRounds> => {
+      const measured: BackfillRounds = { rpc: [first], copy: [await copyLimit()], runs: [] }
+      for (let round = 1; round <= BACKFILL_ROUNDS; round++) {
+        say(`codetrail backfill (${round} of ${BACKFILL_ROUNDS}${cpus === undefined ? '' : `, on CPUs ${cpus}`})…`)
+        measured.runs.push(await runBackfill({ ...backfillParameters, cpus }))
+        measured.rpc.push(await rpcLimit(cheapest.bodies))
+        measured.copy.push(await copyLimit())
+      }
+      return measured
     }
+    const { rpc, copy, runs } = await rounds(cheapest)
+    const nodeOwnCore = await withNodeOnOwnCore(anvil.process.pid!, async () => {
+      say(`the node on a core of its own: anvil on CPU 0, the backfill and the limits' client on CPUs ${CPUS_BESIDE_THE_NODE}…`)
+      return rounds(await rpcLimit(cheapest.bodies), CPUS_BESIDE_THE_NODE)
+    })
     await runMigrations(copyDb.pool)
     say(`for reference: COPY into codetrail's logs table, ${CONCURRENCY} streams…`)
     const copyIndexed = await measureCopyLimit({ ...copyParameters, table: 'logs' })
@@ -393,7 +405,17 @@ async function benchBackfill(size: 'full' | 'quick', adminDatabaseUrl: string, r
       say('codetrail backfill again, with a CPU profile…')
       summary = await runProfiledBackfill(backfillParameters, PROFILED_FUNCTIONS)
     }
-    return { fixture, loadMs, tried, rpc, copy, copyIndexed, runs, ...(summary ? { profile: summary } : {}) }
+    return {
+      fixture,
+      loadMs,
+      tried,
+      rpc,
+      copy,
+      copyIndexed,
+      runs,
+      ...(nodeOwnCore ? { nodeOwnCore } : {}),
+      ...(summary ? { profile: summary } : {}),
+    }
   } finally {
     await copyDb.drop()
     await anvil.stop()
@@ -418,24 +440,55 @@ const median = (values: readonly number[]) => {
 }
 const sumOf = (record: Record<string, number>) => Object.values(record).reduce((sum, v) => sum + v, 0)
 
-function backfillRows(
-  { fixture, loadMs, tried, rpc, copy, copyIndexed, runs }: BackfillPart,
-  results: ReturnType<typeof readResults>,
+/** Two lines per backfill run: its rate against its limits, and the CPU time of every process. */
+function backfillRunLines(
+  runs: readonly BackfillRun[],
+  { limits, ratios }: Pick<ReturnType<typeof roundRatios>, 'limits' | 'ratios'>,
+  logs: number,
 ): TableRow[] {
-  // Run i sits between limit measurements i and i + 1; its limit is the lower of the two kinds.
+  return runs.flatMap((run, i) => {
+    const sorted = [...run.chunkMs].sort((a, b) => a - b)
+    const limit = limits[i]!
+    return [
+      {
+        figure: '',
+        measured: `run ${i + 1}: ${count(run.logsPerSec)} logs/s, ${pct(ratios[i]!)} of its limit (RPC ${count(limit.rpcLogsPerSec)}, COPY ${count(limit.copyRowsPerSec)}); ${count(logs)} logs in ${(run.workMs / 1000).toFixed(1)} s (process ${(run.processMs / 1000).toFixed(1)} s with start-up); chunk jobs p50/max ${count(sorted[Math.floor(sorted.length / 2)] ?? 0)}/${count(sorted.at(-1) ?? 0)} ms`,
+      },
+      {
+        figure: '',
+        measured: `       CPU seconds: codetrail ${(run.cpu.codetrail ?? 0).toFixed(1)} (+ ${run.startupCpuSec.toFixed(1)} start-up), anvil ${(run.cpu.node ?? 0).toFixed(1)}, postgres backends ${(run.cpu.postgres ?? 0).toFixed(1)} (${cpus().length} cores × ${(run.processMs / 1000).toFixed(1)} s); RSS at ${run.rssAt.map((r) => pct(r.share)).join(' / ')}: ${run.rssAt.map((r) => r.rssMiB.toFixed(0)).join(' / ')} MiB`,
+      },
+    ]
+  })
+}
+
+/** Each run's limits (the mean of those just before and after it, the lower kind of the two) and its ratio to them. */
+function roundRatios({ rpc, copy, runs }: BackfillRounds) {
   const limits = runs.map((_, i) => {
     const rpcLogsPerSec = mean([rpc[i]!.logsPerSec, rpc[i + 1]!.logsPerSec])
     const copyRowsPerSec = mean([copy[i]!.rowsPerSec, copy[i + 1]!.rowsPerSec])
     return { rpcLogsPerSec, copyRowsPerSec, lower: Math.min(rpcLogsPerSec, copyRowsPerSec) }
   })
   const ratios = runs.map((run, i) => run.logsPerSec / limits[i]!.lower)
-  const ratio = median(ratios)
+  return { limits, ratios, ratio: median(ratios) }
+}
+
+function backfillRows(part: BackfillPart, results: ReturnType<typeof readResults>): TableRow[] {
+  const { fixture, loadMs, tried, rpc, copy, copyIndexed, runs, nodeOwnCore } = part
+  const { limits, ratios, ratio } = roundRatios(part)
+  const own = nodeOwnCore && roundRatios(nodeOwnCore)
   const logsPerSec = median(runs.map((run) => run.logsPerSec))
   const peakRssMiB = Math.max(...runs.map((run) => run.peakRssMiB))
   const rpcLimit = median(rpc.map((r) => r.logsPerSec))
   const copyLimit = median(copy.map((c) => c.rowsPerSec))
   results.limits = { rpcLogsPerSec: round(rpcLimit), copyRowsPerSec: round(copyLimit) }
-  results.backfill = { logs: fixture.logs, logsPerSec: round(logsPerSec), ratioToLimit: round(ratio, 3), peakRssMiB: round(peakRssMiB, 1) }
+  results.backfill = {
+    logs: fixture.logs,
+    logsPerSec: round(logsPerSec),
+    ratioToLimit: round(ratio, 3),
+    peakRssMiB: round(peakRssMiB, 1),
+    nodeOwnCoreRatioToLimit: own ? round(own.ratio, 3) : null,
+  }
   const perThousand = (n: number) => (n * 1000) / fixture.logs
   const rawCpuMsPerThousand =
     perThousand(median(rpc.map((r) => (r.nodeCpuSec ?? 0) + r.clientCpuSec)) + median(copy.map((c) => c.backendCpuSec ?? 0))) * 1000
@@ -474,20 +527,18 @@ function backfillRows(
       beside: `≥ ${pct(TARGETS.backfillRatio)} of min(raw RPC, raw COPY), median of ${runs.length} runs`,
       verdict: `${pct(ratio)} ${verdict(ratio >= TARGETS.backfillRatio)}`,
     },
-    ...runs.flatMap((run, i) => {
-      const sorted = [...run.chunkMs].sort((a, b) => a - b)
-      const limit = limits[i]!
-      return [
-        {
-          figure: '',
-          measured: `run ${i + 1}: ${count(run.logsPerSec)} logs/s, ${pct(ratios[i]!)} of its limit (RPC ${count(limit.rpcLogsPerSec)}, COPY ${count(limit.copyRowsPerSec)}); ${count(fixture.logs)} logs in ${(run.workMs / 1000).toFixed(1)} s (process ${(run.processMs / 1000).toFixed(1)} s with start-up); chunk jobs p50/max ${count(sorted[Math.floor(sorted.length / 2)] ?? 0)}/${count(sorted.at(-1) ?? 0)} ms`,
-        },
-        {
-          figure: '',
-          measured: `       CPU seconds: codetrail ${(run.cpu.codetrail ?? 0).toFixed(1)} (+ ${run.startupCpuSec.toFixed(1)} start-up), anvil ${(run.cpu.node ?? 0).toFixed(1)}, postgres backends ${(run.cpu.postgres ?? 0).toFixed(1)} (${cpus().length} cores × ${(run.processMs / 1000).toFixed(1)} s); RSS at ${run.rssAt.map((r) => pct(r.share)).join(' / ')}: ${run.rssAt.map((r) => r.rssMiB.toFixed(0)).join(' / ')} MiB`,
-        },
-      ]
-    }),
+    ...backfillRunLines(runs, { limits, ratios }, fixture.logs),
+    ...(own && nodeOwnCore
+      ? [
+          {
+            figure: '  the node on a core of its own',
+            measured: `${count(median(nodeOwnCore.runs.map((run) => run.logsPerSec)))} logs/s`,
+            beside: `median of ${nodeOwnCore.runs.length} runs; anvil on CPU 0, the rest on the others, PostgreSQL unpinned; its limits RPC ${nodeOwnCore.rpc.map((r) => count(r.logsPerSec)).join(', ')}, COPY ${nodeOwnCore.copy.map((c) => count(c.rowsPerSec)).join(', ')}`,
+            verdict: pct(own.ratio),
+          },
+          ...backfillRunLines(nodeOwnCore.runs, own, fixture.logs),
+        ]
+      : []),
     {
       figure: 'backfill node calls per 1,000 logs',
       measured: `${perThousand(sumOf(calls)).toFixed(1)} calls in ${perThousand(runs[0]!.nodeRequests).toFixed(1)} requests`,
@@ -785,7 +836,7 @@ function blocksRows(part: BlocksScopePart, results: ReturnType<typeof readResult
     limitTxPerSec: round(limitTxPerSec),
     ratioToLimit: round(ratio, 3),
     peakRssMiB: round(peakRssMiB, 1),
-    ...(ownCoreRatio !== undefined ? { nodeOwnCoreRatioToLimit: round(ownCoreRatio, 3) } : {}),
+    nodeOwnCoreRatioToLimit: ownCoreRatio !== undefined ? round(ownCoreRatio, 3) : null,
   }
   const perThousand = (n: number) => (n * 1000) / transactions
   const runLines = (run: BackfillRun, limit: number, label: string) => {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 
 // /proc/<pid>/stat counts CPU time in clock ticks, 100 per second on Linux.
 const CLOCK_TICKS = 100
@@ -143,5 +144,25 @@ export function pinToCpus(pid: number, cpus: string): boolean {
     return true
   } catch {
     return false
+  }
+}
+
+/** The CPUs other than the node's CPU 0, where the process measured and this one run beside a pinned node. */
+export const CPUS_BESIDE_THE_NODE = `1-${Math.max(1, availableParallelism() - 1)}`
+
+/**
+ * Runs `work` with the node (`nodePid`) pinned to CPU 0 and this process to the others, as a node on
+ * another machine has a core to itself, then unpins both; undefined where that cannot be done (one
+ * CPU, no `taskset`). PostgreSQL is left unpinned.
+ */
+export async function withNodeOnOwnCore<T>(nodePid: number, work: () => Promise<T>): Promise<T | undefined> {
+  const everyCpu = `0-${availableParallelism() - 1}`
+  if (availableParallelism() < 2 || !pinToCpus(nodePid, '0')) return undefined
+  try {
+    if (!pinToCpus(process.pid, CPUS_BESIDE_THE_NODE)) return undefined
+    return await work()
+  } finally {
+    pinToCpus(nodePid, everyCpu)
+    pinToCpus(process.pid, everyCpu)
   }
 }

@@ -4,7 +4,14 @@ import { dirname } from 'node:path'
 /** `harness/bench/results.json`: every figure a number, or null when no run has measured it yet. */
 export type BenchResults = {
   limits: { rpcLogsPerSec: number | null; copyRowsPerSec: number | null }
-  backfill: { logs: number | null; logsPerSec: number | null; ratioToLimit: number | null; peakRssMiB: number | null }
+  backfill: {
+    logs: number | null
+    logsPerSec: number | null
+    ratioToLimit: number | null
+    peakRssMiB: number | null
+    /** The ratio with the node on a core of its own (median of its runs). */
+    nodeOwnCoreRatioToLimit: number | null
+  }
   pending: { p50Ms: number | null; p99Ms: number | null }
   decode: { noSuffixPerSec: number | null; withSuffixPerSec: number | null }
   api: { p50Ms: number | null; p99Ms: number | null; requestsPerSec: number | null }
@@ -22,6 +29,8 @@ export type BenchResults = {
     limitTxPerSec: number | null
     ratioToLimit: number | null
     peakRssMiB: number | null
+    /** The ratio with the node on a core of its own. */
+    nodeOwnCoreRatioToLimit: number | null
   }
   /** Heads by polling. */
   tip: TipResults
@@ -54,7 +63,7 @@ const EMPTY_TIP: TipResults = {
 
 export const EMPTY_RESULTS: BenchResults = {
   limits: { rpcLogsPerSec: null, copyRowsPerSec: null },
-  backfill: { logs: null, logsPerSec: null, ratioToLimit: null, peakRssMiB: null },
+  backfill: { logs: null, logsPerSec: null, ratioToLimit: null, peakRssMiB: null, nodeOwnCoreRatioToLimit: null },
   pending: { p50Ms: null, p99Ms: null },
   decode: { noSuffixPerSec: null, withSuffixPerSec: null },
   api: { p50Ms: null, p99Ms: null, requestsPerSec: null },
@@ -66,7 +75,14 @@ export const EMPTY_RESULTS: BenchResults = {
     retentionDroppedMs: null,
     retentionDeletedMs: null,
   },
-  blocksScope: { transactions: null, txPerSec: null, limitTxPerSec: null, ratioToLimit: null, peakRssMiB: null },
+  blocksScope: {
+    transactions: null,
+    txPerSec: null,
+    limitTxPerSec: null,
+    ratioToLimit: null,
+    peakRssMiB: null,
+    nodeOwnCoreRatioToLimit: null,
+  },
   tip: EMPTY_TIP,
   tipBlocksScope: EMPTY_TIP,
   tipWs: EMPTY_TIP,
