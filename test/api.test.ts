@@ -648,6 +648,35 @@ describe('GET /v1/logs', () => {
     expect(body.items[1]!.logIndex).toBe(1)
   })
 
+  it('writes every row, removed and pending ones included, as the documented Log: its fields in the document’s order', async () => {
+    const document = (await get('/openapi.json')).body
+    const fields = Object.keys(document.components.schemas.Log.properties)
+    const expectedLog = (row: LogRow) => ({
+      chainId: row.chain_id,
+      address: row.address,
+      topics: [row.topic0, row.topic1, row.topic2, row.topic3].filter((topic) => topic !== null),
+      data: row.data,
+      blockNumber: row.block_number,
+      blockHash: row.block_hash,
+      blockTimestamp: row.block_timestamp,
+      blockTimestampMs: null,
+      transactionHash: row.transaction_hash,
+      transactionIndex: row.transaction_index,
+      logIndex: row.log_index,
+      status: row.status,
+      removed: row.removed,
+    })
+    for (const query of ['includeRemoved=true', `address=${A}&includeRemoved=true`]) {
+      const { items } = await allPages<Log>(`/v1/logs?${query}`, 7)
+      const expected = logRows.filter((row) => query.startsWith('include') || row.address === A)
+      expect(items, query).toHaveLength(expected.length)
+      for (const item of items) {
+        expect(Object.keys(item)).toEqual(fields)
+        expect(item).toEqual(expectedLog(expected.find((row) => logKey(row) === itemKeyOf(item))!))
+      }
+    }
+  })
+
   it('pages without loss or repeat and applies each filter as eth_getLogs would', async () => {
     const cases: [string, (r: LogRow) => boolean][] = [
       ['', () => true],
