@@ -212,6 +212,7 @@ describe('GET /v1/attributions', () => {
     expect(body.items).toHaveLength(3)
     const first = body.items[0]!
     expect(first).toEqual(expectedItem(rows.find((r) => key(r) === itemKey(first))!))
+    expect(first.removed).toBe(false)
     expect(first.blockNumber).toBe(1059)
     expect(body.nextCursor).toEqual(expect.any(String))
   })
